@@ -1,0 +1,207 @@
+// Virtual actors, one per key (Orleans-style): activated on their first message with their state read
+// from LMDB, run one message at a time from a bounded mailbox, and passivated when idle or when the
+// resident cap is reached. One owner per key is what makes updates race-free without locks.
+//
+// A handler applies a message to the in-memory state synchronously and issues its LMDB puts; the
+// caller's promise resolves only once those puts are durable. The next message may run before that
+// (its puts queue behind in the same or a later transaction, in order), which is what lets one hot key
+// take thousands of updates a second while each acknowledgement still means "on disk".
+//
+// Keys are split into PARTITIONS by a stable hash of account+id. Here every partition is owned by this
+// process; the partition is the unit a cluster will hand to another owner.
+
+import { ApiError } from '../src/errors.js'
+import type { Clock } from '../src/clock.js'
+
+export const PARTITIONS = 256
+
+export interface ActorKind<S, M, R> {
+  readonly name: string
+  /** Read the actor's state from the store (synchronous: LMDB reads are). */
+  load (account: string, id: string): S
+  /** Apply one message. May call `actor.track(write)` for each write; may return a promise. */
+  handle (actor: Actor<S>, message: M): R | Promise<R>
+}
+
+interface Envelope<M, R> {
+  message: M
+  resolve: (value: R) => void
+  reject: (error: unknown) => void
+}
+
+export class Actor<S> {
+  readonly kind: ActorKind<S, any, any>
+  readonly account: string
+  readonly id: string
+  readonly slot: string
+  /** The partition that owns this key (see partitionOf). */
+  readonly partition: number
+  state: S
+  lastUsedMs: number
+  /** The latest write not yet durable, or null. */
+  pending: Promise<void> | null = null
+  /** A write failed: memory may be ahead of disk, so this activation must not serve again. */
+  broken = false
+  running = false
+  readonly mailbox: Envelope<any, any>[] = []
+
+  constructor (kind: ActorKind<S, any, any>, account: string, id: string, slot: string, state: S, nowMs: number) {
+    this.kind = kind
+    this.account = account
+    this.id = id
+    this.slot = slot
+    this.partition = partitionOf(account, id)
+    this.state = state
+    this.lastUsedMs = nowMs
+  }
+
+  /** Register a write of this message: the reply waits for it, and so does passivation. */
+  track (write: Promise<void>): void {
+    const tracked: Promise<void> = write.then(() => {
+      if (this.pending === tracked) this.pending = null
+    }, (error: unknown) => {
+      this.broken = true
+      if (this.pending === tracked) this.pending = null
+      throw error
+    })
+    this.pending = tracked
+  }
+}
+
+export interface RuntimeOptions {
+  clock: Clock
+  actorsMax: number
+  actorIdleMs: number
+  mailboxMax: number
+}
+
+export class ActorRuntime {
+  private readonly resident = new Map<string, Actor<any>>()
+  private readonly options: RuntimeOptions
+  private sweeper: NodeJS.Timeout | null = null
+  activations = 0
+  passivations = 0
+
+  constructor (options: RuntimeOptions) {
+    this.options = options
+    this.sweeper = setInterval(() => this.sweepIdle(), Math.max(50, options.actorIdleMs / 2))
+    this.sweeper.unref()
+  }
+
+  get residentCount (): number { return this.resident.size }
+
+  /** Deliver a message to the actor (kind, account, id) and resolve with its durable reply. */
+  send<S, M, R> (kind: ActorKind<S, M, R>, account: string, id: string, message: M): Promise<R> {
+    const actor = this.activate(kind, account, id)
+    if (actor.running || actor.mailbox.length > 0) {
+      if (actor.mailbox.length >= this.options.mailboxMax) {
+        return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`))
+      }
+      return new Promise<R>((resolve, reject) => { actor.mailbox.push({ message, resolve, reject }) })
+    }
+    return new Promise<R>((resolve, reject) => { this.run(actor, { message, resolve, reject }) })
+  }
+
+  private activate<S> (kind: ActorKind<S, any, any>, account: string, id: string): Actor<S> {
+    const slot = kind.name + '\u0000' + account + '\u0000' + id
+    const nowMs = this.options.clock.nowMs()
+    let actor = this.resident.get(slot) as Actor<S> | undefined
+    if (actor !== undefined && !actor.broken) {
+      // Re-insert to keep the map in least-recently-used order for passivation.
+      this.resident.delete(slot)
+      this.resident.set(slot, actor)
+      actor.lastUsedMs = nowMs
+      return actor
+    }
+    actor = new Actor(kind, account, id, slot, kind.load(account, id), nowMs)
+    this.resident.set(slot, actor)
+    this.activations++
+    if (this.resident.size > this.options.actorsMax) this.evictOverCap()
+    return actor
+  }
+
+  private run<R> (actor: Actor<any>, envelope: Envelope<any, R>): void {
+    let out: R | Promise<R>
+    try {
+      out = actor.kind.handle(actor, envelope.message)
+    } catch (error) {
+      envelope.reject(error)
+      this.next(actor)
+      return
+    }
+    if (out instanceof Promise) {
+      actor.running = true
+      out.then(
+        value => { actor.running = false; this.reply(actor, envelope, value); this.next(actor) },
+        error => { actor.running = false; envelope.reject(error); this.next(actor) },
+      )
+      return
+    }
+    this.reply(actor, envelope, out)
+    this.next(actor)
+  }
+
+  private reply<R> (actor: Actor<any>, envelope: Envelope<any, R>, value: R): void {
+    const pending = actor.pending
+    if (pending === null) envelope.resolve(value)
+    else pending.then(() => envelope.resolve(value), envelope.reject)
+  }
+
+  private next (actor: Actor<any>): void {
+    const envelope = actor.mailbox.shift()
+    if (envelope === undefined) return
+    if (actor.broken) {
+      // Memory may be ahead of disk: hand the rest to a fresh activation that reloads from LMDB.
+      const fresh = this.activate(actor.kind, actor.account, actor.id)
+      fresh.mailbox.push(envelope, ...actor.mailbox.splice(0))
+      this.next(fresh)
+      return
+    }
+    this.run(actor, envelope)
+  }
+
+  private evictable (actor: Actor<any>): boolean {
+    return !actor.running && actor.mailbox.length === 0 && actor.pending === null
+  }
+
+  private evictOverCap (): void {
+    for (const [slot, actor] of this.resident) {
+      if (this.resident.size <= this.options.actorsMax) return
+      if (this.evictable(actor)) this.passivate(slot)
+    }
+  }
+
+  private sweepIdle (): void {
+    const oldestAllowedMs = this.options.clock.nowMs() - this.options.actorIdleMs
+    for (const [slot, actor] of this.resident) {
+      if (actor.lastUsedMs > oldestAllowedMs) return // LRU order: the rest are newer
+      if (this.evictable(actor)) this.passivate(slot)
+    }
+  }
+
+  private passivate (slot: string): void {
+    this.resident.delete(slot)
+    this.passivations++
+  }
+
+  /** Wait until every actor's writes are durable (shutdown). */
+  async drain (): Promise<void> {
+    const pending: Promise<void>[] = []
+    for (const actor of this.resident.values()) if (actor.pending !== null) pending.push(actor.pending.catch(() => {}))
+    await Promise.all(pending)
+  }
+
+  close (): void {
+    if (this.sweeper !== null) clearInterval(this.sweeper)
+    this.sweeper = null
+  }
+}
+
+/** FNV-1a over account and id: stable across processes and releases, so a cluster agrees on owners. */
+export function partitionOf (account: string, id: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < account.length; i++) hash = Math.imul(hash ^ account.charCodeAt(i), 0x01000193)
+  hash = Math.imul(hash ^ 0, 0x01000193)
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193)
+  return (hash >>> 0) % PARTITIONS
+}

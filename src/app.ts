@@ -1,0 +1,63 @@
+// Beacon assembled: store → registry → actors → HTTP. `startBeacon` is what main.ts and the benchmarks
+// run; `stop` is the graceful shutdown (stop accepting, finish in-flight writes, close LMDB).
+
+import type { Config } from './config.js'
+import { systemClock, type Clock } from './clock.js'
+import { Store } from './store/store.js'
+import { Registry } from './store/registry.js'
+import { HttpServer } from './http/server.js'
+import { publicRoutes } from './http/public-routes.js'
+import { adminRoutes } from './http/admin-routes.js'
+import { ActorRuntime } from '../actors/runtime.js'
+import { visitorKind, type CampaignMatcher } from '../actors/visitor.js'
+import { profileKind } from '../actors/profile.js'
+import { log } from './log.js'
+
+export interface Beacon {
+  port: number
+  stop (): Promise<void>
+}
+
+export interface StartOptions {
+  config: Config
+  adminKey: string
+  clock?: Clock
+}
+
+/** No campaigns until the campaign engine is wired in: every event answers an empty list. */
+const noCampaigns: CampaignMatcher = () => []
+
+export async function startBeacon ({ config, adminKey, clock = systemClock }: StartOptions): Promise<Beacon> {
+  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes })
+  const registry = new Registry(store, clock)
+  const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
+  const profiles = profileKind(store)
+  const visitors = visitorKind({ store, runtime, profiles, match: noCampaigns })
+
+  const server = new HttpServer({
+    host: config.host,
+    port: config.port,
+    maxBodyBytes: config.maxBodyBytes,
+    inflightMax: config.inflightMax,
+    routes: [
+      ...publicRoutes({ registry, runtime, clock, visitors, profiles }),
+      ...adminRoutes({ registry, adminKey }),
+    ],
+    onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),
+  })
+  const port = await server.listen()
+
+  let stopping: Promise<void> | null = null
+  return {
+    port,
+    stop () {
+      stopping ??= (async () => {
+        await server.drain()
+        await runtime.drain()
+        runtime.close()
+        await store.close()
+      })()
+      return stopping
+    },
+  }
+}

@@ -1,0 +1,67 @@
+// Configuration from BEACON_* environment variables, checked once at start: every bad value gets
+// its own line, and the process refuses to start rather than run with a guess.
+
+export const DURABILITY = ['flushed', 'committed'] as const
+export type Durability = typeof DURABILITY[number]
+
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  adminKey: string | null
+  maxBodyBytes: number
+  durability: Durability
+  actorsMax: number
+  actorIdleMs: number
+  mailboxMax: number
+  inflightMax: number
+  mapSizeBytes: number
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor (problems: string[]) {
+    super('invalid configuration:\n' + problems.map(p => '  ' + p).join('\n'))
+    this.problems = problems
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+function integer (env: Env, name: string, fallback: number, min: number, max: number, problems: string[]): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) {
+    problems.push(`${name}=${JSON.stringify(raw)}: expected a whole number from ${min} to ${max}`)
+    return fallback
+  }
+  return n
+}
+
+export function loadConfig (env: Env = process.env): Config {
+  const problems: string[] = []
+  const durabilityRaw = env.BEACON_DURABILITY || 'flushed'
+  if (!(DURABILITY as readonly string[]).includes(durabilityRaw)) {
+    problems.push(`BEACON_DURABILITY=${JSON.stringify(durabilityRaw)}: expected one of ${DURABILITY.join(', ')}`)
+  }
+  const adminKey = env.BEACON_ADMIN_KEY || null
+  if (adminKey !== null && adminKey.length < 16) {
+    problems.push('BEACON_ADMIN_KEY: must be at least 16 characters (or unset, to have one generated)')
+  }
+  const config: Config = {
+    host: env.BEACON_HOST || '0.0.0.0',
+    port: integer(env, 'BEACON_PORT', 8080, 0, 65535, problems),
+    dataDir: env.BEACON_DATA_DIR || './data',
+    adminKey,
+    maxBodyBytes: integer(env, 'BEACON_MAX_BODY_BYTES', 65536, 256, 16 * 1024 * 1024, problems),
+    durability: durabilityRaw as Durability,
+    actorsMax: integer(env, 'BEACON_ACTORS_MAX', 100_000, 100, 10_000_000, problems),
+    actorIdleMs: integer(env, 'BEACON_ACTOR_IDLE_MS', 60_000, 100, 86_400_000, problems),
+    mailboxMax: integer(env, 'BEACON_MAILBOX_MAX', 1_000, 1, 100_000, problems),
+    inflightMax: integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems),
+    mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}

@@ -1,0 +1,79 @@
+// One table of every error Beacon answers with: stable code → HTTP status → default message.
+// Clients and tests switch on `code`; the message is for people and may improve over time.
+
+export const ERRORS = {
+  // 400
+  invalid_json: [400, 'The body is not valid JSON.'],
+  invalid_field: [400, 'A field is missing or has the wrong type or format.'],
+  unknown_field: [400, 'The body has a field this endpoint does not accept.'],
+  forbidden_key: [400, 'Keys named __proto__, constructor or prototype are refused.'],
+  unknown_event_type: [400, 'The event type is not built in and was not defined for this account.'],
+  invalid_campaign: [400, 'The campaign definition is invalid.'],
+  // 401
+  token_missing: [401, 'The token field is missing.'],
+  token_invalid: [401, 'The token is unknown or was revoked.'],
+  admin_unauthorized: [401, 'The admin API needs "Authorization: Bearer <admin key>".'],
+  // 403
+  attribute_forbidden: [403, 'The token does not allow this attribute.'],
+  token_wrong_account: [403, 'The token belongs to another account.'],
+  token_read_only: [403, 'The token may only read.'],
+  token_write_only: [403, 'The token may only write.'],
+  // 404
+  account_not_found: [404, 'The account does not exist or is suspended.'],
+  not_found: [404, 'No such path.'],
+  token_not_found: [404, 'No such token.'],
+  event_type_not_found: [404, 'No such event type.'],
+  campaign_not_found: [404, 'No such campaign.'],
+  // 405
+  method_not_allowed: [405, 'This path does not accept that method.'],
+  // 409
+  conflict: [409, 'The request conflicts with the current state.'],
+  // 413
+  body_too_large: [413, 'The body is larger than the limit.'],
+  // 415
+  unsupported_media_type: [415, 'Only application/json is accepted.'],
+  // 429
+  rate_limited: [429, 'The token sent more requests than its rate allows.'],
+  // 503
+  overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],
+  shutting_down: [503, 'The server is shutting down.'],
+  // 500
+  internal: [500, 'Unexpected server error.'],
+} as const satisfies Record<string, readonly [number, string]>
+
+export type ErrorCode = keyof typeof ERRORS
+
+export interface ErrorItem {
+  code: ErrorCode
+  field?: string
+  message: string
+}
+
+/** A refusal with a stable code; the HTTP layer turns it into `{status, message, errors}`. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly items: ErrorItem[]
+  readonly headers: Record<string, string> | null
+
+  constructor (code: ErrorCode, message?: string, field?: string, headers: Record<string, string> | null = null) {
+    const text = message ?? ERRORS[code][1]
+    super(text)
+    this.status = ERRORS[code][0]
+    this.items = [field === undefined ? { code, message: text } : { code, field, message: text }]
+    this.headers = headers
+  }
+
+  /** Many errors at once (e.g. one per bad field); the status is the first one's. */
+  static of (items: ErrorItem[], message?: string): ApiError {
+    const first = items[0]
+    if (first === undefined) throw new TypeError('ApiError.of needs at least one item')
+    const err = new ApiError(first.code, message ?? first.message, first.field)
+    err.items.splice(0, 1, ...items)
+    return err
+  }
+}
+
+export function errorItem (code: ErrorCode, field?: string, message?: string): ErrorItem {
+  const text = message ?? ERRORS[code][1]
+  return field === undefined ? { code, message: text } : { code, field, message: text }
+}

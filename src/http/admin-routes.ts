@@ -1,0 +1,95 @@
+// The admin API (the panel's operations): accounts, tokens, event types. Bearer admin key, JSON, REST.
+
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import type { TokenRecord } from '../auth/tokens.js'
+import type { Registry } from '../store/registry.js'
+import * as S from './schemas.js'
+import { validator } from './validate.js'
+import type { Handler, Reply, Request, Route } from './server.js'
+
+const validateAccountCreate = validator(S.AccountCreate)
+const validateAccountPatch = validator(S.AccountPatch)
+const validateTokenCreate = validator(S.TokenCreate)
+const validateEventTypePut = validator(S.EventTypePut)
+const NAME = new RegExp(S.NAME_PATTERN)
+
+export interface AdminDeps {
+  registry: Registry
+  adminKey: string
+}
+
+/** What GET shows of a token: never the secret nor its hash. */
+export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
+  const { hash: _hash, ...rest } = record
+  return rest
+}
+
+export function adminRoutes ({ registry, adminKey }: AdminDeps): Route[] {
+  const expected = digest(`Bearer ${adminKey}`)
+
+  function guard (authorization: string): void {
+    if (!timingSafeEqual(digest(authorization), expected)) throw new ApiError('admin_unauthorized')
+  }
+
+  const route = (method: Route['method'], pattern: string, handler: Handler): Route =>
+    ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', guard, handler })
+  const ok = (body: unknown, status = 200): Reply => ({ status, body })
+  const param = (request: Request, index: number): string => request.params[index] ?? ''
+
+  function eventTypeName (request: Request): string {
+    const name = param(request, 1)
+    if (!NAME.test(name)) throw new ApiError('invalid_field', 'An event type name is 1 to 128 characters of A-Z a-z 0-9 _ . : -', '/name')
+    return name
+  }
+
+  return [
+    route('post', '/admin/accounts', async request => {
+      const { name } = validateAccountCreate(request.body)
+      return ok(await registry.createAccount(name), 201)
+    }),
+    route('get', '/admin/accounts', () => ok({ accounts: registry.listAccounts() })),
+    route('get', '/admin/accounts/:account', request => ok(registry.getAccount(param(request, 0)))),
+    route('patch', '/admin/accounts/:account', async request => {
+      const patch = validateAccountPatch(request.body)
+      return ok(await registry.updateAccount(param(request, 0), patch))
+    }),
+
+    route('post', '/admin/accounts/:account/tokens', async request => {
+      const spec = validateTokenCreate(request.body)
+      if (spec.attributes.includes('*') && spec.attributes.length > 1) {
+        throw new ApiError('invalid_field', '"*" allows every attribute and must stand alone.', '/attributes')
+      }
+      const { record, token } = await registry.createToken(param(request, 0), spec)
+      return ok({ ...publicToken(record), token }, 201)
+    }),
+    route('get', '/admin/accounts/:account/tokens', request => ok({ tokens: registry.listTokens(param(request, 0)).map(publicToken) })),
+    route('del', '/admin/accounts/:account/tokens/:id', async request => {
+      registry.getAccount(param(request, 0))
+      return ok(publicToken(await registry.revokeToken(param(request, 0), param(request, 1))))
+    }),
+
+    route('get', '/admin/accounts/:account/event-types', request => ok({ eventTypes: registry.listEventTypes(param(request, 0)) })),
+    route('put', '/admin/accounts/:account/event-types/:name', async request => {
+      const name = eventTypeName(request)
+      const { required } = validateEventTypePut(request.body)
+      return ok(await registry.putEventType(param(request, 0), { name, required: [...new Set(required)] }))
+    }),
+    route('get', '/admin/accounts/:account/event-types/:name', request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      const type = registry.eventType(account, param(request, 1))
+      if (type === undefined) throw new ApiError('event_type_not_found')
+      return ok(type)
+    }),
+    route('del', '/admin/accounts/:account/event-types/:name', async request => {
+      const name = eventTypeName(request)
+      await registry.deleteEventType(param(request, 0), name)
+      return ok({ name, deleted: true })
+    }),
+  ]
+}
+
+function digest (text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}

@@ -1,0 +1,138 @@
+// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
+// account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
+
+import { ApiError, errorItem } from '../errors.js'
+import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
+import type { Clock } from '../clock.js'
+import type { Registry } from '../store/registry.js'
+import type { ActorRuntime } from '../../actors/runtime.js'
+import type { EntityView } from '../../actors/entity.js'
+import type { EventBody, VisitorKind } from '../../actors/visitor.js'
+import type { ProfileKind } from '../../actors/profile.js'
+import * as S from './schemas.js'
+import { validator } from './validate.js'
+import type { Reply, Route } from './server.js'
+
+export interface PublicDeps {
+  registry: Registry
+  runtime: ActorRuntime
+  clock: Clock
+  visitors: VisitorKind
+  profiles: ProfileKind
+}
+
+const validateEvent = validator(S.EventRequest)
+const validateProfileQuery = validator(S.ProfileQuery)
+const validateVisitorQuery = validator(S.VisitorQuery)
+const validateProfileAttributes = validator(S.ProfileAttributes)
+const validateVisitorAttributes = validator(S.VisitorAttributes)
+const validateProfileSegments = validator(S.ProfileSegments)
+const validateVisitorSegments = validator(S.VisitorSegments)
+
+type Mode = 'read' | 'write'
+
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: PublicDeps): Route[] {
+  function requireAccount (account: string): void {
+    if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
+  }
+
+  function authenticate (account: string, token: string | undefined, mode: Mode): TokenRecord {
+    if (token === undefined) throw new ApiError('token_missing', 'This endpoint needs a token: send it in the "token" field.', '/token')
+    const parsed = parseToken(token)
+    const live = parsed === null ? undefined : registry.token(parsed.id)
+    if (parsed === null || live === undefined || !secretMatches(parsed.secret, live.record.hash) || live.record.revokedAt !== null) {
+      throw new ApiError('token_invalid', undefined, '/token')
+    }
+    const record = live.record
+    if (record.account !== account) throw new ApiError('token_wrong_account', undefined, '/token')
+    if (mode === 'read' && !canRead(record)) throw new ApiError('token_write_only', 'The token may only write; this endpoint reads.', '/token')
+    if (mode === 'write' && !canWrite(record)) throw new ApiError('token_read_only', 'The token may only read; this endpoint writes.', '/token')
+    if (live.limiter !== null) {
+      const waitMs = live.limiter.take(clock.nowMs())
+      if (waitMs > 0) {
+        throw new ApiError('rate_limited', `The token allows ${record.ratePerSecond} requests per second.`, undefined, { 'Retry-After': String(Math.ceil(waitMs / 1000)) })
+      }
+    }
+    return record
+  }
+
+  function checkAttributes (token: TokenRecord, names: Iterable<string>, pointer: string): void {
+    const items = []
+    for (const name of names) {
+      if (!allowsAttribute(token, name)) items.push(errorItem('attribute_forbidden', `${pointer}/${name}`, `The token does not allow the attribute "${name}".`))
+    }
+    if (items.length > 0) throw ApiError.of(items)
+  }
+
+  function queryReply (view: EntityView): Reply {
+    return { status: 200, body: { status: 200, message: 'OK', errors: [], attributes: view.attributes, segments: view.segments } }
+  }
+
+  async function campaignsQuery (body: unknown): Promise<Reply> {
+    const event = validateEvent(body) as EventBody
+    requireAccount(event.account)
+    const type = registry.eventType(event.account, event.event)
+    if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
+    const missing = type.required.filter(field => event[field] === undefined || event[field] === null)
+    if (missing.length > 0) {
+      throw ApiError.of(missing.map(field => errorItem('invalid_field', `/${field}`, `${field} is required for ${event.event} events.`)))
+    }
+    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs: clock.nowMs() })
+    return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
+  }
+
+  async function entityQuery (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, names: string[] | undefined, segments: string[] | undefined): Promise<Reply> {
+    requireAccount(account)
+    const record = authenticate(account, token, 'read')
+    if (names !== undefined) checkAttributes(record, names, '/attributes')
+    const query = { attributes: names ?? null, segments: segments ?? null, allowed: (name: string) => allowsAttribute(record, name) }
+    return queryReply(await runtime.send(kind as VisitorKind, account, id, { type: 'query', query }) as EntityView)
+  }
+
+  async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>): Promise<void> {
+    requireAccount(account)
+    const record = authenticate(account, token, 'write')
+    checkAttributes(record, Object.keys(attributes), '/attributes')
+    await runtime.send(kind as VisitorKind, account, id, { type: 'attributes', attributes })
+  }
+
+  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[]> {
+    requireAccount(account)
+    authenticate(account, token, 'write')
+    return await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
+  }
+
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
+
+  return [
+    post('/campaigns/query', campaignsQuery),
+    post('/profiles/query', async body => {
+      const q = validateProfileQuery(body)
+      return entityQuery(profiles, q.account, q.profileId, q.token, q.attributes, q.segments)
+    }),
+    post('/visitors/query', async body => {
+      const q = validateVisitorQuery(body)
+      return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
+    }),
+    post('/profiles/attributes', async body => {
+      const u = validateProfileAttributes(body)
+      await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes)
+      return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Attributes saved.', errors: [] } }
+    }),
+    post('/visitors/attributes', async body => {
+      const u = validateVisitorAttributes(body)
+      await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
+      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
+    }),
+    post('/profiles/segments', async body => {
+      const u = validateProfileSegments(body)
+      const segments = await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes)
+      return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Segments saved.', errors: [], segments } }
+    }),
+    post('/visitors/segments', async body => {
+      const u = validateVisitorSegments(body)
+      const segments = await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes)
+      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Segments saved.', errors: [], segments } }
+    }),
+  ]
+}

@@ -1,0 +1,283 @@
+// The HTTP frontend on uWebSockets.js, with no framework on top. Every request is handled the same
+// way: register onAborted first, copy what is needed out of `req` before anything async, read the body
+// with onData (bounded), then run the route's handler and write the reply inside `cork`, unless the
+// client went away.
+
+import uWS from 'uWebSockets.js'
+import { ApiError, type ErrorItem } from '../errors.js'
+import { checkForbiddenKeys } from './validate.js'
+
+export interface Request {
+  readonly method: string
+  readonly url: string
+  readonly params: readonly string[]
+  readonly authorization: string
+  readonly query: string
+  /** Parsed JSON body (routes declared with `body: true`), else undefined. */
+  readonly body: unknown
+}
+
+export interface Reply {
+  status: number
+  body: unknown
+  headers?: Record<string, string>
+}
+
+export type Handler = (request: Request) => Reply | Promise<Reply>
+
+export interface Route {
+  method: 'get' | 'post' | 'put' | 'patch' | 'del'
+  pattern: string
+  /** Whether the route takes a JSON body. */
+  body: boolean
+  /** Checked before the body is read (admin key): throws an ApiError to refuse. */
+  guard?: (authorization: string) => void
+  handler: Handler
+}
+
+export interface ServerOptions {
+  host: string
+  port: number
+  maxBodyBytes: number
+  inflightMax: number
+  routes: Route[]
+  onError: (error: unknown, request: Request | null) => void
+}
+
+const STATUS_LINES: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict',
+  413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 429: '429 Too Many Requests',
+  500: '500 Internal Server Error', 503: '503 Service Unavailable',
+}
+
+const decoder = new TextDecoder()
+
+/** Per-request state, set whole in the constructor so every request has the same shape. */
+class Exchange {
+  aborted = false
+  done = false
+  /** Counted in `inflight` (requests turned away at the door are not). */
+  counted = false
+  readonly res: uWS.HttpResponse
+  readonly method: string
+  readonly url: string
+  readonly params: string[]
+  readonly contentType: string
+  readonly contentLength: string
+  readonly authorization: string
+  readonly query: string
+  constructor (res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number) {
+    this.res = res
+    this.method = req.getMethod()
+    this.url = req.getUrl()
+    this.params = []
+    for (let i = 0; i < paramCount; i++) this.params.push(decodeParam(req.getParameter(i) ?? ''))
+    this.contentType = req.getHeader('content-type')
+    this.contentLength = req.getHeader('content-length')
+    this.authorization = req.getHeader('authorization')
+    this.query = req.getQuery() ?? ''
+  }
+}
+
+function onAbort (this: Exchange): void { this.aborted = true }
+
+export class HttpServer {
+  private readonly app: uWS.TemplatedApp
+  private readonly options: ServerOptions
+  private listenSocket: uWS.us_listen_socket | null = null
+  inflight = 0
+  draining = false
+  /** Called whenever inflight drops to zero while draining. */
+  private idleWaiters: (() => void)[] = []
+
+  constructor (options: ServerOptions) {
+    this.options = options
+    this.app = uWS.App()
+    const allowed = new Map<string, string[]>()
+    for (const route of options.routes) {
+      const paramCount = (route.pattern.match(/\/:/g) ?? []).length
+      this.app[route.method](route.pattern, (res, req) => this.accept(res, req, route, paramCount))
+      const methods = allowed.get(route.pattern) ?? []
+      methods.push(route.method === 'del' ? 'DELETE' : route.method.toUpperCase())
+      allowed.set(route.pattern, methods)
+    }
+    for (const [pattern, methods] of allowed) {
+      const allow = methods.join(', ')
+      this.app.any(pattern, (res) => {
+        res.onAborted(noop)
+        this.respond(res, { status: 405, body: errorBody(new ApiError('method_not_allowed', `This path accepts ${allow}.`)), headers: { Allow: allow } })
+      })
+    }
+    this.app.any('/*', (res) => {
+      res.onAborted(noop)
+      this.respond(res, { status: 404, body: errorBody(new ApiError('not_found')) })
+    })
+  }
+
+  listen (): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.options.host, this.options.port, (socket) => {
+        if (socket === false) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`))
+        this.listenSocket = socket
+        resolve(uWS.us_socket_local_port(socket))
+      })
+    })
+  }
+
+  /** Stop accepting connections; resolves when no request is in flight. */
+  drain (): Promise<void> {
+    this.draining = true
+    if (this.listenSocket !== null) {
+      uWS.us_listen_socket_close(this.listenSocket)
+      this.listenSocket = null
+    }
+    if (this.inflight === 0) return Promise.resolve()
+    return new Promise(resolve => { this.idleWaiters.push(resolve) })
+  }
+
+  private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number): void {
+    const exchange = new Exchange(res, req, paramCount)
+    res.onAborted(onAbort.bind(exchange))
+    if (this.draining) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
+    if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+    this.inflight++
+    exchange.counted = true
+    if (route.guard !== undefined) {
+      try {
+        route.guard(exchange.authorization)
+      } catch (error) {
+        return this.finish(exchange, errorReply(error as ApiError), route.body)
+      }
+    }
+    if (!route.body) return this.dispatch(exchange, route, undefined)
+
+    const max = this.options.maxBodyBytes
+    const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
+    if (declared > max) return this.tooLarge(exchange)
+    let chunks: Buffer[] | null = null
+    let size = 0
+    res.onData((chunk, isLast) => {
+      if (exchange.done) return
+      size += chunk.byteLength
+      if (size > max) return this.tooLarge(exchange)
+      if (isLast && chunks === null) {
+        // The common case: the whole body in one chunk, decoded straight from uWS's buffer (one copy).
+        return this.dispatchBody(exchange, route, decoder.decode(new Uint8Array(chunk)))
+      }
+      // The ArrayBuffer is only valid during this callback: copy it.
+      ;(chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
+      if (isLast) this.dispatchBody(exchange, route, decoder.decode(Buffer.concat(chunks, size)))
+    })
+  }
+
+  private tooLarge (exchange: Exchange): void {
+    // Close the connection: the rest of the body is still on its way and must not be read as a request.
+    this.finish(exchange, errorReply(new ApiError('body_too_large', `The body is larger than ${this.options.maxBodyBytes} bytes.`)), true)
+  }
+
+  private dispatchBody (exchange: Exchange, route: Route, text: string): void {
+    if (!isJson(exchange.contentType)) {
+      return this.finish(exchange, errorReply(new ApiError('unsupported_media_type', 'Only application/json is accepted; send Content-Type: application/json.')), false)
+    }
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return this.finish(exchange, errorReply(new ApiError('invalid_json', 'The body is not valid JSON.')), false)
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return this.finish(exchange, errorReply(new ApiError('invalid_json', 'The body must be a JSON object.')), false)
+    }
+    try {
+      checkForbiddenKeys(text, body)
+    } catch (error) {
+      return this.finish(exchange, errorReply(error as ApiError), false)
+    }
+    this.dispatch(exchange, route, body)
+  }
+
+  private dispatch (exchange: Exchange, route: Route, body: unknown): void {
+    const request: Request = {
+      method: exchange.method,
+      url: exchange.url,
+      params: exchange.params,
+      authorization: exchange.authorization,
+      query: exchange.query,
+      body,
+    }
+    let out: Reply | Promise<Reply>
+    try {
+      out = route.handler(request)
+    } catch (error) {
+      return this.finish(exchange, this.failure(error, request), false)
+    }
+    if (out instanceof Promise) {
+      out.then(reply => this.finish(exchange, reply, false), error => this.finish(exchange, this.failure(error, request), false))
+    } else {
+      this.finish(exchange, out, false)
+    }
+  }
+
+  private failure (error: unknown, request: Request): Reply {
+    if (error instanceof ApiError) return errorReply(error)
+    this.options.onError(error, request)
+    return errorReply(new ApiError('internal'))
+  }
+
+  private finish (exchange: Exchange, reply: Reply, closeConnection: boolean): void {
+    if (exchange.done) return
+    exchange.done = true
+    if (!exchange.aborted) {
+      exchange.res.cork(() => this.write(exchange.res, reply, closeConnection))
+    }
+    if (exchange.counted) this.settled()
+  }
+
+  private settled (): void {
+    this.inflight--
+    if (this.inflight === 0 && this.idleWaiters.length > 0) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve()
+    }
+  }
+
+  private respond (res: uWS.HttpResponse, reply: Reply): void {
+    res.cork(() => this.write(res, reply, false))
+  }
+
+  private write (res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
+    res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
+    res.writeHeader('Content-Type', 'application/json')
+    if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
+    res.end(reply.status === 204 ? undefined : JSON.stringify(reply.body), closeConnection)
+  }
+}
+
+function isJson (contentType: string): boolean {
+  // "application/json", optionally with parameters such as "; charset=utf-8"; case-insensitive.
+  if (contentType.length < 16) return false
+  const semi = contentType.indexOf(';')
+  const type = (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()
+  return type === 'application/json'
+}
+
+export function errorBody (error: ApiError): { status: number, message: string, errors: ErrorItem[] } {
+  return { status: error.status, message: error.message, errors: error.items }
+}
+
+export function errorReply (error: ApiError): Reply {
+  return error.headers === null
+    ? { status: error.status, body: errorBody(error) }
+    : { status: error.status, body: errorBody(error), headers: error.headers }
+}
+
+/** A malformed %-escape is kept as sent: it then simply matches no record (404), never throws. */
+function decodeParam (raw: string): string {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
+function noop (): void {}

@@ -1,0 +1,170 @@
+// Accounts, tokens and per-account configuration, read once at start and kept in memory: the hot
+// path answers "does this account exist, is this token good, what does this event type require"
+// from maps, never from disk. Every change is written through and awaited before it is answered.
+
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
+import type { Clock } from '../clock.js'
+import type { Store } from './store.js'
+
+export interface Account {
+  account: string
+  name: string
+  suspended: boolean
+  createdAt: string
+}
+
+export interface EventType {
+  name: string
+  required: string[]
+}
+
+/** Built-in event kinds and the fields each requires beyond the common ones. */
+export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
+  ['pageView', { name: 'pageView', required: [] }],
+  ['productView', { name: 'productView', required: ['sku'] }],
+  ['purchase', { name: 'purchase', required: ['orderId'] }],
+])
+
+interface LiveToken {
+  record: TokenRecord
+  limiter: RateLimiter | null
+}
+
+export class Registry {
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly accounts = new Map<string, Account>()
+  private readonly tokens = new Map<string, LiveToken>()
+  private readonly eventTypes = new Map<string, Map<string, EventType>>()
+
+  constructor (store: Store, clock: Clock) {
+    this.store = store
+    this.clock = clock
+    for (const { value } of store.accounts.getRange()) {
+      const account = value as Account
+      this.accounts.set(account.account, account)
+    }
+    for (const { value } of store.tokens.getRange()) this.addLiveToken(value as TokenRecord)
+    for (const { key, value } of store.config.getRange()) {
+      const [account, kind] = key as [string, string, string]
+      if (kind === 'event-type') this.eventTypesOf(account).set((value as EventType).name, value as EventType)
+    }
+  }
+
+  // Accounts
+
+  /** The account if it exists and is not suspended: what the public API may serve. */
+  activeAccount (account: string): Account | undefined {
+    const found = this.accounts.get(account)
+    return found === undefined || found.suspended ? undefined : found
+  }
+
+  listAccounts (): Account[] { return [...this.accounts.values()] }
+
+  getAccount (account: string): Account {
+    const found = this.accounts.get(account)
+    if (found === undefined) throw new ApiError('account_not_found', 'No such account.')
+    return found
+  }
+
+  async createAccount (name: string): Promise<Account> {
+    const account: Account = { account: randomUUID(), name, suspended: false, createdAt: this.isoNow() }
+    await this.store.save(this.store.accounts, account.account, account)
+    this.accounts.set(account.account, account)
+    return account
+  }
+
+  async updateAccount (id: string, patch: { name?: string, suspended?: boolean }): Promise<Account> {
+    const next = { ...this.getAccount(id), ...patch }
+    await this.store.save(this.store.accounts, id, next)
+    this.accounts.set(id, next)
+    return next
+  }
+
+  // Tokens
+
+  async createToken (account: string, spec: { name: string, attributes: string[], access: Access, ratePerSecond?: number }): Promise<{ record: TokenRecord, token: string }> {
+    this.getAccount(account)
+    const { id, token, hash } = newToken()
+    const record: TokenRecord = {
+      id,
+      account,
+      name: spec.name,
+      attributes: spec.attributes,
+      access: spec.access,
+      ratePerSecond: spec.ratePerSecond ?? null,
+      hash,
+      createdAt: this.isoNow(),
+      revokedAt: null,
+    }
+    await this.store.save(this.store.tokens, id, record)
+    this.addLiveToken(record)
+    return { record, token }
+  }
+
+  listTokens (account: string): TokenRecord[] {
+    this.getAccount(account)
+    const out: TokenRecord[] = []
+    for (const live of this.tokens.values()) if (live.record.account === account) out.push(live.record)
+    return out
+  }
+
+  async revokeToken (account: string, id: string): Promise<TokenRecord> {
+    const live = this.tokens.get(id)
+    if (live === undefined || live.record.account !== account) throw new ApiError('token_not_found')
+    if (live.record.revokedAt !== null) return live.record
+    const record = { ...live.record, revokedAt: this.isoNow() }
+    // Revoked in memory first: "at once" means no request is accepted with it from here on.
+    live.record = record
+    await this.store.save(this.store.tokens, id, record)
+    return record
+  }
+
+  /** The token's live entry by id, revoked or not; the caller checks secret, account and revocation. */
+  token (id: string): LiveToken | undefined { return this.tokens.get(id) }
+
+  // Event types
+
+  eventType (account: string, name: string): EventType | undefined {
+    return BUILT_IN_EVENTS.get(name) ?? this.eventTypes.get(account)?.get(name)
+  }
+
+  listEventTypes (account: string): EventType[] {
+    this.getAccount(account)
+    return [...BUILT_IN_EVENTS.values(), ...(this.eventTypes.get(account)?.values() ?? [])]
+  }
+
+  async putEventType (account: string, type: EventType): Promise<EventType> {
+    this.getAccount(account)
+    if (BUILT_IN_EVENTS.has(type.name)) throw new ApiError('conflict', `"${type.name}" is a built-in event type and cannot be changed.`, '/name')
+    await this.store.save(this.store.config, [account, 'event-type', type.name], type)
+    this.eventTypesOf(account).set(type.name, type)
+    return type
+  }
+
+  async deleteEventType (account: string, name: string): Promise<void> {
+    this.getAccount(account)
+    if (BUILT_IN_EVENTS.has(name)) throw new ApiError('conflict', `"${name}" is a built-in event type and cannot be deleted.`)
+    if (this.eventTypes.get(account)?.get(name) === undefined) throw new ApiError('event_type_not_found')
+    await this.store.durable(this.store.config.remove([account, 'event-type', name]))
+    this.eventTypes.get(account)?.delete(name)
+  }
+
+  private eventTypesOf (account: string): Map<string, EventType> {
+    let types = this.eventTypes.get(account)
+    if (types === undefined) {
+      types = new Map()
+      this.eventTypes.set(account, types)
+    }
+    return types
+  }
+
+  private addLiveToken (record: TokenRecord): void {
+    const limiter = record.ratePerSecond === null ? null : new RateLimiter(record.ratePerSecond, this.clock.nowMs())
+    this.tokens.set(record.id, { record, limiter })
+  }
+
+  private isoNow (): string { return new Date(this.clock.nowMs()).toISOString() }
+}

@@ -1,0 +1,73 @@
+// The LMDB environment: one per node, named databases per kind of record, msgpackr values.
+//
+// Writes go through lmdb-js's asynchronous batching: every put issued in the same event turn lands in
+// the same transaction (`eventTurnBatching`, on by default), so an actor's state row and the rows that
+// must travel with it (outbox, later) are atomic. A put's promise resolves at commit; with
+// `separateFlushed` it also carries `.flushed`, resolved once the OS reports the sync. Which of the two
+// a write waits for before it is acknowledged is BEACON_DURABILITY.
+
+import { mkdirSync } from 'node:fs'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { Durability } from '../config.js'
+
+export type Key = string | (string | number)[]
+
+export interface StoreOptions {
+  path: string
+  durability: Durability
+  mapSizeBytes?: number
+}
+
+export class Store {
+  readonly root: RootDatabase
+  readonly accounts: Database
+  readonly tokens: Database
+  /** Per-account configuration: key [account, kind, name] (event types; campaigns, segments, webhooks later). */
+  readonly config: Database
+  readonly visitors: Database
+  readonly profiles: Database
+  readonly durability: Durability
+  private closed = false
+
+  constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
+    mkdirSync(path, { recursive: true })
+    this.root = open({
+      path,
+      separateFlushed: true,
+      maxDbs: 16,
+      ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
+    })
+    this.accounts = this.root.openDB('accounts', {})
+    this.tokens = this.root.openDB('tokens', {})
+    this.config = this.root.openDB('config', {})
+    this.visitors = this.root.openDB('visitors', {})
+    this.profiles = this.root.openDB('profiles', {})
+    this.durability = durability
+  }
+
+  /**
+   * Wait until a write is as durable as configured. Every put issued in the same event turn shares
+   * the transaction, so waiting on the last one covers them all.
+   */
+  durable (write: Promise<boolean>): Promise<void> {
+    const flushed = (write as Promise<boolean> & { flushed?: Promise<void> }).flushed
+    if (this.durability === 'flushed' && flushed !== undefined) return write.then(() => flushed)
+    return write.then(noop)
+  }
+
+  /** Put one record and wait for it per the durability setting. */
+  save (db: Database, key: Key, value: unknown): Promise<void> {
+    return this.durable(db.put(key, value))
+  }
+
+  get isOpen (): boolean { return !this.closed }
+
+  async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.root.flushed
+    await this.root.close()
+  }
+}
+
+function noop (): void {}
