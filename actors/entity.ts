@@ -1,5 +1,7 @@
 // What visitors and profiles share: attributes and segments, and how the API reads and changes them.
 
+import { ApiError } from '../src/errors.js'
+
 /** Attribute values as stored: a scalar or a list of strings. */
 export type AttributeValue = string | number | boolean | string[]
 export type Attributes = Record<string, AttributeValue>
@@ -9,7 +11,8 @@ export interface EntityState {
   segments: string[]
 }
 
-/** Segments per entity are bounded so one key can never grow without limit. */
+/** Attributes and segments per entity are bounded so one key can never grow without limit. */
+export const ATTRIBUTES_MAX = 2000
 export const SEGMENTS_MAX = 1000
 
 export type AttributeReply = Record<string, { value: string | number | boolean }[]>
@@ -34,9 +37,14 @@ export function queryEntity (state: EntityState, query: EntityQuery): EntityView
   }
 }
 
-/** Apply an update: `null` deletes, anything else replaces. */
+/** Apply an update: `null` deletes, anything else replaces. Refused whole if it would pass the cap. */
 export function applyAttributes (state: EntityState, update: Record<string, AttributeValue | null>): void {
   const attributes = state.attributes
+  let added = 0
+  for (const name in update) if (update[name] !== null && !Object.hasOwn(attributes, name)) added++
+  if (added > 0 && Object.keys(attributes).length + added > ATTRIBUTES_MAX) {
+    throw new ApiError('entity_full', `This record would have more than ${ATTRIBUTES_MAX} attributes; delete some first.`, '/attributes')
+  }
   for (const name in update) {
     const value = update[name]
     if (value === null || value === undefined) delete attributes[name]
@@ -49,7 +57,8 @@ export function applySegments (state: EntityState, assign: readonly string[], re
   const current = new Set(state.segments)
   for (const name of assign) current.add(name)
   for (const name of remove) current.delete(name)
-  state.segments = [...current].slice(0, SEGMENTS_MAX)
+  if (current.size > SEGMENTS_MAX) throw new ApiError('entity_full', `This record would be in more than ${SEGMENTS_MAX} segments.`, '/assignees')
+  state.segments = [...current]
   return state.segments
 }
 

@@ -17,6 +17,7 @@ export type ProfileMessage =
   | { type: 'link', visitorId: string }
   | { type: 'unlink', visitorId: string }
   | { type: 'query', query: EntityQuery }
+  | { type: 'snapshot' }
 
 export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
 
@@ -61,6 +62,8 @@ export function profileKind (store: Store): ProfileKind {
         }
         case 'query':
           return queryEntity(state, message.query)
+        case 'snapshot':
+          return structuredClone(state)
       }
     },
   }

@@ -67,6 +67,7 @@ export type VisitorMessage =
   | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
   | { type: 'segments', assign: string[], remove: string[] }
   | { type: 'query', query: EntityQuery }
+  | { type: 'snapshot' }
 
 export type VisitorKind = ActorKind<VisitorState, VisitorMessage, unknown>
 
@@ -142,6 +143,8 @@ export function visitorKind ({ store, runtime, profiles, match }: VisitorDeps): 
         }
         case 'query':
           return queryEntity(actor.state, message.query)
+        case 'snapshot':
+          return structuredClone(actor.state)
       }
     },
   }

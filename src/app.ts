@@ -40,8 +40,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     maxBodyBytes: config.maxBodyBytes,
     inflightMax: config.inflightMax,
     routes: [
+      { method: 'get', pattern: '/healthz', body: false, handler: () => ({ status: 200, body: { status: 'ok' } }) },
       ...publicRoutes({ registry, runtime, clock, visitors, profiles }),
-      ...adminRoutes({ registry, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, adminKey }),
     ],
     onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),
   })

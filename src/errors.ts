@@ -28,6 +28,7 @@ export const ERRORS = {
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
   conflict: [409, 'The request conflicts with the current state.'],
+  entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
   // 413
   body_too_large: [413, 'The body is larger than the limit.'],
   // 415

@@ -4,6 +4,9 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { Registry } from '../store/registry.js'
+import type { ActorRuntime } from '../../actors/runtime.js'
+import type { VisitorKind } from '../../actors/visitor.js'
+import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Handler, Reply, Request, Route } from './server.js'
@@ -16,6 +19,9 @@ const NAME = new RegExp(S.NAME_PATTERN)
 
 export interface AdminDeps {
   registry: Registry
+  runtime: ActorRuntime
+  visitors: VisitorKind
+  profiles: ProfileKind
   adminKey: string
 }
 
@@ -25,7 +31,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, adminKey }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }: AdminDeps): Route[] {
   const expected = digest(`Bearer ${adminKey}`)
 
   function guard (authorization: string): void {
@@ -86,6 +92,18 @@ export function adminRoutes ({ registry, adminKey }: AdminDeps): Route[] {
       const name = eventTypeName(request)
       await registry.deleteEventType(param(request, 0), name)
       return ok({ name, deleted: true })
+    }),
+
+    // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).
+    route('get', '/admin/accounts/:account/visitors/:id', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      return ok(await runtime.send(visitors, account, param(request, 1), { type: 'snapshot' }))
+    }),
+    route('get', '/admin/accounts/:account/profiles/:id', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      return ok(await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }))
     }),
   ]
 }

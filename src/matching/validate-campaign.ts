@@ -1,0 +1,122 @@
+// Checks a whole campaign definition as the admin API receives it (parsed JSON of unknown
+// shape) and reports every problem at once, each with the JSON pointer of the offending node.
+
+import { ApiError, errorItem, type ErrorItem } from '../errors.js'
+import { globProblem } from './glob.js'
+import { parseIsoMs } from './iso-time.js'
+import { pointer } from './json-pointer.js'
+import { CAP_PERIODS, type CampaignDef } from './types.js'
+import { isPlainObject, validateCondition } from './validate-condition.js'
+
+export const MAX_NAME_LENGTH = 200
+export const MAX_TRIGGER_VALUES = 100
+export const MAX_TRIGGER_VALUE_LENGTH = 200
+export const MAX_CONTENT_BYTES = 16 * 1024
+// Every capped impression keeps a timestamp per visitor, so a cap is also a storage bound.
+export const MAX_CAP = 1000
+
+const CAMPAIGN_KEYS = ['name', 'status', 'priority', 'startsAt', 'endsAt', 'trigger', 'rule', 'frequencyCap', 'content']
+const TRIGGER_KEYS = ['events', 'platforms', 'devices', 'paths']
+const CAP_KEYS = ['max', 'per']
+
+type Fail = (field: string, message: string) => void
+
+/** Every problem found; an empty list means `body` is a valid CampaignDef. */
+export function validateCampaign (body: unknown): ErrorItem[] {
+  const errors: ErrorItem[] = []
+  const fail: Fail = (field, message) => { errors.push(errorItem('invalid_campaign', field, message)) }
+  if (!isPlainObject(body)) {
+    fail('', 'a campaign must be a JSON object')
+    return errors
+  }
+  unknownKeys(body, '', CAMPAIGN_KEYS, fail)
+
+  const { name, status, priority, trigger, frequencyCap } = body
+  if (typeof name !== 'string') fail('/name', 'name is required and must be a string')
+  else if (name.trim() === '') fail('/name', 'name must not be empty')
+  else if (name.length > MAX_NAME_LENGTH) fail('/name', `name is longer than ${MAX_NAME_LENGTH} characters`)
+
+  if (status !== 'active' && status !== 'paused') fail('/status', 'status must be "active" or "paused"')
+  if (!Number.isSafeInteger(priority)) fail('/priority', 'priority must be an integer')
+
+  const startMs = instant(body, 'startsAt', fail)
+  const endMs = instant(body, 'endsAt', fail)
+  if (startMs !== null && endMs !== null && endMs <= startMs) fail('/endsAt', 'endsAt must be later than startsAt')
+
+  if (!isPlainObject(trigger)) fail('/trigger', 'trigger is required and must be an object (use {} for every event)')
+  else {
+    unknownKeys(trigger, '/trigger', TRIGGER_KEYS, fail)
+    for (const key of TRIGGER_KEYS) {
+      if (Object.hasOwn(trigger, key)) triggerList(trigger[key], pointer('/trigger', key), key === 'paths', fail)
+    }
+  }
+
+  if (Object.hasOwn(body, 'rule')) {
+    for (const error of validateCondition(body.rule, '/rule')) errors.push(error)
+  }
+
+  if (Object.hasOwn(body, 'frequencyCap')) {
+    if (!isPlainObject(frequencyCap)) fail('/frequencyCap', 'frequencyCap must be an object {max, per}')
+    else {
+      unknownKeys(frequencyCap, '/frequencyCap', CAP_KEYS, fail)
+      const { max, per } = frequencyCap
+      if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_CAP) fail('/frequencyCap/max', `max must be an integer from 1 to ${MAX_CAP}`)
+      if (!(CAP_PERIODS as readonly unknown[]).includes(per)) fail('/frequencyCap/per', `per must be one of ${CAP_PERIODS.join(', ')}`)
+    }
+  }
+
+  if (!Object.hasOwn(body, 'content') || body.content === undefined) fail('/content', 'content is required')
+  else {
+    const bytes = jsonBytes(body.content)
+    if (bytes === null) fail('/content', 'content must be JSON')
+    else if (bytes > MAX_CONTENT_BYTES) fail('/content', `content is ${bytes} bytes as JSON; at most ${MAX_CONTENT_BYTES} are allowed`)
+  }
+  return errors
+}
+
+/** For callers that prefer a throw: an ApiError carrying every item, as the HTTP layer expects. */
+export function assertCampaign (body: unknown): asserts body is CampaignDef {
+  const errors = validateCampaign(body)
+  if (errors.length > 0) throw ApiError.of(errors, 'The campaign definition is invalid.')
+}
+
+function unknownKeys (obj: Record<string, unknown>, path: string, known: readonly string[], fail: Fail): void {
+  for (const key of Object.keys(obj)) {
+    if (!known.includes(key)) fail(pointer(path, key), `unknown key "${key}"`)
+  }
+}
+
+function instant (body: Record<string, unknown>, key: 'startsAt' | 'endsAt', fail: Fail): number | null {
+  if (!Object.hasOwn(body, key)) return null
+  const text = body[key]
+  const ms = typeof text === 'string' ? parseIsoMs(text) : null
+  if (ms === null) fail('/' + key, `${key} must be an ISO-8601 date-time with a zone, e.g. "2025-06-01T00:00:00Z"`)
+  return ms
+}
+
+function triggerList (list: unknown, path: string, globs: boolean, fail: Fail): void {
+  if (!Array.isArray(list)) {
+    fail(path, 'must be an array of strings (leave the key out to accept any value)')
+    return
+  }
+  if (list.length === 0) fail(path, 'must not be empty (leave the key out to accept any value)')
+  else if (list.length > MAX_TRIGGER_VALUES) fail(path, `at most ${MAX_TRIGGER_VALUES} entries are allowed`)
+  list.forEach((item: unknown, i) => {
+    const at = pointer(path, i)
+    if (typeof item !== 'string') fail(at, 'must be a string')
+    else if (globs) {
+      const problem = globProblem(item)
+      if (problem !== null) fail(at, problem)
+    } else if (item === '') fail(at, 'must not be empty')
+    else if (item.length > MAX_TRIGGER_VALUE_LENGTH) fail(at, `is longer than ${MAX_TRIGGER_VALUE_LENGTH} characters`)
+  })
+}
+
+function jsonBytes (v: unknown): number | null {
+  try {
+    const text = JSON.stringify(v)
+    return typeof text === 'string' ? Buffer.byteLength(text, 'utf8') : null
+  } catch {
+    return null
+  }
+}
