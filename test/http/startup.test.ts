@@ -1,0 +1,63 @@
+import { expect } from 'chai'
+import { spawnSync } from 'node:child_process'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
+
+const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname
+
+describe('start and stop', () => {
+  it('refuses to start on bad settings with one line per bad value and exit code 1', () => {
+    const run = spawnSync(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH ?? '', BEACON_PORT: 'http', BEACON_DURABILITY: 'sometimes', BEACON_DATA_DIR: tempDir() },
+      encoding: 'utf8',
+    })
+    expect(run.status).to.equal(1)
+    expect(run.stderr).to.include('BEACON_PORT="http": expected a whole number from 0 to 65535')
+    expect(run.stderr).to.include('BEACON_DURABILITY="sometimes": expected one of flushed, committed')
+  })
+
+  it('generates an admin key on first start, keeps it 0600 in the data folder and prints it only once', async () => {
+    const dataDir = tempDir()
+    try {
+      const first = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
+      const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim()
+      expect(statSync(join(dataDir, 'admin.key')).mode & 0o777).to.equal(0o600)
+      expect(first.output()).to.include(key)
+      expect((await admin(first.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
+      await first.stop()
+      const second = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
+      expect(second.output()).not.to.include(key)
+      expect((await admin(second.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
+      await second.stop()
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+
+  it('on SIGTERM finishes the writes in flight, exits 0, and loses none of the acknowledged ones', async () => {
+    const dataDir = tempDir()
+    try {
+      let beacon = await startBeacon({ dataDir })
+      const tenant = await createTenant(beacon.url)
+      const id = visitorId()
+      const writes = Array.from({ length: 300 }, (_, i) =>
+        post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: id, token: tenant.token, attributes: { [`k${i}`]: i } })
+          .then(r => r.status, () => 0))
+      await new Promise(resolve => setTimeout(resolve, 5))
+      const code = await beacon.stop()
+      const statuses = await Promise.all(writes)
+      expect(code).to.equal(0)
+      // Every request got an answer or was never accepted (connection refused after the listener closed).
+      expect(statuses.every(s => s === 200 || s === 503 || s === 0)).to.equal(true)
+      beacon = await startBeacon({ dataDir })
+      const q = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: id, token: tenant.token })
+      for (let i = 0; i < statuses.length; i++) {
+        if (statuses[i] === 200) expect(q.body.attributes[`k${i}`], `k${i}`).to.deep.equal([{ value: i }])
+      }
+      await beacon.kill()
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+})
