@@ -18,6 +18,8 @@ export type ProfileMessage =
   | { type: 'unlink', visitorId: string }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
+  /** The profile's own attributes, read-only, for matching a linked visitor's events. */
+  | { type: 'own-attributes' }
 
 export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
 
@@ -64,6 +66,8 @@ export function profileKind (store: Store): ProfileKind {
           return queryEntity(state, message.query)
         case 'snapshot':
           return structuredClone(state)
+        case 'own-attributes':
+          return state.attributes
       }
     },
   }

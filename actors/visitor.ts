@@ -2,7 +2,8 @@
 // segments and tracked behaviour, and is the only writer of its row.
 
 import type { Store } from '../src/store/store.js'
-import { applyAttributes, applySegments, queryEntity, type AttributeValue, type EntityQuery, type EntityState } from './entity.js'
+import { isCapped, recordImpression, type CampaignSet, type ImpressionHistory, type VisitorMetrics } from '../src/matching/index.js'
+import { applyAttributes, applySegments, queryEntity, type Attributes, type AttributeValue, type EntityQuery, type EntityState } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { ProfileKind } from './profile.js'
 
@@ -29,6 +30,8 @@ export interface VisitorState extends EntityState {
   purchases: number
   totalSpent: number
   orderIds: string[]
+  /** Impressions of capped campaigns, by campaign id: written with the event that made them. */
+  impressions: Record<string, ImpressionHistory>
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -56,11 +59,8 @@ export interface Campaign {
   content: unknown
 }
 
-/**
- * The seam for campaign matching: given the event and the visitor's state after it, the campaigns
- * to answer with. It may record impressions in the state (they are written with the event).
- */
-export type CampaignMatcher = (event: EventBody, state: VisitorState, nowMs: number) => Campaign[]
+/** The account's compiled campaigns (null when it has none). */
+export type CampaignSource = (account: string) => CampaignSet | null
 
 export type VisitorMessage =
   | { type: 'event', event: EventBody, nowMs: number }
@@ -88,6 +88,7 @@ export function emptyVisitor (): VisitorState {
     purchases: 0,
     totalSpent: 0,
     orderIds: [],
+    impressions: {},
   }
 }
 
@@ -95,10 +96,12 @@ export interface VisitorDeps {
   store: Store
   runtime: ActorRuntime
   profiles: ProfileKind
-  match: CampaignMatcher
+  campaigns: CampaignSource
 }
 
-export function visitorKind ({ store, runtime, profiles, match }: VisitorDeps): VisitorKind {
+const NO_CAMPAIGNS: Campaign[] = []
+
+export function visitorKind ({ store, runtime, profiles, campaigns }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   function save (actor: Actor<VisitorState>): void {
@@ -107,26 +110,46 @@ export function visitorKind ({ store, runtime, profiles, match }: VisitorDeps): 
 
   function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
-    recordBehaviour(state, event, nowMs)
-    const campaigns = match(event, state, nowMs)
     const previous = state.profileId
-    const profileId = event.profileId
-    if (profileId === undefined || profileId === previous) {
+    const profileId = event.profileId ?? previous
+    const set = campaigns(actor.account)
+    if (profileId === previous && (previous === null || set === null)) {
+      // The hot path: synchronous from here to the write.
+      recordBehaviour(state, event, nowMs)
+      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, nowMs)
       save(actor)
-      return campaigns
+      return matched
     }
-    state.profileId = profileId
+    return linkAndMatch(actor, set, event, profileId!, nowMs)
+  }
+
+  /**
+   * The slower path, for a linked visitor: a new link is durable on both sides before the event is
+   * acknowledged, and campaigns see the profile's attributes over the device's own. Nothing of the
+   * event touches the state until the awaits are past, so a failed link leaves no half-applied event.
+   */
+  async function linkAndMatch (actor: Actor<VisitorState>, set: CampaignSet | null, event: EventBody, profileId: string, nowMs: number): Promise<Campaign[]> {
+    const state = actor.state
+    const previous = state.profileId
+    if (profileId !== previous) {
+      const links: Promise<unknown>[] = [runtime.send(profiles, actor.account, profileId, { type: 'link', visitorId: actor.id })]
+      if (previous !== null) links.push(runtime.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id }))
+      await Promise.all(links)
+      state.profileId = profileId
+    }
+    const own = set === null ? null : await runtime.send(profiles, actor.account, profileId, { type: 'own-attributes' }) as Attributes
+    recordBehaviour(state, event, nowMs)
+    const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...own }, nowMs)
     save(actor)
-    // The link is durable on both sides before the event is acknowledged.
-    const links: Promise<unknown>[] = [runtime.send(profiles, actor.account, profileId, { type: 'link', visitorId: actor.id })]
-    if (previous !== null) links.push(runtime.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id }))
-    return Promise.all(links).then(() => campaigns)
+    return matched
   }
 
   return {
     name: 'visitor',
     load (account, id) {
-      return (db.get([account, id]) as VisitorState | undefined) ?? emptyVisitor()
+      const stored = db.get([account, id]) as Partial<VisitorState> | undefined
+      // Rows written by an older release lack newer fields: fill them with their empty values.
+      return stored === undefined ? emptyVisitor() : { ...emptyVisitor(), ...stored }
     },
     handle (actor, message) {
       switch (message.type) {
@@ -147,6 +170,40 @@ export function visitorKind ({ store, runtime, profiles, match }: VisitorDeps): 
           return structuredClone(actor.state)
       }
     },
+  }
+}
+
+/**
+ * The campaigns to answer an event with: the compiled set's eligible ones, less those at their
+ * frequency cap; each capped one returned counts an impression in the state (saved with the event).
+ */
+export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, nowMs: number): Campaign[] {
+  const matched = set.match({ event, attributes, segments: new Set(state.segments), visitor: metricsOf(state), nowMs })
+  if (matched.length === 0) return NO_CAMPAIGNS
+  const out: Campaign[] = []
+  for (const campaign of matched) {
+    if (campaign.cap !== null) {
+      const history = state.impressions[campaign.id]
+      if (isCapped(campaign.cap, history, nowMs)) continue
+      state.impressions[campaign.id] = recordImpression(history, campaign.cap, nowMs)
+    }
+    out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
+  }
+  return out
+}
+
+function metricsOf (state: VisitorState): VisitorMetrics {
+  const counts = state.counts
+  return {
+    pageViews: Object.hasOwn(counts, 'pageView') ? counts.pageView! : 0,
+    productViews: Object.hasOwn(counts, 'productView') ? counts.productView! : 0,
+    purchases: state.purchases,
+    totalSpent: state.totalSpent,
+    firstSeenMs: state.firstSeenMs,
+    lastSeenMs: state.lastSeenMs,
+    viewedSkus: state.viewedSkus,
+    purchasedSkus: state.purchasedSkus,
+    viewedCategories: state.viewedCategories,
   }
 }
 

@@ -9,7 +9,7 @@ import { HttpServer } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { ActorRuntime } from '../actors/runtime.js'
-import { visitorKind, type CampaignMatcher } from '../actors/visitor.js'
+import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 
@@ -24,15 +24,12 @@ export interface StartOptions {
   clock?: Clock
 }
 
-/** No campaigns until the campaign engine is wired in: every event answers an empty list. */
-const noCampaigns: CampaignMatcher = () => []
-
 export async function startBeacon ({ config, adminKey, clock = systemClock }: StartOptions): Promise<Beacon> {
   const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes })
   const registry = new Registry(store, clock)
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const profiles = profileKind(store)
-  const visitors = visitorKind({ store, runtime, profiles, match: noCampaigns })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account) })
 
   const server = new HttpServer({
     host: config.host,

@@ -7,6 +7,7 @@ import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
+import { assertCampaign } from '../matching/index.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Handler, Reply, Request, Route } from './server.js'
@@ -43,9 +44,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
   const param = (request: Request, index: number): string => request.params[index] ?? ''
 
-  function eventTypeName (request: Request): string {
+  /** The name in the path (event type, campaign id), checked like every other name. */
+  function pathName (request: Request, what: string): string {
     const name = param(request, 1)
-    if (!NAME.test(name)) throw new ApiError('invalid_field', 'An event type name is 1 to 128 characters of A-Z a-z 0-9 _ . : -', '/name')
+    if (!NAME.test(name)) throw new ApiError('invalid_field', `A ${what} is 1 to 128 characters of A-Z a-z 0-9 _ . : -`, '/name')
     return name
   }
 
@@ -77,7 +79,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
 
     route('get', '/admin/accounts/:account/event-types', request => ok({ eventTypes: registry.listEventTypes(param(request, 0)) })),
     route('put', '/admin/accounts/:account/event-types/:name', async request => {
-      const name = eventTypeName(request)
+      const name = pathName(request, 'event type name')
       const { required } = validateEventTypePut(request.body)
       return ok(await registry.putEventType(param(request, 0), { name, required: [...new Set(required)] }))
     }),
@@ -89,9 +91,29 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
       return ok(type)
     }),
     route('del', '/admin/accounts/:account/event-types/:name', async request => {
-      const name = eventTypeName(request)
+      const name = pathName(request, 'event type name')
       await registry.deleteEventType(param(request, 0), name)
       return ok({ name, deleted: true })
+    }),
+
+    route('get', '/admin/accounts/:account/campaigns', request => ok({
+      campaigns: registry.listCampaigns(param(request, 0)).map(({ id, campaign }) => ({ id, ...campaign })),
+    })),
+    route('put', '/admin/accounts/:account/campaigns/:id', async request => {
+      const id = pathName(request, 'campaign id')
+      const def = request.body
+      assertCampaign(def)
+      await registry.putCampaign(param(request, 0), id, def)
+      return ok({ id, ...def })
+    }),
+    route('get', '/admin/accounts/:account/campaigns/:id', request => {
+      const id = param(request, 1)
+      return ok({ id, ...registry.getCampaign(param(request, 0), id) })
+    }),
+    route('del', '/admin/accounts/:account/campaigns/:id', async request => {
+      const id = param(request, 1)
+      await registry.deleteCampaign(param(request, 0), id)
+      return ok({ id, deleted: true })
     }),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).

@@ -73,9 +73,14 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
     requireAccount(event.account)
     const type = registry.eventType(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
-    const missing = type.required.filter(field => event[field] === undefined || event[field] === null)
+    const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
     if (missing.length > 0) {
       throw ApiError.of(missing.map(field => errorItem('invalid_field', `/${field}`, `${field} is required for ${event.event} events.`)))
+    }
+    let custom = 0
+    for (const field in event) if (!S.EVENT_FIELDS.has(field)) custom++
+    if (custom > S.LIMITS.customFieldsMax) {
+      throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs: clock.nowMs() })
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }

@@ -67,6 +67,7 @@ export const EventRequest = Type.Object({
   purchasedItems: Type.Optional(StringList),
 }, {
   additionalProperties: CustomField,
+  // The custom-field limit itself is checked by the route (schemas count all properties).
   maxProperties: 17 + LIMITS.customFieldsMax,
   propertyNames: { pattern: NAME_PATTERN },
 })
@@ -77,6 +78,9 @@ const QueryFields = {
   attributes: Type.Optional(Names),
   segments: Type.Optional(Names),
 }
+
+/** The fields of the event schema itself: every other field of an event is a custom one. */
+export const EVENT_FIELDS: ReadonlySet<string> = new Set(Object.keys(EventRequest.properties))
 
 export const ProfileQuery = Type.Object({ ...QueryFields, profileId: ProfileId }, { additionalProperties: false })
 export const VisitorQuery = Type.Object({ ...QueryFields, visitorId: VisitorId }, { additionalProperties: false })

@@ -51,7 +51,8 @@ const STATUS_LINES: Record<number, string> = {
   500: '500 Internal Server Error', 503: '503 Service Unavailable',
 }
 
-const decoder = new TextDecoder()
+// Fatal: invalid UTF-8 is refused (400), never silently turned into U+FFFD.
+const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Per-request state, set whole in the constructor so every request has the same shape. */
 class Exchange {
@@ -59,6 +60,7 @@ class Exchange {
   done = false
   /** Counted in `inflight` (requests turned away at the door are not). */
   counted = false
+  readonly server: HttpServer
   readonly res: uWS.HttpResponse
   readonly method: string
   readonly url: string
@@ -67,7 +69,8 @@ class Exchange {
   readonly contentLength: string
   readonly authorization: string
   readonly query: string
-  constructor (res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number) {
+  constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number) {
+    this.server = server
     this.res = res
     this.method = req.getMethod()
     this.url = req.getUrl()
@@ -80,11 +83,20 @@ class Exchange {
   }
 }
 
-function onAbort (this: Exchange): void { this.aborted = true }
+function onAbort (this: Exchange): void {
+  this.aborted = true
+  // A client gone mid-body (or a connection uWS dropped for bad framing) must free its slot.
+  if (!this.done) {
+    this.done = true
+    if (this.counted) this.server.settled()
+  }
+}
 
 export class HttpServer {
   private readonly app: uWS.TemplatedApp
   private readonly options: ServerOptions
+  /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
+  private readonly discardBytesMax: number
   private listenSocket: uWS.us_listen_socket | null = null
   inflight = 0
   draining = false
@@ -93,6 +105,7 @@ export class HttpServer {
 
   constructor (options: ServerOptions) {
     this.options = options
+    this.discardBytesMax = Math.max(1 << 20, 4 * options.maxBodyBytes)
     this.app = uWS.App()
     const allowed = new Map<string, string[]>()
     for (const route of options.routes) {
@@ -137,7 +150,7 @@ export class HttpServer {
   }
 
   private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number): void {
-    const exchange = new Exchange(res, req, paramCount)
+    const exchange = new Exchange(this, res, req, paramCount)
     res.onAborted(onAbort.bind(exchange))
     if (this.draining) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
     if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
@@ -154,26 +167,35 @@ export class HttpServer {
 
     const max = this.options.maxBodyBytes
     const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
-    if (declared > max) return this.tooLarge(exchange)
+    if (declared > this.discardBytesMax) return this.tooLarge(exchange, true)
     let chunks: Buffer[] | null = null
     let size = 0
     res.onData((chunk, isLast) => {
       if (exchange.done) return
       size += chunk.byteLength
-      if (size > max) return this.tooLarge(exchange)
-      if (isLast && chunks === null) {
-        // The common case: the whole body in one chunk, decoded straight from uWS's buffer (one copy).
-        return this.dispatchBody(exchange, route, decoder.decode(new Uint8Array(chunk)))
+      // Answered at once; uWS reads and drops the rest of the body, so the client is not cut off
+      // mid-upload and the connection stays usable.
+      if (size > max) return this.tooLarge(exchange, false)
+      let text: string
+      try {
+        if (isLast && chunks === null) {
+          // The common case: the whole body in one chunk, decoded straight from uWS's buffer (one copy).
+          text = decoder.decode(new Uint8Array(chunk))
+        } else {
+          // The ArrayBuffer is only valid during this callback: copy it.
+          (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
+          if (!isLast) return
+          text = decoder.decode(Buffer.concat(chunks, size))
+        }
+      } catch {
+        return this.finish(exchange, errorReply(new ApiError('invalid_json', 'The body is not valid UTF-8.')), false)
       }
-      // The ArrayBuffer is only valid during this callback: copy it.
-      ;(chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
-      if (isLast) this.dispatchBody(exchange, route, decoder.decode(Buffer.concat(chunks, size)))
+      this.dispatchBody(exchange, route, text)
     })
   }
 
-  private tooLarge (exchange: Exchange): void {
-    // Close the connection: the rest of the body is still on its way and must not be read as a request.
-    this.finish(exchange, errorReply(new ApiError('body_too_large', `The body is larger than ${this.options.maxBodyBytes} bytes.`)), true)
+  private tooLarge (exchange: Exchange, closeConnection: boolean): void {
+    this.finish(exchange, errorReply(new ApiError('body_too_large', `The body is larger than ${this.options.maxBodyBytes} bytes.`)), closeConnection)
   }
 
   private dispatchBody (exchange: Exchange, route: Route, text: string): void {
@@ -234,7 +256,7 @@ export class HttpServer {
     if (exchange.counted) this.settled()
   }
 
-  private settled (): void {
+  settled (): void {
     this.inflight--
     if (this.inflight === 0 && this.idleWaiters.length > 0) {
       for (const resolve of this.idleWaiters.splice(0)) resolve()

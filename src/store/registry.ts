@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
+import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
 
 export interface Account {
   account: string
@@ -27,6 +28,15 @@ export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
   ['purchase', { name: 'purchase', required: ['orderId'] }],
 ])
 
+/** Campaigns per account are bounded: the compiled set and each visitor's caps grow with it. */
+export const CAMPAIGNS_MAX = 10_000
+
+interface AccountCampaigns {
+  defs: Map<string, CampaignDef>
+  /** Compiled on first use after a change (so a bulk load compiles once), then swapped whole. */
+  compiled: CampaignSet | null
+}
+
 interface LiveToken {
   record: TokenRecord
   limiter: RateLimiter | null
@@ -38,6 +48,7 @@ export class Registry {
   private readonly accounts = new Map<string, Account>()
   private readonly tokens = new Map<string, LiveToken>()
   private readonly eventTypes = new Map<string, Map<string, EventType>>()
+  private readonly campaigns = new Map<string, AccountCampaigns>()
 
   constructor (store: Store, clock: Clock) {
     this.store = store
@@ -50,6 +61,7 @@ export class Registry {
     for (const { key, value } of store.config.getRange()) {
       const [account, kind] = key as [string, string, string]
       if (kind === 'event-type') this.eventTypesOf(account).set((value as EventType).name, value as EventType)
+      else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
     }
   }
 
@@ -150,6 +162,56 @@ export class Registry {
     if (this.eventTypes.get(account)?.get(name) === undefined) throw new ApiError('event_type_not_found')
     await this.store.durable(this.store.config.remove([account, 'event-type', name]))
     this.eventTypes.get(account)?.delete(name)
+  }
+
+  // Campaigns
+
+  /** The account's compiled campaigns (compiling them if they changed), or null when it has none. */
+  campaignSet (account: string): CampaignSet | null {
+    const entry = this.campaigns.get(account)
+    if (entry === undefined || entry.defs.size === 0) return null
+    entry.compiled ??= compileCampaigns([...entry.defs].map(([id, def]) => ({ id, def })))
+    return entry.compiled
+  }
+
+  listCampaigns (account: string): { id: string, campaign: CampaignDef }[] {
+    this.getAccount(account)
+    return [...(this.campaigns.get(account)?.defs ?? [])].map(([id, campaign]) => ({ id, campaign }))
+  }
+
+  getCampaign (account: string, id: string): CampaignDef {
+    this.getAccount(account)
+    const def = this.campaigns.get(account)?.defs.get(id)
+    if (def === undefined) throw new ApiError('campaign_not_found')
+    return def
+  }
+
+  async putCampaign (account: string, id: string, def: CampaignDef): Promise<void> {
+    this.getAccount(account)
+    const entry = this.campaignsOf(account)
+    if (!entry.defs.has(id) && entry.defs.size >= CAMPAIGNS_MAX) {
+      throw new ApiError('conflict', `An account has at most ${CAMPAIGNS_MAX} campaigns; delete some first.`)
+    }
+    await this.store.save(this.store.config, [account, 'campaign', id], def)
+    entry.defs.set(id, def)
+    entry.compiled = null
+  }
+
+  async deleteCampaign (account: string, id: string): Promise<void> {
+    this.getCampaign(account, id)
+    await this.store.durable(this.store.config.remove([account, 'campaign', id]))
+    const entry = this.campaignsOf(account)
+    entry.defs.delete(id)
+    entry.compiled = null
+  }
+
+  private campaignsOf (account: string): AccountCampaigns {
+    let entry = this.campaigns.get(account)
+    if (entry === undefined) {
+      entry = { defs: new Map(), compiled: null }
+      this.campaigns.set(account, entry)
+    }
+    return entry
   }
 
   private eventTypesOf (account: string): Map<string, EventType> {

@@ -130,12 +130,13 @@ describe('tokens and tenants', () => {
 
   describe('rate limit', () => {
     it('answers 429 rate_limited with Retry-After once a token exceeds its rate', async () => {
-      const token = await createToken(beacon.url, a.account, { name: 'slow', attributes: ['*'], access: 'read', ratePerSecond: 5 })
+      // One request a second: a burst of one, then one more at most while the 20 are answered.
+      const token = await createToken(beacon.url, a.account, { name: 'slow', attributes: ['*'], access: 'read', ratePerSecond: 1 })
       const answers = await Promise.all(Array.from({ length: 20 }, () =>
         post(beacon.url, '/profiles/query', { account: a.account, profileId: 'p', token })))
       const limited = answers.filter(r => r.status === 429)
-      expect(answers.filter(r => r.status === 200).length).to.be.within(5, 6)
-      expect(limited.length).to.be.at.least(14)
+      expect(answers.filter(r => r.status === 200).length).to.be.within(1, 2)
+      expect(limited.length).to.be.at.least(18)
       expect(limited[0]!.body.errors[0].code).to.equal('rate_limited')
       expect(Number(limited[0]!.headers.get('retry-after'))).to.be.at.least(1)
     })
