@@ -1,56 +1,73 @@
 // Builds the immutable CampaignSet an account's events are matched against.
 //
-// Every active campaign becomes an Entry (schedule, trigger sets, compiled path globs, compiled
+// Every active campaign becomes an Entry (schedule, trigger masks, compiled path globs, compiled
 // rule, a frozen result object) and is filed in exactly one place of the index:
 // - a field group: Map from a required event.*/attribute.* value to entries (e.g. event.sku);
 // - the path index: exact paths, and literal directory prefixes such as "/c/shoes/";
 // - otherwise the trigger tree: event kind → platform → device, each level with a wildcard
 //   slot for campaigns that do not restrict that dimension.
-// The place is chosen by estimated selectivity (how many campaigns share the same key values),
-// so an event meets only the campaigns that could match plus a few near misses. Whatever the
-// index checked by construction is skipped; everything else is tested on the candidate.
+// The place is the one an event is least likely to reach (index-plan.ts), so an event meets
+// the campaigns that could match plus a few near misses, not the whole account. Whatever the
+// place guarantees is left out of the entry's tests (the key leaf of the rule, tree-filed
+// trigger dimensions, literal paths); everything else is tested on the candidate.
 // Each campaign is reachable once per event at most, so no de-duplication is needed.
 
 import { compileCondition } from './compile-condition.js'
 import { frozenJsonCopy } from './deep-freeze.js'
 import { compileGlob, type StringTest } from './glob.js'
-import { fieldKeys, pathKey, type FieldKey, type IndexKey, type PathKey } from './index-keys.js'
+import { withoutLeaf, type FieldKey, type IndexKey, type PathKey } from './index-keys.js'
+import { candidateKeys, groupId, planIndex } from './index-plan.js'
 import { parseIsoMs } from './iso-time.js'
-import type { CampaignDef, CampaignInput, CampaignSet, MatchContext, MatchedCampaign, Predicate } from './types.js'
+import { ANY_MASK, assignBits, bitOf, maskOf, RARE_BIT, type Bits } from './trigger-bits.js'
+import type { CampaignDef, CampaignInput, CampaignSet, MatchContext, MatchedCampaign, Predicate, Trigger } from './types.js'
 
+// One filed campaign. Trigger dimensions are bit masks (trigger-bits.ts); a dimension the index
+// already guarantees has the all-ones mask. Fields are in test order, so a candidate that
+// fails early reads only the start of its entry.
 interface Entry {
-  rank: number
   startMs: number
   endMs: number
-  // null when the dimension is unrestricted or already guaranteed by where the entry is filed
-  kinds: ReadonlySet<unknown> | null
-  platforms: ReadonlySet<unknown> | null
-  devices: ReadonlySet<unknown> | null
+  kindMask: number
+  kindRare: ReadonlySet<unknown> | null
+  platformMask: number
+  platformRare: ReadonlySet<unknown> | null
+  deviceMask: number
+  deviceRare: ReadonlySet<unknown> | null
   path: StringTest | null
   rule: Predicate | null
+  rank: number
   out: MatchedCampaign
 }
+
+// The campaigns filed under one key value or tree cell, in rank order. Most buckets hold a
+// single campaign (a sku, a page), so that case is stored bare: one pointer less to chase.
+type Bucket = Entry | readonly Entry[]
 
 interface Level<T> {
   by: Map<unknown, T>
   any: T | null
 }
-type DeviceLevel = Level<Entry[]>
-type PlatformLevel = Level<DeviceLevel>
-type KindLevel = Level<PlatformLevel>
+type DeviceLevel<L> = Level<L>
+type PlatformLevel<L> = Level<DeviceLevel<L>>
+type KindLevel<L> = Level<PlatformLevel<L>>
 
-interface FieldGroup {
+interface FieldGroup<L> {
   fromEvent: boolean
   field: string
-  byValue: Map<unknown, Entry[]>
+  byValue: Map<unknown, L>
 }
 
-interface PathIndex {
-  exact: Map<string, Entry[]>
-  prefixes: Map<string, Entry[]>
+interface PathIndex<L> {
+  exact: Map<string, L>
+  prefixes: Map<string, L>
   // hasPrefixLength[n]: some prefix is n characters long; avoids slicing for lengths never filed
   hasPrefixLength: boolean[]
 }
+
+interface DimensionBits { kinds: Bits, platforms: Bits, devices: Bits }
+
+// Which trigger dimensions the tree guarantees for a tree-filed campaign.
+interface Filed { kinds: readonly string[] | null, platforms: readonly string[] | null, devices: readonly string[] | null }
 
 // A campaign filed in the tree under more cells than this has its widest dimension tested
 // per candidate instead, so one campaign listing 100×100×100 values cannot bloat the tree.
@@ -58,20 +75,32 @@ const MAX_TREE_CELLS = 64
 
 export function compileCampaigns (campaigns: readonly CampaignInput[]): CampaignSet {
   const { active, places } = plan(campaigns)
-  const tree: KindLevel = { by: new Map(), any: null }
-  const groups = new Map<string, FieldGroup>()
-  const paths: PathIndex = { exact: new Map(), prefixes: new Map(), hasPrefixLength: [] }
+  const triggers = active.map(c => c.def.trigger)
+  const bits: DimensionBits = {
+    kinds: assignBits(triggers.map(t => t.events)),
+    platforms: assignBits(triggers.map(t => t.platforms)),
+    devices: assignBits(triggers.map(t => t.devices)),
+  }
+  const tree: KindLevel<Entry[]> = { by: new Map(), any: null }
+  const groups = new Map<string, FieldGroup<Entry[]>>()
+  const paths: PathIndex<Entry[]> = { exact: new Map(), prefixes: new Map(), hasPrefixLength: [] }
   // Ranks ascend in this loop, so every list in the index comes out already in result order.
   active.forEach((c, rank) => {
-    const entry = makeEntry(c.id, c.def, rank)
     const key = places[rank] ?? null
-    if (key === null) fileInTree(tree, entry)
-    else if (key.kind === 'field') fileInGroup(groups, key, entry)
-    else fileInPaths(paths, key, entry)
+    if (key === null) {
+      const filed = treeDimensions(c.def.trigger)
+      fileInTree(tree, filed, makeEntry(c.id, c.def, rank, bits, key, filed))
+    } else if (key.kind === 'field') fileInGroup(groups, key, makeEntry(c.id, c.def, rank, bits, key, null))
+    else fileInPaths(paths, key, makeEntry(c.id, c.def, rank, bits, key, null))
   })
   return Object.freeze({
     size: active.length,
-    match: matcher(tree, [...groups.values()], paths.exact.size + paths.prefixes.size > 0 ? paths : null),
+    match: matcher(
+      packLevel((p: PlatformLevel<Entry[]>) => packLevel((d: DeviceLevel<Entry[]>) => packLevel(pack, d), p), tree),
+      [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) })),
+      paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null,
+      bits,
+    ),
   })
 }
 
@@ -80,9 +109,7 @@ function plan (campaigns: readonly CampaignInput[]): { active: CampaignInput[], 
   const active = campaigns
     .filter(c => c.def.status === 'active')
     .sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const keys = active.map(c => candidateKeys(c.def))
-  const choose = chooser(active.map(c => c.def), keys)
-  return { active, places: active.map((c, i) => choose(c.def, keys[i] as IndexKey[])) }
+  return { active, places: planIndex(active.map(c => c.def), active.map(c => candidateKeys(c.def))) }
 }
 
 /**
@@ -98,97 +125,41 @@ export function indexPlan (campaigns: readonly CampaignInput[]): Array<{ id: str
   })
 }
 
-function makeEntry (id: string, def: CampaignDef, rank: number): Entry {
+function makeEntry (id: string, def: CampaignDef, rank: number, bits: DimensionBits, key: IndexKey | null, filed: Filed | null): Entry {
   const { trigger } = def
-  const globs = trigger.paths?.map(compileGlob) ?? null
+  const kinds = filed?.kinds == null ? maskOf(bits.kinds, trigger.events) : ANY_MASK
+  const platforms = filed?.platforms == null ? maskOf(bits.platforms, trigger.platforms) : ANY_MASK
+  const devices = filed?.devices == null ? maskOf(bits.devices, trigger.devices) : ANY_MASK
+  // Literal paths found through the exact-path map need no glob test.
+  const pathsGuaranteed = key !== null && key.kind === 'path' && key.prefixes.length === 0
+  const globs = trigger.paths === undefined || pathsGuaranteed ? null : trigger.paths.map(compileGlob)
   const first = globs?.[0]
+  const rule = def.rule === undefined ? null : key !== null && key.kind === 'field' ? withoutLeaf(def.rule, key.leaf) : def.rule
   const cap = def.frequencyCap === undefined ? null : Object.freeze({ max: def.frequencyCap.max, per: def.frequencyCap.per })
   return {
-    rank,
     startMs: def.startsAt === undefined ? -Infinity : parseIsoMs(def.startsAt) ?? Infinity,
     endMs: def.endsAt === undefined ? Infinity : parseIsoMs(def.endsAt) ?? -Infinity,
-    kinds: setOrNull(trigger.events),
-    platforms: setOrNull(trigger.platforms),
-    devices: setOrNull(trigger.devices),
+    kindMask: kinds.mask,
+    kindRare: kinds.rare,
+    platformMask: platforms.mask,
+    platformRare: platforms.rare,
+    deviceMask: devices.mask,
+    deviceRare: devices.rare,
     path: globs === null ? null : globs.length === 1 && first !== undefined ? first : s => globs.some(g => g(s)),
-    rule: def.rule === undefined ? null : compileCondition(def.rule),
+    rule: rule === null ? null : compileCondition(rule),
+    rank,
     out: Object.freeze({ id, name: def.name, priority: def.priority, content: frozenJsonCopy(def.content), cap }),
   }
 }
 
-function setOrNull (list: readonly string[] | undefined): ReadonlySet<unknown> | null {
-  return list === undefined ? null : new Set(list)
-}
-
-function candidateKeys (def: CampaignDef): IndexKey[] {
-  const keys: IndexKey[] = fieldKeys(def.rule)
-  const path = pathKey(def.trigger.paths)
-  if (path !== null) keys.push(path)
-  return keys
-}
-
-function groupId (key: FieldKey): string {
-  return (key.source === 'event' ? 'e:' : 'a:') + key.field
-}
-
-// Counts how many campaigns offer each key value, then picks for each campaign the key whose
-// values are shared by the fewest campaigns; the trigger tree is the fallback, scored by how
-// many campaigns share the campaign's most selective trigger dimension.
-function chooser (defs: CampaignDef[], keys: IndexKey[][]): (def: CampaignDef, keys: IndexKey[]) => IndexKey | null {
-  const fieldCounts = new Map<string, Map<unknown, number>>()
-  const exactCounts = new Map<string, number>()
-  const prefixCounts = new Map<string, number>()
-  const bump = <K>(map: Map<K, number>, k: K): void => { map.set(k, (map.get(k) ?? 0) + 1) }
-  for (const list of keys) {
-    for (const key of list) {
-      if (key.kind === 'field') {
-        const id = groupId(key)
-        let counts = fieldCounts.get(id)
-        if (counts === undefined) fieldCounts.set(id, counts = new Map())
-        for (const v of key.values) bump(counts, v)
-      } else {
-        for (const p of key.exact) bump(exactCounts, p)
-        for (const p of key.prefixes) bump(prefixCounts, p)
-      }
-    }
-  }
-  const dims = (['events', 'platforms', 'devices'] as const).map(dim => {
-    const counts = new Map<string, number>()
-    let open = 0
-    for (const def of defs) {
-      const values = def.trigger[dim]
-      if (values === undefined) open++
-      else for (const v of new Set(values)) bump(counts, v)
-    }
-    return { dim, counts, open }
-  })
-  const sum = <K>(map: Map<K, number>, ks: readonly K[]): number => ks.reduce((n, k) => n + (map.get(k) ?? 0), 0)
-  const cost = (key: IndexKey): number => key.kind === 'field'
-    ? sum(fieldCounts.get(groupId(key)) ?? new Map(), key.values)
-    : sum(exactCounts, key.exact) + sum(prefixCounts, key.prefixes)
-  return (def, list) => {
-    let best: IndexKey | null = null
-    let bestCost = defs.length
-    for (const { dim, counts, open } of dims) {
-      const values = def.trigger[dim]
-      if (values !== undefined) bestCost = Math.min(bestCost, sum(counts, [...new Set(values)]) + open)
-    }
-    for (const key of list) {
-      const c = cost(key)
-      if (c < bestCost) { best = key; bestCost = c }
-    }
-    return best
-  }
-}
-
-function fileInGroup (groups: Map<string, FieldGroup>, key: FieldKey, entry: Entry): void {
+function fileInGroup (groups: Map<string, FieldGroup<Entry[]>>, key: FieldKey, entry: Entry): void {
   const id = groupId(key)
   let group = groups.get(id)
   if (group === undefined) groups.set(id, group = { fromEvent: key.source === 'event', field: key.field, byValue: new Map() })
   for (const v of key.values) push(group.byValue, v, entry)
 }
 
-function fileInPaths (paths: PathIndex, key: PathKey, entry: Entry): void {
+function fileInPaths (paths: PathIndex<Entry[]>, key: PathKey, entry: Entry): void {
   for (const p of key.exact) push(paths.exact, p, entry)
   for (const p of key.prefixes) {
     push(paths.prefixes, p, entry)
@@ -196,23 +167,28 @@ function fileInPaths (paths: PathIndex, key: PathKey, entry: Entry): void {
   }
 }
 
-function fileInTree (tree: KindLevel, entry: Entry): void {
-  // Drop the widest dimensions from the tree until the campaign fits in MAX_TREE_CELLS cells;
-  // a dropped dimension stays on the entry and is tested per candidate.
-  const filed = { kinds: entry.kinds, platforms: entry.platforms, devices: entry.devices }
-  const cells = (): number => (filed.kinds?.size ?? 1) * (filed.platforms?.size ?? 1) * (filed.devices?.size ?? 1)
+// The restricted dimensions the tree files the campaign under: the widest are dropped until it
+// fits in MAX_TREE_CELLS cells; a dropped dimension is tested per candidate instead.
+function treeDimensions (trigger: Trigger): Filed {
+  const filed: Filed = {
+    kinds: trigger.events === undefined ? null : [...new Set(trigger.events)],
+    platforms: trigger.platforms === undefined ? null : [...new Set(trigger.platforms)],
+    devices: trigger.devices === undefined ? null : [...new Set(trigger.devices)],
+  }
+  const cells = (): number => (filed.kinds?.length ?? 1) * (filed.platforms?.length ?? 1) * (filed.devices?.length ?? 1)
   while (cells() > MAX_TREE_CELLS) {
     const widest = (['kinds', 'platforms', 'devices'] as const)
-      .reduce((a, b) => (filed[a]?.size ?? 0) >= (filed[b]?.size ?? 0) ? a : b)
+      .reduce((a, b) => (filed[a]?.length ?? 0) >= (filed[b]?.length ?? 0) ? a : b)
     filed[widest] = null
   }
-  if (filed.kinds !== null) entry.kinds = null
-  if (filed.platforms !== null) entry.platforms = null
-  if (filed.devices !== null) entry.devices = null
+  return filed
+}
+
+function fileInTree (tree: KindLevel<Entry[]>, filed: Filed, entry: Entry): void {
   for (const kind of slots(filed.kinds)) {
-    const platformLevel = slot(tree, kind, (): PlatformLevel => ({ by: new Map(), any: null }))
+    const platformLevel = slot(tree, kind, (): PlatformLevel<Entry[]> => ({ by: new Map(), any: null }))
     for (const platform of slots(filed.platforms)) {
-      const deviceLevel = slot(platformLevel, platform, (): DeviceLevel => ({ by: new Map(), any: null }))
+      const deviceLevel = slot(platformLevel, platform, (): DeviceLevel<Entry[]> => ({ by: new Map(), any: null }))
       for (const device of slots(filed.devices)) slot(deviceLevel, device, (): Entry[] => []).push(entry)
     }
   }
@@ -220,8 +196,8 @@ function fileInTree (tree: KindLevel, entry: Entry): void {
 
 const WILDCARD = Symbol('any')
 
-function slots (set: ReadonlySet<unknown> | null): Iterable<unknown> {
-  return set === null ? [WILDCARD] : set
+function slots (list: readonly string[] | null): readonly unknown[] {
+  return list === null ? [WILDCARD] : list
 }
 
 function slot<T> (level: Level<T>, key: unknown, make: () => T): T {
@@ -231,82 +207,132 @@ function slot<T> (level: Level<T>, key: unknown, make: () => T): T {
   return child
 }
 
+function pack (entries: Entry[]): Bucket {
+  return entries.length === 1 ? entries[0] as Entry : entries
+}
+
+function packMap<K> (map: Map<K, Entry[]>): Map<K, Bucket> {
+  return new Map([...map].map(([k, entries]) => [k, pack(entries)]))
+}
+
+function packLevel<A, B> (f: (a: A) => B, level: Level<A>): Level<B> {
+  return {
+    by: new Map([...level.by].map(([k, v]) => [k, f(v)])),
+    any: level.any === null ? null : f(level.any),
+  }
+}
+
 function push<K> (map: Map<K, Entry[]>, key: K, entry: Entry): void {
   const list = map.get(key)
   if (list === undefined) map.set(key, [entry])
   else list.push(entry)
 }
 
-function matcher (tree: KindLevel, groups: FieldGroup[], paths: PathIndex | null): (ctx: MatchContext) => MatchedCampaign[] {
-  // Candidates that pass are gathered here; the array is reused across calls (match is
-  // synchronous and never re-entered), so the only allocation per event is the result.
-  const hits: Entry[] = []
+function matcher (tree: KindLevel<Bucket>, groups: Array<FieldGroup<Bucket>>, paths: PathIndex<Bucket> | null, bits: DimensionBits): (ctx: MatchContext) => MatchedCampaign[] {
+  // Hits are gathered in these arrays, reused across calls (match is synchronous and never
+  // re-entered), so the only allocation per event is the result.
+  const hitRanks: number[] = []
+  const hitOuts: MatchedCampaign[] = []
   const groupCount = groups.length
+  // The current event's context and trigger bits, shared by the helpers below.
+  let ctx: MatchContext
+  let kindBit = 0, platformBit = 0, deviceBit = 0
 
-  function test (list: Entry[] | undefined | null, ctx: MatchContext, kind: unknown, platform: unknown, device: unknown, path: unknown): void {
-    if (list === undefined || list === null) return
-    const nowMs = ctx.nowMs
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i] as Entry
-      if (nowMs < e.startMs || nowMs >= e.endMs) continue
-      if (e.kinds !== null && !e.kinds.has(kind)) continue
-      if (e.platforms !== null && !e.platforms.has(platform)) continue
-      if (e.devices !== null && !e.devices.has(device)) continue
-      if (e.path !== null && (typeof path !== 'string' || !e.path(path))) continue
-      if (e.rule !== null && !e.rule(ctx)) continue
-      hits.push(e)
+  function test (bucket: Bucket | undefined | null): void {
+    if (bucket === undefined || bucket === null) return
+    if (!Array.isArray(bucket)) {
+      check(bucket as Entry)
+      return
     }
+    for (let i = 0; i < bucket.length; i++) check(bucket[i] as Entry)
   }
 
-  function devices (level: DeviceLevel | undefined | null, ctx: MatchContext, kind: unknown, platform: unknown, device: unknown, path: unknown): void {
+  function check (e: Entry): void {
+    const c = ctx
+    const nowMs = c.nowMs
+    if (nowMs < e.startMs || nowMs >= e.endMs) return
+    if ((e.kindMask & kindBit) === 0 || (kindBit === RARE_BIT && e.kindRare !== null && !e.kindRare.has(c.event.event))) return
+    if ((e.platformMask & platformBit) === 0 || (platformBit === RARE_BIT && e.platformRare !== null && !e.platformRare.has(c.event.platform))) return
+    if ((e.deviceMask & deviceBit) === 0 || (deviceBit === RARE_BIT && e.deviceRare !== null && !e.deviceRare.has(c.event.device))) return
+    if (e.path !== null) {
+      const path = c.event.path
+      if (typeof path !== 'string' || !e.path(path)) return
+    }
+    if (e.rule !== null && !e.rule(c)) return
+    hitRanks.push(e.rank)
+    hitOuts.push(e.out)
+  }
+
+  function devices (level: DeviceLevel<Bucket> | undefined | null, device: unknown): void {
     if (level === undefined || level === null) return
-    test(level.by.get(device), ctx, kind, platform, device, path)
-    test(level.any, ctx, kind, platform, device, path)
+    test(level.by.get(device))
+    test(level.any)
   }
 
-  function platforms (level: PlatformLevel | undefined | null, ctx: MatchContext, kind: unknown, platform: unknown, device: unknown, path: unknown): void {
+  function platforms (level: PlatformLevel<Bucket> | undefined | null, platform: unknown, device: unknown): void {
     if (level === undefined || level === null) return
-    devices(level.by.get(platform), ctx, kind, platform, device, path)
-    devices(level.any, ctx, kind, platform, device, path)
+    devices(level.by.get(platform), device)
+    devices(level.any, device)
   }
 
-  return function match (ctx: MatchContext): MatchedCampaign[] {
-    const event = ctx.event
+  return function match (context: MatchContext): MatchedCampaign[] {
+    const event = context.event
     const kind = event.event
     const platform = event.platform
     const device = event.device
     const path = event.path
-    hits.length = 0
+    ctx = context
+    // Normally empty already; cleared here too in case a previous call was interrupted.
+    hitRanks.length = 0
+    hitOuts.length = 0
+    kindBit = bitOf(bits.kinds, kind)
+    platformBit = bitOf(bits.platforms, platform)
+    deviceBit = bitOf(bits.devices, device)
 
-    platforms(tree.by.get(kind), ctx, kind, platform, device, path)
-    platforms(tree.any, ctx, kind, platform, device, path)
+    platforms(tree.by.get(kind), platform, device)
+    platforms(tree.any, platform, device)
 
     for (let g = 0; g < groupCount; g++) {
-      const group = groups[g] as FieldGroup
-      const v = group.fromEvent ? event[group.field] : ctx.attributes[group.field]
-      if (v !== undefined && v !== null) test(group.byValue.get(v), ctx, kind, platform, device, path)
+      const group = groups[g] as FieldGroup<Bucket>
+      const v = group.fromEvent ? event[group.field] : context.attributes[group.field]
+      if (v !== undefined && v !== null) test(group.byValue.get(v))
     }
 
     if (paths !== null && typeof path === 'string') {
-      test(paths.exact.get(path), ctx, kind, platform, device, path)
+      test(paths.exact.get(path))
       const has = paths.hasPrefixLength
       const max = has.length
       for (let i = path.indexOf('/'); i !== -1 && i < max; i = path.indexOf('/', i + 1)) {
-        if (has[i + 1] === true) test(paths.prefixes.get(path.slice(0, i + 1)), ctx, kind, platform, device, path)
+        if (has[i + 1] === true) test(paths.prefixes.get(path.slice(0, i + 1)))
       }
     }
 
-    const n = hits.length
-    // Each index list is in rank order, but lists interleave; n is small, so insertion sort.
-    for (let i = 1; i < n; i++) {
-      const e = hits[i] as Entry
-      let j = i - 1
-      while (j >= 0 && (hits[j] as Entry).rank > e.rank) { hits[j + 1] = hits[j] as Entry; j-- }
-      hits[j + 1] = e
-    }
-    const result = new Array<MatchedCampaign>(n)
-    for (let i = 0; i < n; i++) result[i] = (hits[i] as Entry).out
-    hits.length = 0
+    const result = inRankOrder(hitRanks, hitOuts)
+    hitRanks.length = 0
+    hitOuts.length = 0
     return result
   }
+}
+
+// Each bucket is in rank order, but buckets interleave. Hits are usually a handful, sorted by
+// insertion in place; a long list (an account of broad campaigns) is sorted by index instead.
+function inRankOrder (ranks: number[], outs: MatchedCampaign[]): MatchedCampaign[] {
+  const n = ranks.length
+  if (n > 32) {
+    const order = Array.from(ranks.keys()).sort((a, b) => (ranks[a] as number) - (ranks[b] as number))
+    return order.map(i => outs[i] as MatchedCampaign)
+  }
+  for (let i = 1; i < n; i++) {
+    const rank = ranks[i] as number
+    const out = outs[i] as MatchedCampaign
+    let j = i - 1
+    while (j >= 0 && (ranks[j] as number) > rank) {
+      ranks[j + 1] = ranks[j] as number
+      outs[j + 1] = outs[j] as MatchedCampaign
+      j--
+    }
+    ranks[j + 1] = rank
+    outs[j + 1] = out
+  }
+  return outs.slice()
 }

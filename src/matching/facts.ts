@@ -22,9 +22,12 @@ export type FactRef =
   | { source: 'visitorList', key: VisitorListFact }
   | { source: 'time', key: TimeFact }
 
-// Field names are looked up with a plain `obj[key]`, which is only safe because names that
-// Object.prototype answers (constructor, toString, __proto__, ...) are refused here.
-const FIELD_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/
+// Field and attribute names follow the API's name rule (NAME_PATTERN in src/http/schemas.ts),
+// so every attribute a profile can hold can be named in a rule: `attribute.loyalty.tier` is the
+// attribute "loyalty.tier" (everything after the first dot). Names are looked up with a plain
+// `obj[key]`, which is only safe because names that Object.prototype answers (constructor,
+// toString, __proto__, ...) are refused here.
+const FIELD_NAME = /^[A-Za-z0-9_.:-]{1,128}$/
 
 export function isFieldName (name: string): boolean {
   return FIELD_NAME.test(name) && !(name in Object.prototype)

@@ -16,6 +16,8 @@ export interface FieldKey {
   source: 'event' | 'attribute'
   field: string
   values: Scalar[]
+  // The rule leaf the key comes from: guaranteed by the lookup, so left out of the residual rule.
+  leaf: LeafCondition
 }
 
 export interface PathKey {
@@ -42,9 +44,28 @@ export function fieldKeys (rule: Condition | undefined): FieldKey[] {
     const ref = parseFact(leaf.fact)
     if (ref === null || (ref.source !== 'event' && ref.source !== 'attribute')) continue
     const values = leaf.op === 'eq' ? [leaf.value as Scalar] : [...new Set(leaf.value as readonly Scalar[])]
-    keys.push({ kind: 'field', source: ref.source, field: ref.key, values })
+    keys.push({ kind: 'field', source: ref.source, field: ref.key, values, leaf })
   }
   return keys
+}
+
+/**
+ * The rule minus `leaf`, for a campaign found through that leaf's key (null: nothing left to
+ * test). Only required positions are visited — `all` children and a lone `any` child — which is
+ * where fieldKeys found the leaf, so the result is equivalent whenever the leaf holds.
+ */
+export function withoutLeaf (cond: Condition, leaf: LeafCondition): Condition | null {
+  if (cond === leaf) return null
+  if ('all' in cond) {
+    const kept: Condition[] = []
+    for (const child of cond.all) {
+      const rest = withoutLeaf(child, leaf)
+      if (rest !== null) kept.push(rest)
+    }
+    return kept.length === 0 ? null : kept.length === 1 ? kept[0] as Condition : { all: kept }
+  }
+  if ('any' in cond && cond.any.length === 1) return withoutLeaf(cond.any[0] as Condition, leaf)
+  return cond
 }
 
 /**

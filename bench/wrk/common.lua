@@ -1,0 +1,137 @@
+-- Shared by the wrk scripts of `npm run bench:http` (loaded with require "common"; the scripts add
+-- $BENCH_WRK_DIR, default bench/wrk, to package.path).
+--
+-- * ids(): a pool of BENCH_VISITORS (default 10,000) distinct UUID v4 visitor ids, generated
+--   deterministically from BENCH_SEED with xorshift32, so every run and every wrk thread sees the
+--   same pool and the load spreads over many actors instead of one hot key.
+-- * a per-thread pseudo-random sequence that picks the visitor (and values) of each request.
+-- * done(): prints one line `BENCH_WRK_JSON {...}` (requests, duration, socket errors, non-2xx
+--   count, latency percentiles in microseconds) for bench/http.ts to parse.
+-- * BENCH_CHECK=1 (warm-up runs): also looks at every response and counts those that are not 2xx,
+--   keeping the first one as a sample. Off in measured runs, where it would slow wrk down; there
+--   wrk's own count of status >= 400 (summary.errors.status) is used.
+
+local bit = require "bit"
+local band, bxor, lshift, rshift, tohex = bit.band, bit.bxor, bit.lshift, bit.rshift, bit.tohex
+
+local M = {}
+
+local function env (name, default)
+  local value = os.getenv(name)
+  if value == nil or value == "" then return default end
+  return value
+end
+M.env = env
+
+function M.require_env (name)
+  local value = os.getenv(name)
+  if value == nil or value == "" then error(name .. " is not set") end
+  return value
+end
+
+--- A xorshift32 generator: a function returning the next non-negative 31-bit integer.
+function M.rng (seed)
+  local x = seed
+  if x == 0 then x = 0x2545F491 end
+  return function ()
+    x = bxor(x, lshift(x, 13))
+    x = bxor(x, rshift(x, 17))
+    x = bxor(x, lshift(x, 5))
+    return band(x, 0x7fffffff)
+  end
+end
+
+local VARIANT = { "8", "9", "a", "b" }
+
+--- n distinct UUID v4 strings (distinct because xorshift32 states are: the first 8 hex digits differ).
+function M.uuids (n, seed)
+  local x = seed
+  local function nxt ()
+    x = bxor(x, lshift(x, 13))
+    x = bxor(x, rshift(x, 17))
+    x = bxor(x, lshift(x, 5))
+    return x
+  end
+  local ids = {}
+  for i = 1, n do
+    local a, b, c, d = nxt(), nxt(), nxt(), nxt()
+    local h = tohex(a, 8) .. tohex(b, 8) .. tohex(c, 8) .. tohex(d, 8)
+    ids[i] = h:sub(1, 8) .. "-" .. h:sub(9, 12) .. "-4" .. h:sub(14, 16) .. "-" ..
+      VARIANT[band(c, 3) + 1] .. h:sub(18, 20) .. "-" .. h:sub(21, 32)
+  end
+  return ids
+end
+
+function M.ids ()
+  return M.uuids(tonumber(env("BENCH_VISITORS", "10000")), tonumber(env("BENCH_SEED", "20240601")))
+end
+
+--- JSON string literal (for values that come from the environment).
+function M.quote (s)
+  return '"' .. s:gsub('[%c"\\]', function (ch)
+    if ch == '"' then return '\\"' end
+    if ch == '\\' then return '\\\\' end
+    return string.format("\\u%04x", ch:byte())
+  end) .. '"'
+end
+
+-- Thread plumbing: each thread gets an index (to start its random sequence elsewhere) and, in check
+-- mode, counts responses; done() reads the counts back from the threads.
+
+local threads = {}
+local thread_count = 0
+
+function setup (thread)
+  thread_count = thread_count + 1
+  thread:set("thread_index", thread_count)
+  threads[thread_count] = thread
+end
+
+--- The random sequence of this thread (call from init()).
+function M.thread_rng ()
+  local index = thread_index or 1
+  return M.rng(tonumber(env("BENCH_SEED", "20240601")) * 7 + index * 7919)
+end
+
+M.check = env("BENCH_CHECK", "0") == "1"
+
+if M.check then
+  responses = 0
+  non2xx = 0
+  sample = nil
+  function response (status, headers, body)
+    responses = responses + 1
+    if status < 200 or status > 299 then
+      non2xx = non2xx + 1
+      if sample == nil then sample = tostring(status) .. " " .. tostring(body):sub(1, 300) end
+    end
+  end
+end
+
+function done (summary, latency, requests)
+  local checked, bad, first = 0, 0, nil
+  for _, thread in ipairs(threads) do
+    checked = checked + (thread:get("responses") or 0)
+    bad = bad + (thread:get("non2xx") or 0)
+    first = first or thread:get("sample")
+  end
+  local e = summary.errors
+  local out = {
+    '{"requests":', summary.requests,
+    ',"duration_us":', summary.duration,
+    ',"bytes":', summary.bytes,
+    ',"errors":{"connect":', e.connect, ',"read":', e.read, ',"write":', e.write,
+    ',"status":', e.status, ',"timeout":', e.timeout, '}',
+    ',"latency_us":{"min":', latency.min, ',"mean":', string.format("%.1f", latency.mean),
+    ',"stdev":', string.format("%.1f", latency.stdev), ',"max":', latency.max,
+    ',"p50":', latency:percentile(50), ',"p90":', latency:percentile(90),
+    ',"p99":', latency:percentile(99), ',"p999":', latency:percentile(99.9), '}',
+    ',"check":', M.check and ('{"responses":' .. checked .. ',"non2xx":' .. bad ..
+      ',"sample":' .. (first and M.quote(first) or 'null') .. '}') or 'null',
+    '}',
+  }
+  for i, v in ipairs(out) do out[i] = tostring(v) end
+  io.write("BENCH_WRK_JSON ", table.concat(out), "\n")
+end
+
+return M

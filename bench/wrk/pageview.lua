@@ -1,0 +1,35 @@
+-- POST /campaigns/query with a pageView event (also sent to the bare baseline server, which parses
+-- the same bodies). Each request picks a visitor at random from the pool of BENCH_VISITORS ids and
+-- a page path and device that vary from request to request.
+--
+-- Environment: BENCH_ACCOUNT (account UUID, required), BENCH_VISITORS, BENCH_SEED, BENCH_CHECK,
+-- BENCH_WRK_DIR (where common.lua is; default bench/wrk).
+--
+--   BENCH_ACCOUNT=<uuid> wrk -t1 -c64 -d10s -s bench/wrk/pageview.lua http://127.0.0.1:8080/campaigns/query
+
+package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. package.path
+local common = require "common"
+
+local ids = common.ids()
+local n_ids = #ids
+local account = common.require_env("BENCH_ACCOUNT")
+local DEVICES = { "desktop", "mobile", "tablet" }
+local REFERRERS = { "null", '"https://www.google.com/"', '"https://news.example.org/article/42"', "null" }
+local PREFIX = '{"account":"' .. account .. '","visitorId":"'
+local next_random
+
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+
+function init (args)
+  next_random = common.thread_rng()
+end
+
+function request ()
+  local r = next_random()
+  local body = PREFIX .. ids[r % n_ids + 1] ..
+    '","platform":"web","device":"' .. DEVICES[r % 3 + 1] ..
+    '","event":"pageView","path":"/products/' .. (r % 997) ..
+    '","referrer":' .. REFERRERS[r % 4 + 1] .. '}'
+  return wrk.format(nil, nil, nil, body)
+end
