@@ -1,6 +1,11 @@
-// What visitors and profiles share: attributes and segments, and how the API reads and changes them.
+// What visitors and profiles share: attributes, manual and computed segments, and how the API reads
+// and changes them; and the segment evaluation both run after every change.
 
 import { ApiError } from '../src/errors.js'
+import type { Store } from '../src/store/store.js'
+import type { VisitorMetrics } from '../src/matching/index.js'
+import { evaluateSegments, membershipChanges, type SegmentSet } from '../src/segments/segment-set.js'
+import { nextExpiryMs, type Windows } from '../src/segments/windows.js'
 
 /** Attribute values as stored: a scalar or a list of strings. */
 export type AttributeValue = string | number | boolean | string[]
@@ -8,7 +13,14 @@ export type Attributes = Record<string, AttributeValue>
 
 export interface EntityState {
   attributes: Attributes
+  /** Assigned and removed through the API. */
   segments: string[]
+  /** Computed from the account's segment rules; changed only by evaluation. */
+  computed: string[]
+  /** The version of the account's segments `computed` was evaluated under. */
+  segmentsVersion: number
+  /** When the entity's windows next expire (its key in the expiries index), or 0. */
+  expiresAtMs: number
 }
 
 /** Attributes and segments per entity are bounded so one key can never grow without limit. */
@@ -27,19 +39,30 @@ export interface EntityQuery {
 export interface EntityView {
   attributes: AttributeReply
   segments: string[]
+  profileId?: string
 }
 
-/** Answer a read from the state as it is now (a snapshot: later messages do not change it). */
-export function queryEntity (state: EntityState, query: EntityQuery): EntityView {
+export const EMPTY_METRICS: VisitorMetrics = Object.freeze({
+  pageViews: 0, productViews: 0, purchases: 0, totalSpent: 0, firstSeenMs: 0, lastSeenMs: 0,
+  viewedSkus: [], purchasedSkus: [], viewedCategories: [],
+})
+
+/** Answer a read from the given attributes and segments as they are now (a snapshot). */
+export function queryEntity (attributes: Attributes, segments: readonly string[], query: EntityQuery): EntityView {
   return {
-    attributes: readAttributes(state.attributes, query.attributes, query.allowed),
-    segments: readSegments(state.segments, query.segments),
+    attributes: readAttributes(attributes, query.attributes, query.allowed),
+    segments: readSegments(segments, query.segments),
   }
 }
 
+/** Manual and computed segments together, without repeats. */
+export function allSegments (state: EntityState, extra: readonly string[] = []): string[] {
+  if (state.computed.length === 0 && extra.length === 0) return state.segments
+  return [...new Set([...state.segments, ...extra, ...state.computed])]
+}
+
 /** Apply an update: `null` deletes, anything else replaces. Refused whole if it would pass the cap. */
-export function applyAttributes (state: EntityState, update: Record<string, AttributeValue | null>): void {
-  const attributes = state.attributes
+export function applyAttributes (attributes: Attributes, update: Record<string, AttributeValue | null>): void {
   let added = 0
   for (const name in update) if (update[name] !== null && !Object.hasOwn(attributes, name)) added++
   if (added > 0 && Object.keys(attributes).length + added > ATTRIBUTES_MAX) {
@@ -52,7 +75,7 @@ export function applyAttributes (state: EntityState, update: Record<string, Attr
   }
 }
 
-/** Assign then remove (a name in both ends removed); returns the segments after the change. */
+/** Assign then remove (a name in both ends removed); returns the manual segments after the change. */
 export function applySegments (state: EntityState, assign: readonly string[], remove: readonly string[]): string[] {
   const current = new Set(state.segments)
   for (const name of assign) current.add(name)
@@ -62,8 +85,7 @@ export function applySegments (state: EntityState, assign: readonly string[], re
   return state.segments
 }
 
-/** The seed's query shape: each attribute as an array of `{value}`; only the names asked for. */
-export function readAttributes (attributes: Attributes, names: readonly string[] | null, allowed: (name: string) => boolean): AttributeReply {
+function readAttributes (attributes: Attributes, names: readonly string[] | null, allowed: (name: string) => boolean): AttributeReply {
   const out: AttributeReply = {}
   if (names === null) {
     for (const name in attributes) if (allowed(name)) out[name] = asValues(attributes[name]!)
@@ -73,7 +95,7 @@ export function readAttributes (attributes: Attributes, names: readonly string[]
   return out
 }
 
-export function readSegments (segments: readonly string[], names: readonly string[] | null): string[] {
+function readSegments (segments: readonly string[], names: readonly string[] | null): string[] {
   if (names === null) return segments.slice()
   return names.filter(name => segments.includes(name))
 }
@@ -81,3 +103,38 @@ export function readSegments (segments: readonly string[], names: readonly strin
 function asValues (value: AttributeValue): { value: string | number | boolean }[] {
   return Array.isArray(value) ? value.map(v => ({ value: v })) : [{ value }]
 }
+
+/** Who is being evaluated, for the audience events and the expiry index. */
+export interface EntityRef {
+  store: Store
+  kind: 'visitor' | 'profile'
+  account: string
+  id: string
+}
+
+/**
+ * Re-evaluate the computed segments and write what follows, in the caller's event turn (so in the
+ * same transaction as the state write that must follow at once): one audience event per enter and
+ * exit into the outbox, and the entity's next window expiry into the expiries index.
+ */
+export function evaluateInto (ref: EntityRef, state: EntityState, set: SegmentSet, members: string[], windows: Windows, nowMs: number): void {
+  const { entered, exited } = membershipChanges(state.computed, members)
+  if (entered.length > 0 || exited.length > 0) {
+    const occurredAt = new Date(nowMs).toISOString()
+    const who = ref.kind === 'visitor' ? 'visitorId' : 'profileId'
+    for (const segment of entered) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAt })
+    for (const segment of exited) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAt })
+    state.computed = members
+  }
+  state.segmentsVersion = set.version
+  const next = set.computed.length === 0 ? 0 : nextExpiryMs(windows, set.specsByKey)
+  if (next !== state.expiresAtMs) {
+    if (state.expiresAtMs !== 0) ref.store.expiries.remove([state.expiresAtMs, ref.account, ref.kind, ref.id]).catch(noop)
+    if (next !== 0) ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null).catch(noop)
+    state.expiresAtMs = next
+  }
+}
+
+export { evaluateSegments }
+
+function noop (): void {}

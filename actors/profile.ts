@@ -1,74 +1,223 @@
-// The profile actor (CDP): one known person of one account, with the devices (visitors) linked to it.
+// The profile actor (CDP): one known person of one account. It owns the person's own attributes and
+// segments and a copy of each linked device's data, sent by the visitor actors after every change
+// (actors talk by messages, never by reaching into each other's state). Its unified view merges them:
+// its own attributes win; among devices the latest write wins and lists of strings merge as sets;
+// segments are the manual ones (its own and its devices') plus those computed over the behaviour of
+// all its devices together.
 
 import type { Store } from '../src/store/store.js'
-import { applyAttributes, applySegments, queryEntity, type AttributeValue, type EntityQuery, type EntityState } from './entity.js'
+import type { Clock } from '../src/clock.js'
+import type { VisitorMetrics } from '../src/matching/index.js'
+import type { SegmentSet } from '../src/segments/segment-set.js'
+import { mergeWindows, type Windows } from '../src/segments/windows.js'
+import {
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, queryEntity, EMPTY_METRICS,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView,
+} from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
 
-/** Devices kept per profile; the oldest link is dropped past this. */
-export const PROFILE_VISITORS_MAX = 1000
+/** Devices kept per profile; linking one more drops the least recently active. */
+export const PROFILE_VISITORS_MAX = 100
+const RECENT_LIST_MAX = 100
+
+/** A copy of one device's data, as its visitor actor last sent it. */
+export interface DeviceSummary {
+  attributes: Attributes
+  attributeTimes: Record<string, number>
+  segments: string[]
+  windows: Windows
+  metrics: VisitorMetrics
+}
 
 export interface ProfileState extends EntityState {
+  /** Linked devices, least recently active first. */
   visitors: string[]
+  devices: Record<string, DeviceSummary>
+  /** Links that moved a device away from this profile: [visitorId, movedAtMs], most recent last, bounded. */
+  moves: [string, number][]
+}
+
+/** What a linked visitor's campaigns see of its profile. */
+export interface ProfileView {
+  attributes: Attributes
+  segments: string[]
 }
 
 export type ProfileMessage =
   | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
   | { type: 'segments', assign: string[], remove: string[] }
-  | { type: 'link', visitorId: string }
-  | { type: 'unlink', visitorId: string }
+  | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number }
+  | { type: 'unlink', visitorId: string, nowMs: number }
+  | { type: 'evaluate', nowMs: number }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
-  /** The profile's own attributes, read-only, for matching a linked visitor's events. */
-  | { type: 'own-attributes' }
+  | { type: 'erase' }
 
 export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
 
-export function profileKind (store: Store): ProfileKind {
+export function emptyProfile (): ProfileState {
+  return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, visitors: [], devices: {}, moves: [] }
+}
+
+export interface ProfileDeps {
+  store: Store
+  segments: (account: string) => SegmentSet
+  clock: Clock
+}
+
+const NO_EVENT: Record<string, unknown> = Object.freeze({})
+const MOVES_MAX = 100
+
+export function profileKind ({ store, segments, clock }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
-  function save (actor: Actor<ProfileState>): void {
-    actor.track(store.durable(db.put([actor.account, actor.id], actor.state)))
+  /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
+  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number): void {
+    const state = actor.state
+    const set = segments(actor.account)
+    if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
+      const windows = mergeWindows(Object.values(state.devices).map(device => device.windows))
+      const ctx = {
+        event,
+        attributes: unifiedAttributes(state),
+        segments: new Set(allSegments(state, deviceSegments(state))),
+        visitor: unifiedMetrics(state),
+        nowMs,
+        windows,
+      }
+      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, state, set, evaluateSegments(set, ctx), windows, nowMs)
+    } else {
+      state.segmentsVersion = set.version
+    }
+    actor.track(store.durable(db.put([actor.account, actor.id], state)))
+  }
+
+  function view (state: ProfileState): ProfileView {
+    return { attributes: unifiedAttributes(state), segments: allSegments(state, deviceSegments(state)) }
   }
 
   return {
     name: 'profile',
     load (account, id) {
-      return (db.get([account, id]) as ProfileState | undefined) ?? { attributes: {}, segments: [], visitors: [] }
+      const stored = db.get([account, id]) as Partial<ProfileState> | undefined
+      return stored === undefined ? emptyProfile() : { ...emptyProfile(), ...stored }
     },
     handle (actor, message) {
       const state = actor.state
       switch (message.type) {
         case 'attributes':
-          applyAttributes(state, message.attributes)
-          save(actor)
+          applyAttributes(state.attributes, message.attributes)
+          save(actor, NO_EVENT, clock.nowMs())
           return undefined
-        case 'segments': {
-          const segments = applySegments(state, message.assign, message.remove)
-          save(actor)
-          return segments
+        case 'segments':
+          applySegments(state, message.assign, message.remove)
+          save(actor, NO_EVENT, clock.nowMs())
+          return allSegments(state, deviceSegments(state))
+        case 'device': {
+          const at = state.visitors.indexOf(message.visitorId)
+          if (at >= 0) state.visitors.splice(at, 1)
+          state.visitors.push(message.visitorId)
+          state.devices[message.visitorId] = message.summary
+          if (state.visitors.length > PROFILE_VISITORS_MAX) delete state.devices[state.visitors.shift()!]
+          save(actor, message.event ?? NO_EVENT, message.nowMs)
+          return view(state)
         }
-        case 'link':
-          if (!state.visitors.includes(message.visitorId)) {
-            state.visitors.push(message.visitorId)
-            if (state.visitors.length > PROFILE_VISITORS_MAX) state.visitors.shift()
-            save(actor)
-          }
-          return undefined
         case 'unlink': {
           const at = state.visitors.indexOf(message.visitorId)
-          if (at >= 0) {
-            state.visitors.splice(at, 1)
-            save(actor)
-          }
+          if (at < 0) return undefined
+          state.visitors.splice(at, 1)
+          delete state.devices[message.visitorId]
+          state.moves.push([message.visitorId, message.nowMs])
+          if (state.moves.length > MOVES_MAX) state.moves.shift()
+          save(actor, NO_EVENT, message.nowMs)
           return undefined
         }
-        case 'query':
-          return queryEntity(state, message.query)
+        case 'evaluate':
+          save(actor, NO_EVENT, message.nowMs)
+          return undefined
+        case 'query': {
+          if (state.segmentsVersion !== segments(actor.account).version) save(actor, NO_EVENT, clock.nowMs())
+          const unified = view(state)
+          return queryEntity(unified.attributes, unified.segments, message.query) satisfies EntityView
+        }
         case 'snapshot':
-          return structuredClone(state)
-        case 'own-attributes':
-          return state.attributes
+          return { ...structuredClone(state), unified: view(state) }
+        case 'erase': {
+          // Never seen: nothing to erase (the caller answers 404).
+          if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
+          if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]).catch(noop)
+          const visitors = state.visitors
+          actor.state = emptyProfile()
+          actor.track(store.durable(db.remove([actor.account, actor.id])))
+          return visitors
+        }
       }
     },
   }
 }
+
+/** Devices' attributes merged (latest write wins; string lists merge as sets), the profile's own on top. */
+export function unifiedAttributes (state: ProfileState): Attributes {
+  const out: Attributes = {}
+  const times: Record<string, number> = {}
+  for (const visitorId of state.visitors) {
+    const device = state.devices[visitorId]
+    if (device === undefined) continue
+    for (const name in device.attributes) {
+      const value = device.attributes[name]!
+      const atMs = device.attributeTimes[name] ?? 0
+      const seen = Object.hasOwn(out, name) ? out[name]! : undefined
+      if (Array.isArray(value) && Array.isArray(seen)) {
+        out[name] = [...new Set([...seen, ...value])]
+        times[name] = Math.max(times[name]!, atMs)
+      } else if (seen === undefined || atMs >= times[name]!) {
+        out[name] = Array.isArray(value) ? value.slice() : value
+        times[name] = atMs
+      }
+    }
+  }
+  for (const name in state.attributes) out[name] = state.attributes[name]!
+  return out
+}
+
+function deviceSegments (state: ProfileState): string[] {
+  const out: string[] = []
+  for (const visitorId of state.visitors) {
+    const device = state.devices[visitorId]
+    if (device !== undefined) for (const segment of device.segments) out.push(segment)
+  }
+  return out
+}
+
+/** Behaviour summed over devices: counts and spend added, first seen the earliest, lists merged. */
+export function unifiedMetrics (state: ProfileState): VisitorMetrics {
+  const devices = state.visitors.map(id => state.devices[id]).filter(d => d !== undefined)
+  if (devices.length === 0) return EMPTY_METRICS
+  let firstSeenMs = 0
+  let lastSeenMs = 0
+  const sum = { pageViews: 0, productViews: 0, purchases: 0, totalSpent: 0 }
+  const skus = new Set<string>()
+  const bought = new Set<string>()
+  const categories = new Set<string>()
+  for (const { metrics } of devices) {
+    sum.pageViews += metrics.pageViews
+    sum.productViews += metrics.productViews
+    sum.purchases += metrics.purchases
+    sum.totalSpent += metrics.totalSpent
+    if (metrics.firstSeenMs !== 0 && (firstSeenMs === 0 || metrics.firstSeenMs < firstSeenMs)) firstSeenMs = metrics.firstSeenMs
+    if (metrics.lastSeenMs > lastSeenMs) lastSeenMs = metrics.lastSeenMs
+    for (const sku of metrics.viewedSkus) skus.add(sku)
+    for (const sku of metrics.purchasedSkus) bought.add(sku)
+    for (const category of metrics.viewedCategories) categories.add(category)
+  }
+  return {
+    ...sum,
+    firstSeenMs,
+    lastSeenMs,
+    viewedSkus: [...skus].slice(0, RECENT_LIST_MAX),
+    purchasedSkus: [...bought].slice(0, RECENT_LIST_MAX),
+    viewedCategories: [...categories].slice(0, RECENT_LIST_MAX),
+  }
+}
+
+function noop (): void {}

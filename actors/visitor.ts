@@ -2,10 +2,17 @@
 // segments and tracked behaviour, and is the only writer of its row.
 
 import type { Store } from '../src/store/store.js'
+import type { Clock } from '../src/clock.js'
 import { isCapped, recordImpression, type CampaignSet, type ImpressionHistory, type VisitorMetrics } from '../src/matching/index.js'
-import { applyAttributes, applySegments, queryEntity, type Attributes, type AttributeValue, type EntityQuery, type EntityState } from './entity.js'
+import type { SegmentContext } from '../src/segments/rules.js'
+import type { SegmentSet } from '../src/segments/segment-set.js'
+import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
+import {
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, queryEntity, EMPTY_METRICS,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState,
+} from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
-import type { ProfileKind } from './profile.js'
+import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
 export const VIEWED_SKUS_MAX = 50
@@ -32,6 +39,10 @@ export interface VisitorState extends EntityState {
   orderIds: string[]
   /** Impressions of capped campaigns, by campaign id: written with the event that made them. */
   impressions: Record<string, ImpressionHistory>
+  /** Bucketed counters of the window specs the account's segment rules read. */
+  windows: Windows
+  /** When each attribute was last written (the profile's unified view takes the latest). */
+  attributeTimes: Record<string, number>
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -61,6 +72,10 @@ export interface Campaign {
 
 /** The account's compiled campaigns (null when it has none). */
 export type CampaignSource = (account: string) => CampaignSet | null
+/** The account's compiled segments. */
+export type SegmentSource = (account: string) => SegmentSet
+
+const EMPTY_SET: ReadonlySet<string> = new Set()
 
 export type VisitorMessage =
   | { type: 'event', event: EventBody, nowMs: number }
@@ -68,6 +83,8 @@ export type VisitorMessage =
   | { type: 'segments', assign: string[], remove: string[] }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
+  | { type: 'evaluate', nowMs: number }
+  | { type: 'erase' }
 
 export type VisitorKind = ActorKind<VisitorState, VisitorMessage, unknown>
 
@@ -89,6 +106,11 @@ export function emptyVisitor (): VisitorState {
     totalSpent: 0,
     orderIds: [],
     impressions: {},
+    windows: {},
+    attributeTimes: {},
+    computed: [],
+    segmentsVersion: 0,
+    expiresAtMs: 0,
   }
 }
 
@@ -97,51 +119,97 @@ export interface VisitorDeps {
   runtime: ActorRuntime
   profiles: ProfileKind
   campaigns: CampaignSource
+  segments: SegmentSource
+  clock: Clock
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
+const NO_EVENT: Record<string, unknown> = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
-  function save (actor: Actor<VisitorState>): void {
+  /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
+  function save (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet): void {
+    evaluate(actor, event, nowMs, set)
+    persist(actor)
+  }
+
+  /** Re-evaluate computed segments; their outbox rows and expiry go out now, so persist() must follow in this turn. */
+  function evaluate (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet): void {
+    const state = actor.state
+    if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
+      pruneWindows(state.windows, set.specsByKey, nowMs)
+      const ctx: SegmentContext = { event, attributes: state.attributes, segments: new Set(allSegments(state)), visitor: metricsOf(state), nowMs, windows: state.windows }
+      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, set, evaluateSegments(set, ctx), state.windows, nowMs)
+    } else {
+      state.segmentsVersion = set.version
+    }
+  }
+
+  function persist (actor: Actor<VisitorState>): void {
     actor.track(store.durable(db.put([actor.account, actor.id], actor.state)))
   }
 
   function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
-    const previous = state.profileId
-    const profileId = event.profileId ?? previous
     const set = campaigns(actor.account)
-    if (profileId === previous && (previous === null || set === null)) {
-      // The hot path: synchronous from here to the write.
-      recordBehaviour(state, event, nowMs)
-      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, nowMs)
-      save(actor)
+    const segs = segments(actor.account)
+    recordBehaviour(state, event, nowMs)
+    if (segs.specs.length > 0) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
+    const profileId = event.profileId ?? state.profileId
+    if (profileId === null) {
+      // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
+      evaluate(actor, event, nowMs, segs)
+      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs)
+      persist(actor)
       return matched
     }
-    return linkAndMatch(actor, set, event, profileId!, nowMs)
+    return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
+      evaluate(actor, event, nowMs, segs)
+      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs)
+      persist(actor)
+      return matched
+    }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
   }
 
   /**
-   * The slower path, for a linked visitor: a new link is durable on both sides before the event is
-   * acknowledged, and campaigns see the profile's attributes over the device's own. Nothing of the
-   * event touches the state until the awaits are past, so a failed link leaves no half-applied event.
+   * A linked visitor tells its profile of every change (the profile keeps a copy of each device's data
+   * for its unified view), and a new link is made on both sides, all durable before the answer. The
+   * reply is the profile's unified view, which the visitor's campaigns see.
    */
-  async function linkAndMatch (actor: Actor<VisitorState>, set: CampaignSet | null, event: EventBody, profileId: string, nowMs: number): Promise<Campaign[]> {
+  async function syncProfile (actor: Actor<VisitorState>, profileId: string, event: EventBody | null, nowMs: number, segs: SegmentSet): Promise<ProfileView> {
     const state = actor.state
     const previous = state.profileId
-    if (profileId !== previous) {
-      const links: Promise<unknown>[] = [runtime.send(profiles, actor.account, profileId, { type: 'link', visitorId: actor.id })]
-      if (previous !== null) links.push(runtime.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id }))
-      await Promise.all(links)
-      state.profileId = profileId
+    if (previous !== null && previous !== profileId) {
+      await runtime.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs })
+      state.profileId = null
     }
-    const own = set === null ? null : await runtime.send(profiles, actor.account, profileId, { type: 'own-attributes' }) as Attributes
-    recordBehaviour(state, event, nowMs)
-    const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...own }, nowMs)
-    save(actor)
-    return matched
+    const summary = deviceSummary(state, segs, nowMs)
+    const view = await runtime.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs }) as ProfileView
+    state.profileId = profileId
+    return view
+  }
+
+  /** The change is in memory already: write it (the device's own data is right), then fail the request. */
+  function failAfterChange (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, segs: SegmentSet, error: unknown): never {
+    save(actor, event, nowMs, segs)
+    throw error
+  }
+
+  /** After an attribute or segment update: sync the profile if linked, evaluate, save, then reply. */
+  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R): R | Promise<R> {
+    const nowMs = clock.nowMs()
+    const segs = segments(actor.account)
+    const profileId = actor.state.profileId
+    if (profileId === null) {
+      save(actor, NO_EVENT, nowMs, segs)
+      return reply()
+    }
+    return syncProfile(actor, profileId, null, nowMs, segs).then(() => {
+      save(actor, NO_EVENT, nowMs, segs)
+      return reply()
+    }, (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
   }
 
   return {
@@ -152,33 +220,67 @@ export function visitorKind ({ store, runtime, profiles, campaigns }: VisitorDep
       return stored === undefined ? emptyVisitor() : { ...emptyVisitor(), ...stored }
     },
     handle (actor, message) {
+      const state = actor.state
       switch (message.type) {
         case 'event':
           return onEvent(actor, message.event, message.nowMs)
-        case 'attributes':
-          applyAttributes(actor.state, message.attributes)
-          save(actor)
-          return undefined
-        case 'segments': {
-          const segments = applySegments(actor.state, message.assign, message.remove)
-          save(actor)
-          return segments
+        case 'attributes': {
+          applyAttributes(state.attributes, message.attributes)
+          const nowMs = clock.nowMs()
+          for (const name in message.attributes) {
+            if (message.attributes[name] === null) delete state.attributeTimes[name]
+            else state.attributeTimes[name] = nowMs
+          }
+          return afterUpdate(actor, nothing)
         }
-        case 'query':
-          return queryEntity(actor.state, message.query)
+        case 'segments':
+          applySegments(state, message.assign, message.remove)
+          return afterUpdate(actor, () => allSegments(state))
+        case 'evaluate': {
+          // A window expired or the rules changed: re-evaluate without a new event.
+          const segs = segments(actor.account)
+          if (state.profileId !== null) return afterUpdate(actor, nothing)
+          save(actor, NO_EVENT, message.nowMs, segs)
+          return undefined
+        }
+        case 'query': {
+          const segs = segments(actor.account)
+          if (state.segmentsVersion !== segs.version) save(actor, NO_EVENT, clock.nowMs(), segs)
+          const view = queryEntity(state.attributes, allSegments(state), message.query)
+          if (state.profileId !== null) view.profileId = state.profileId
+          return view
+        }
         case 'snapshot':
-          return structuredClone(actor.state)
+          return structuredClone(state)
+        case 'erase': {
+          if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]).catch(noop)
+          actor.state = emptyVisitor()
+          actor.track(store.durable(db.remove([actor.account, actor.id])))
+          return undefined
+        }
       }
     },
   }
+}
+
+/** What a profile keeps of one of its devices (a copy): everything its unified view and rules need. */
+export function deviceSummary (state: VisitorState, segs: SegmentSet, nowMs: number): DeviceSummary {
+  pruneWindows(state.windows, segs.specsByKey, nowMs)
+  return structuredClone({
+    attributes: state.attributes,
+    attributeTimes: state.attributeTimes,
+    segments: state.segments,
+    windows: state.windows,
+    metrics: metricsOf(state),
+  })
 }
 
 /**
  * The campaigns to answer an event with: the compiled set's eligible ones, less those at their
  * frequency cap; each capped one returned counts an impression in the state (saved with the event).
  */
-export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, nowMs: number): Campaign[] {
-  const matched = set.match({ event, attributes, segments: new Set(state.segments), visitor: metricsOf(state), nowMs })
+export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, segments: readonly string[], nowMs: number): Campaign[] {
+  const matched = set.match({ event, attributes, segments: new Set(segments), visitor: metricsOf(state), nowMs })
   if (matched.length === 0) return NO_CAMPAIGNS
   const out: Campaign[] = []
   for (const campaign of matched) {
@@ -192,7 +294,7 @@ export function matchCampaigns (set: CampaignSet, event: EventBody, state: Visit
   return out
 }
 
-function metricsOf (state: VisitorState): VisitorMetrics {
+export function metricsOf (state: VisitorState): VisitorMetrics {
   const counts = state.counts
   return {
     pageViews: Object.hasOwn(counts, 'pageView') ? counts.pageView! : 0,
@@ -244,3 +346,6 @@ function pushRecent (list: string[], value: string, max: number): void {
   list.unshift(value)
   if (list.length > max) list.length = max
 }
+
+function nothing (): undefined { return undefined }
+function noop (): void {}

@@ -12,9 +12,13 @@ import { ActorRuntime } from '../actors/runtime.js'
 import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
+import { SegmentMaintenance } from './segments/maintenance.js'
+import type { SegmentSet } from './segments/segment-set.js'
 
 export interface Beacon {
   port: number
+  /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
+  sweepSegments (): Promise<number>
   stop (): Promise<void>
 }
 
@@ -28,8 +32,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes })
   const registry = new Registry(store, clock)
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
-  const profiles = profileKind(store)
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account) })
+  const segments = (account: string): SegmentSet => registry.segmentSet(account)
+  const profiles = profileKind({ store, segments, clock })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock })
+  const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
+  registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
+  maintenance.start()
 
   const server = new HttpServer({
     host: config.host,
@@ -48,8 +56,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
+    sweepSegments: () => maintenance.sweep(),
     stop () {
       stopping ??= (async () => {
+        maintenance.stop()
         await server.drain()
         await runtime.drain()
         runtime.close()

@@ -16,6 +16,7 @@ export interface Config {
   mailboxMax: number
   inflightMax: number
   mapSizeBytes: number
+  segmentSweepMs: number
 }
 
 export class ConfigError extends Error {
@@ -61,6 +62,7 @@ export function loadConfig (env: Env = process.env): Config {
     mailboxMax: integer(env, 'BEACON_MAILBOX_MAX', 1_000, 1, 100_000, problems),
     inflightMax: integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems),
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
+    segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -9,6 +9,7 @@ export const ERRORS = {
   forbidden_key: [400, 'Keys named __proto__, constructor or prototype are refused.'],
   unknown_event_type: [400, 'The event type is not built in and was not defined for this account.'],
   invalid_campaign: [400, 'The campaign definition is invalid.'],
+  invalid_segment: [400, 'The segment definition is invalid.'],
   // 401
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],
@@ -24,10 +25,13 @@ export const ERRORS = {
   token_not_found: [404, 'No such token.'],
   event_type_not_found: [404, 'No such event type.'],
   campaign_not_found: [404, 'No such campaign.'],
+  segment_not_found: [404, 'No such segment.'],
+  profile_not_found: [404, 'No such profile.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
   conflict: [409, 'The request conflicts with the current state.'],
+  segment_computed: [409, 'The segment is computed from its rule: it cannot be assigned or removed by hand.'],
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
   // 413
   body_too_large: [413, 'The body is larger than the limit.'],

@@ -8,6 +8,7 @@ import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import { assertCampaign } from '../matching/index.js'
+import { validateSegment, type SegmentDef } from '../segments/rules.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Handler, Reply, Request, Route } from './server.js'
@@ -114,6 +115,45 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
       const id = param(request, 1)
       await registry.deleteCampaign(param(request, 0), id)
       return ok({ id, deleted: true })
+    }),
+
+    route('get', '/admin/accounts/:account/segments', request => ok({
+      segments: registry.listSegments(param(request, 0)).map(({ name, segment }) => ({ name, ...segment })),
+    })),
+    route('put', '/admin/accounts/:account/segments/:name', async request => {
+      const name = pathName(request, 'segment name')
+      const errors = validateSegment(request.body)
+      if (errors.length > 0) throw ApiError.of(errors, 'The segment definition is invalid.')
+      const def = request.body as SegmentDef
+      await registry.putSegment(param(request, 0), name, def)
+      return ok({ name, ...def })
+    }),
+    route('get', '/admin/accounts/:account/segments/:name', request => {
+      const name = param(request, 1)
+      return ok({ name, ...registry.getSegment(param(request, 0), name) })
+    }),
+    route('del', '/admin/accounts/:account/segments/:name', async request => {
+      const name = param(request, 1)
+      await registry.deleteSegment(param(request, 0), name)
+      return ok({ name, deleted: true })
+    }),
+
+    // Privacy: everything held on a person, and its erasure (the profile and its linked devices).
+    route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      const profile = await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }) as { visitors: string[] }
+      const devices = await Promise.all(profile.visitors.map(id => runtime.send(visitors, account, id, { type: 'snapshot' })))
+      return ok({ profileId: param(request, 1), profile, visitors: devices })
+    }),
+    route('del', '/admin/accounts/:account/profiles/:id', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      const id = param(request, 1)
+      const linked = await runtime.send(profiles, account, id, { type: 'erase' }) as string[] | null
+      if (linked === null) throw new ApiError('profile_not_found')
+      await Promise.all(linked.map(visitorId => runtime.send(visitors, account, visitorId, { type: 'erase' })))
+      return ok({ profileId: id, erased: { profiles: 1, visitors: linked.length } })
     }),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).

@@ -104,6 +104,11 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
   async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[]> {
     requireAccount(account)
     authenticate(account, token, 'write')
+    const computed = registry.segmentSet(account).computedNames
+    const refused = [...(assign ?? []).map((name, i) => [name, `/assignees/${i}`]), ...(remove ?? []).map((name, i) => [name, `/removes/${i}`])]
+      .filter(([name]) => computed.has(name!))
+      .map(([name, field]) => errorItem('segment_computed', field, `"${name}" is computed from its rule; it cannot be assigned or removed by hand.`))
+    if (refused.length > 0) throw ApiError.of(refused)
     return await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
   }
 

@@ -8,6 +8,8 @@ import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/to
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
 import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
+import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
+import type { SegmentDef } from '../segments/rules.js'
 
 export interface Account {
   account: string
@@ -37,6 +39,16 @@ interface AccountCampaigns {
   compiled: CampaignSet | null
 }
 
+/** Segments per account are bounded: each computed one is evaluated after every change of every entity. */
+export const SEGMENT_DEFS_MAX = 1_000
+
+interface AccountSegments {
+  defs: Map<string, SegmentDef>
+  /** Bumped on every change (persisted), so entities evaluated under an older set are re-evaluated. */
+  version: number
+  compiled: SegmentSet | null
+}
+
 interface LiveToken {
   record: TokenRecord
   limiter: RateLimiter | null
@@ -49,6 +61,9 @@ export class Registry {
   private readonly tokens = new Map<string, LiveToken>()
   private readonly eventTypes = new Map<string, Map<string, EventType>>()
   private readonly campaigns = new Map<string, AccountCampaigns>()
+  private readonly segments = new Map<string, AccountSegments>()
+  /** Called after a segment changes (the background re-evaluation pass). */
+  onSegmentsChanged: ((account: string, version: number) => void) | null = null
 
   constructor (store: Store, clock: Clock) {
     this.store = store
@@ -62,6 +77,8 @@ export class Registry {
       const [account, kind] = key as [string, string, string]
       if (kind === 'event-type') this.eventTypesOf(account).set((value as EventType).name, value as EventType)
       else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
+      else if (kind === 'segment') this.segmentsOf(account).defs.set((key as string[])[2]!, value as SegmentDef)
+      else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
     }
   }
 
@@ -205,6 +222,66 @@ export class Registry {
     entry.compiled = null
   }
 
+  // Segments
+
+  /** The account's compiled segments (compiled on first use after a change). */
+  segmentSet (account: string): SegmentSet {
+    const entry = this.segments.get(account)
+    if (entry === undefined) return EMPTY_SEGMENTS
+    entry.compiled ??= compileSegments(entry.defs, entry.version)
+    return entry.compiled
+  }
+
+  listSegments (account: string): { name: string, segment: SegmentDef }[] {
+    this.getAccount(account)
+    return [...(this.segments.get(account)?.defs ?? [])].map(([name, segment]) => ({ name, segment }))
+  }
+
+  getSegment (account: string, name: string): SegmentDef {
+    this.getAccount(account)
+    const def = this.segments.get(account)?.defs.get(name)
+    if (def === undefined) throw new ApiError('segment_not_found')
+    return def
+  }
+
+  async putSegment (account: string, name: string, def: SegmentDef): Promise<void> {
+    this.getAccount(account)
+    const entry = this.segmentsOf(account)
+    if (!entry.defs.has(name) && entry.defs.size >= SEGMENT_DEFS_MAX) {
+      throw new ApiError('conflict', `An account has at most ${SEGMENT_DEFS_MAX} segments; delete some first.`)
+    }
+    const version = Math.max(entry.version + 1, this.clock.nowMs())
+    this.store.config.put([account, 'segment', name], def).catch(noop)
+    await this.store.save(this.store.config, [account, 'segments-version'], version)
+    entry.defs.set(name, def)
+    this.segmentsChanged(account, entry, version)
+  }
+
+  async deleteSegment (account: string, name: string): Promise<void> {
+    this.getSegment(account, name)
+    const entry = this.segmentsOf(account)
+    const version = Math.max(entry.version + 1, this.clock.nowMs())
+    this.store.config.remove([account, 'segment', name]).catch(noop)
+    await this.store.save(this.store.config, [account, 'segments-version'], version)
+    entry.defs.delete(name)
+    this.segmentsChanged(account, entry, version)
+  }
+
+  private segmentsChanged (account: string, entry: AccountSegments, version: number): void {
+    entry.version = version
+    entry.compiled = null
+    this.onSegmentsChanged?.(account, version)
+  }
+
+  private segmentsOf (account: string): AccountSegments {
+    let entry = this.segments.get(account)
+    if (entry === undefined) {
+      entry = { defs: new Map(), version: 0, compiled: null }
+      this.segments.set(account, entry)
+    }
+    return entry
+  }
+
   private campaignsOf (account: string): AccountCampaigns {
     let entry = this.campaigns.get(account)
     if (entry === undefined) {
@@ -230,3 +307,5 @@ export class Registry {
 
   private isoNow (): string { return new Date(this.clock.nowMs()).toISOString() }
 }
+
+function noop (): void {}

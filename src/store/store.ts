@@ -26,7 +26,12 @@ export class Store {
   readonly config: Database
   readonly visitors: Database
   readonly profiles: Database
+  /** Rows that must reach the outside (audience changes, webhook deliveries): key = sequence number. */
+  readonly outbox: Database
+  /** When an entity's segment windows next expire: key [dueMs, account, kind, id], value null. */
+  readonly expiries: Database
   readonly durability: Durability
+  private outboxSeq: number
   private closed = false
 
   constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
@@ -42,7 +47,23 @@ export class Store {
     this.config = this.root.openDB('config', {})
     this.visitors = this.root.openDB('visitors', {})
     this.profiles = this.root.openDB('profiles', {})
+    this.outbox = this.root.openDB('outbox', {})
+    this.expiries = this.root.openDB('expiries', {})
     this.durability = durability
+    let last = 0
+    for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = key as number
+    this.outboxSeq = last
+  }
+
+  /**
+   * Append an outbox row; issued in the same event turn as the state change that caused it, it is
+   * committed in the same transaction. Returns the row's id (its sequence number, as a string).
+   */
+  appendOutbox (row: Record<string, unknown>): string {
+    const seq = ++this.outboxSeq
+    // Its failure is the transaction's, reported through the state write it travels with.
+    this.outbox.put(seq, { id: String(seq), ...row }).catch(noop)
+    return String(seq)
   }
 
   /**

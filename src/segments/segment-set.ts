@@ -1,0 +1,57 @@
+// An account's segments compiled together: the computed ones (with a rule) with their tests, the
+// window specs their rules read (shared between rules), and the manual ones by name. Immutable;
+// the registry swaps in a new set when a segment changes, with a new version number.
+
+import type { WindowSpec } from './windows.js'
+import { compileRule, type SegmentContext, type SegmentDef, type SegmentTest } from './rules.js'
+
+export interface ComputedSegment {
+  name: string
+  test: SegmentTest
+}
+
+export interface SegmentSet {
+  /** Changes whenever the account's segments change: entities evaluated under another version are re-evaluated. */
+  readonly version: number
+  readonly computed: readonly ComputedSegment[]
+  readonly computedNames: ReadonlySet<string>
+  readonly specs: readonly WindowSpec[]
+  readonly specsByKey: ReadonlyMap<string, WindowSpec>
+}
+
+export const EMPTY_SEGMENTS: SegmentSet = {
+  version: 0, computed: [], computedNames: new Set(), specs: [], specsByKey: new Map(),
+}
+
+export function compileSegments (defs: ReadonlyMap<string, SegmentDef>, version: number): SegmentSet {
+  const specsByKey = new Map<string, WindowSpec>()
+  const computed: ComputedSegment[] = []
+  for (const [name, def] of [...defs].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
+    if (def.rule !== undefined) computed.push({ name, test: compileRule(def.rule, specsByKey) })
+  }
+  return {
+    version,
+    computed,
+    computedNames: new Set(computed.map(c => c.name)),
+    specs: [...specsByKey.values()],
+    specsByKey,
+  }
+}
+
+/**
+ * The computed segments the context qualifies for, in name order. Rules see the `segment` fact as it
+ * was before this evaluation (manual segments and the previous computed ones), so the order of
+ * evaluation never changes the result.
+ */
+export function evaluateSegments (set: SegmentSet, ctx: SegmentContext): string[] {
+  const members: string[] = []
+  for (const segment of set.computed) if (segment.test(ctx)) members.push(segment.name)
+  return members
+}
+
+/** What changed between two sorted membership lists. */
+export function membershipChanges (before: readonly string[], after: readonly string[]): { entered: string[], exited: string[] } {
+  const was = new Set(before)
+  const is = new Set(after)
+  return { entered: after.filter(name => !was.has(name)), exited: before.filter(name => !is.has(name)) }
+}

@@ -1,0 +1,23 @@
+// The webhook-id of a request. One item: its own id. A batch: "batch_" + the first 32 hex digits of
+// SHA-256 over the item ids, sorted, each followed by "\n". Sorting makes the id a function of the
+// set of items, so a retry of the same items carries the same webhook-id even if a transport hands
+// them back in another order, and a receiver can deduplicate on it.
+
+import { createHash } from 'node:crypto'
+import type { DeliveryItem } from './types.js'
+
+export const BATCH_ID_PREFIX = 'batch_'
+
+export function batchIdOf (items: readonly DeliveryItem[]): string {
+  const first = items[0]
+  if (first === undefined) throw new RangeError('batchIdOf needs at least one item')
+  if (items.length === 1) return first.id
+  const ids = items.map(idOf).sort()
+  const hash = createHash('sha256')
+  for (const id of ids) hash.update(id + '\n')
+  return BATCH_ID_PREFIX + hash.digest('hex').slice(0, 32)
+}
+
+function idOf (item: DeliveryItem): string {
+  return item.id
+}

@@ -1,0 +1,52 @@
+// Every limit of the webhook library in one place, each a named constant with its unit last.
+// Configuration limits bound what an admin can save; delivery limits bound what one process holds.
+
+/** Limits on a saved webhook configuration (enforced by validateWebhook). */
+export const CONFIG_LIMITS = {
+  nameLengthMax: 200,
+  namesMax: 100, // events or segments of one trigger
+  urlLengthMax: 2048,
+  headersMax: 50,
+  headerNameLengthMax: 256,
+  headerValueLengthMax: 4096,
+  payloadLengthMax: 16_384,
+  placeholdersMax: 200, // per template
+  usernameLengthMax: 256,
+  passwordLengthMax: 1024,
+  tokenLengthMax: 4096,
+  secretLengthMax: 256, // "whsec_" + base64 of 24..64 bytes fits easily
+  secretBytesMin: 24, // the Standard Webhooks spec asks for 24 to 64 random bytes
+  secretBytesMax: 64,
+  cronLengthMax: 128,
+  timeoutMsMin: 100,
+  timeoutMsMax: 60_000,
+  batchSizeMax: 1000,
+  maxAttemptsMax: 50,
+  maxAttemptsDefault: 8,
+  ratePerSecondMin: 1,
+  ratePerSecondMax: 100_000,
+  delayMsMax: 86_400_000,
+  scheduleIntervalMsMin: 10_000,
+  scheduleIntervalMsMax: 31 * 86_400_000,
+} as const
+
+/** Limits of the delivery machinery (sender, worker). */
+export const DELIVERY_LIMITS = {
+  /** Requests one worker (one webhook) has in flight at once. */
+  inflightMaxDefault: 4,
+  inflightMaxMax: 64,
+  /** Items one worker holds (waiting for their delay, the rate, a free slot or an in-memory retry). */
+  queueItemsMaxDefault: 10_000,
+  /** A Retry-After larger than this is capped: a receiver cannot park a delivery for days. */
+  retryAfterMsMax: 3_600_000,
+  /** Attempt records keep at most this much of an error or response body. */
+  errorExcerptLengthMax: 500,
+  /** Response bodies are read and discarded up to this size so the socket can be reused; larger ones close it. */
+  responseDrainBytesMax: 65_536,
+  /** Sockets per origin in the shared pool (shared by every webhook that targets the origin). */
+  connectionsPerOriginDefault: 32,
+  /** ProxyAgents kept (one per distinct proxy URL); the least recently used is closed beyond this. */
+  proxyAgentsMax: 100,
+  /** deliverSync answers at most this long after its timeout even if a DNS check is still running. */
+  syncGraceMs: 50,
+} as const

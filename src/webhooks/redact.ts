@@ -1,0 +1,64 @@
+// Secrets never leave through GET: redactWebhook replaces each with "[redacted]" (rather than
+// removing it, so a client can see that one is set). restoreSecrets lets a client PUT back what it
+// got from GET: a "[redacted]" where a secret was stored keeps the stored secret.
+//
+// Secrets: request.auth.password, request.auth.token, request.signingSecret, and the value of every
+// custom header whose name looks like a credential (see isSecretHeader).
+
+import type { WebhookConfig } from './config.js'
+
+export const REDACTED = '[redacted]'
+
+const SECRET_HEADER = /auth|token|secret|key|pass|cookie|session|signature|credential/i
+
+/** Whether a custom header's value is treated as a secret (Authorization, X-Api-Key, Cookie, …). */
+export function isSecretHeader (name: string): boolean {
+  return SECRET_HEADER.test(name)
+}
+
+/** A copy of the configuration safe to return from GET. */
+export function redactWebhook (config: WebhookConfig): WebhookConfig {
+  const request = { ...config.request }
+  if (request.auth !== undefined) {
+    request.auth = request.auth.type === 'basic'
+      ? { ...request.auth, password: REDACTED }
+      : { ...request.auth, token: REDACTED }
+  }
+  if (request.signingSecret !== undefined) request.signingSecret = REDACTED
+  if (request.headers !== undefined) {
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(request.headers)) headers[name] = isSecretHeader(name) ? REDACTED : value
+    request.headers = headers
+  }
+  return { ...config, request }
+}
+
+/**
+ * For PUT: where the incoming body has "[redacted]" in a secret's place and the stored configuration
+ * has that secret, put the stored secret back. Everything else is returned as is (validate afterwards:
+ * a "[redacted]" left over, with nothing stored to restore, is refused by validateWebhook).
+ */
+export function restoreSecrets (incoming: unknown, previous: WebhookConfig | null): unknown {
+  if (previous === null || !isObject(incoming) || !isObject(incoming.request)) return incoming
+  const request: Record<string, unknown> = { ...incoming.request }
+  const before = previous.request
+  if (request.signingSecret === REDACTED && before.signingSecret !== undefined) request.signingSecret = before.signingSecret
+  if (isObject(request.auth) && before.auth !== undefined && request.auth.type === before.auth.type) {
+    const auth: Record<string, unknown> = { ...request.auth }
+    if (before.auth.type === 'basic' && auth.password === REDACTED) auth.password = before.auth.password
+    if (before.auth.type === 'bearer' && auth.token === REDACTED) auth.token = before.auth.token
+    request.auth = auth
+  }
+  if (isObject(request.headers) && before.headers !== undefined) {
+    const headers: Record<string, unknown> = { ...request.headers }
+    for (const [name, value] of Object.entries(headers)) {
+      if (value === REDACTED && isSecretHeader(name) && Object.hasOwn(before.headers, name)) headers[name] = before.headers[name]
+    }
+    request.headers = headers
+  }
+  return { ...incoming, request }
+}
+
+function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,65 @@
+// renderRequest: the HTTP request for a group of items, from the compiled webhook. Runs once per
+// attempt, so it stays allocation-light: templates render by concatenation, constant headers are
+// copied from a precomputed object, and a batch body is one string built in a loop.
+//
+// - POST/PUT: the payload is the JSON body. With a configured batchSize > 1 the body is always a JSON
+//   array of the rendered payloads (also for a batch of one), so a receiver sees one shape.
+// - GET/DELETE: no body. The payload (which must render a JSON object) becomes query parameters,
+//   one per top-level field: strings as they are, numbers and booleans as text, lists and objects as
+//   JSON text, null fields left out; appended to the url's own query. One request per item: a batch
+//   cannot be spelled in a query, so compileWebhook sets batchSize to 1 for these methods.
+// - url and header placeholders render from the first item of a batch.
+
+import { batchIdOf } from './batch-id.js'
+import type { CompiledWebhook } from './compile.js'
+import type { HttpMethod } from './config.js'
+import { uriComponent } from './template.js'
+import type { DeliveryItem } from './types.js'
+import { WebhookError, WEBHOOK_ERRORS } from './webhook-error.js'
+
+export interface RenderedRequest {
+  method: HttpMethod
+  url: string
+  headers: Record<string, string>
+  body: string | null
+  /** webhook-id: the item id, or the batch id of several items. */
+  deliveryId: string
+}
+
+export function renderRequest (webhook: CompiledWebhook, items: readonly DeliveryItem[]): RenderedRequest {
+  const first = items[0]
+  if (first === undefined || items.length > webhook.batchSize) {
+    throw new WebhookError(WEBHOOK_ERRORS.invalid_batch, `A request carries 1 to ${webhook.batchSize} items, not ${items.length}.`)
+  }
+  const headers: Record<string, string> = { ...webhook.staticHeaders }
+  for (const header of webhook.headerTemplates) headers[header.name] = header.value.render(first)
+  let url = webhook.url.render(first)
+  let body: string | null = null
+  if (!webhook.hasBody) {
+    const query = queryOf(webhook.payload.render(first))
+    if (query !== '') url += (url.includes('?') ? '&' : '?') + query
+  } else if (webhook.bodyIsArray) {
+    body = '['
+    for (let i = 0; i < items.length; i++) {
+      if (i > 0) body += ','
+      body += webhook.payload.render(items[i] as DeliveryItem)
+    }
+    body += ']'
+  } else {
+    body = webhook.payload.render(first)
+  }
+  return { method: webhook.method, url, headers, body, deliveryId: batchIdOf(items) }
+}
+
+function queryOf (json: string): string {
+  const fields = JSON.parse(json) as Record<string, unknown>
+  let query = ''
+  for (const key of Object.keys(fields)) {
+    const value = fields[key]
+    if (value === null || value === undefined) continue
+    const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
+    if (query !== '') query += '&'
+    query += uriComponent(key) + '=' + uriComponent(text)
+  }
+  return query
+}

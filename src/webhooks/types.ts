@@ -1,0 +1,67 @@
+// The data that flows through delivery: what a transport hands in (DeliveryItem), what one HTTP
+// attempt produced (SendResult), and what is kept of it (AttemptRecord).
+
+/** The values a template can read. Everything but `account` is optional; absent renders as null / empty. */
+export interface DeliveryContext {
+  account: string
+  profileId?: string
+  visitorId?: string
+  event?: string
+  audience?: string
+  change?: string // 'enter' | 'exit' for audience webhooks
+  eventFields?: Record<string, unknown>
+  attributes?: Record<string, unknown>
+}
+
+/** One thing to deliver. `id` is stable across attempts (the outbox / stream message id). */
+export interface DeliveryItem {
+  id: string
+  occurredAtMs: number
+  context: DeliveryContext
+}
+
+/** What is kept of one attempt: for the dead letter and for delivery history. */
+export interface AttemptRecord {
+  atMs: number
+  status?: number
+  latencyMs: number
+  error?: string
+}
+
+export const OUTCOMES = ['delivered', 'retry', 'terminal'] as const
+export type Outcome = typeof OUTCOMES[number]
+
+/** Why an attempt failed without (or despite) an HTTP status; callers switch on it. */
+export const SEND_ERRORS = {
+  /** The receiver answered with a non-2xx status. */
+  http_status: 'http_status',
+  /** No answer within timeoutMs (connect, headers or body). */
+  timeout: 'timeout',
+  /** Connection refused or reset, DNS failure, TLS failure, proxy failure. */
+  connection: 'connection',
+  /** The target or the proxy is a loopback, private, link-local or metadata address (SSRF guard). */
+  refused: 'refused',
+  /** The request could not be built (render failure, bad header value, batch too large). */
+  invalid_request: 'invalid_request',
+} as const
+export type SendErrorCode = keyof typeof SEND_ERRORS
+
+export interface SendResult {
+  outcome: Outcome
+  /** webhook-id of the request: the item id, or the batch id (see batchIdOf). */
+  deliveryId: string
+  atMs: number
+  status?: number
+  latencyMs: number
+  /** Set when the receiver asked for a delay (Retry-After on a retryable status), capped. */
+  retryAfterMs?: number
+  error?: string
+  errorCode?: SendErrorCode
+}
+
+export function attemptRecord (result: SendResult): AttemptRecord {
+  const record: AttemptRecord = { atMs: result.atMs, latencyMs: result.latencyMs }
+  if (result.status !== undefined) record.status = result.status
+  if (result.error !== undefined) record.error = result.error
+  return record
+}
