@@ -19,6 +19,7 @@
 //   BENCH_STRICT=1      exit 1 when a target is missed (failed scenarios always exit 1)
 //   BENCH_WRK           the wrk binary (default wrk)
 
+import { makeCampaigns, makeCatalog, mulberry32 } from './match-data.js'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -72,6 +73,9 @@ interface Scenario {
   /** Targets: req/s at least this fraction of the baseline's; p99 below this many ms. */
   minRatio?: number
   maxP99Ms?: number
+  /** Target: req/s at least `minOfReference` of the named scenario's (the cost of a feature). */
+  reference?: string
+  minOfReference?: number
 }
 
 const SCENARIOS: Scenario[] = [
@@ -100,6 +104,28 @@ const SCENARIOS: Scenario[] = [
     path: '/visitors/attributes',
     maxP99Ms: P99_TARGET_MS,
   },
+  // The campaign engine's cost on the hot path: an account with 1,000 campaigns of the matching
+  // benchmark's realistic mix (bench/match-data.ts).
+  {
+    name: '/campaigns/query pageView, 1,000 campaigns',
+    server: 'beacon',
+    setup: server => tenantWith(server, campaignsSetup(1000)),
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    maxP99Ms: P99_TARGET_MS,
+  },
+  // Real-time segments: 50 computed segments evaluated after every event (issue target: at most 30%
+  // lower throughput than the same load without segments).
+  {
+    name: '/campaigns/query pageView, 50 segments',
+    server: 'beacon',
+    setup: server => tenantWith(server, segmentsSetup(50)),
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    maxP99Ms: P99_TARGET_MS,
+    reference: '/campaigns/query pageView',
+    minOfReference: 0.7,
+  },
   // Diagnostics (BENCH_ONLY='/campaigns/query pageView (committed)'): the same load when a write is
   // acknowledged at commit instead of after the OS reports the flush, to see what the fsync costs.
   {
@@ -121,6 +147,41 @@ const SCENARIOS: Scenario[] = [
     optional: true,
   },
 ]
+
+/** A tenant, then more configuration through the admin API. */
+async function tenantWith (server: Server, configure: (server: Server, account: string) => Promise<void>): Promise<Record<string, string>> {
+  const vars = await tenant(server)
+  await configure(server, vars.BENCH_ACCOUNT!)
+  return vars
+}
+
+function campaignsSetup (count: number) {
+  return async (server: Server, account: string): Promise<void> => {
+    const campaigns = makeCampaigns(7, makeCatalog(mulberry32(7)), count)
+    // Ten at a time: the admin API answers each once it is durable.
+    for (let i = 0; i < campaigns.length; i += 10) {
+      await Promise.all(campaigns.slice(i, i + 10).map(({ id, def }) => adminCall(server, 'PUT', `/admin/accounts/${account}/campaigns/${id}`, def)))
+    }
+  }
+}
+
+/** Segments of the shapes sites use: behaviour windows (with and without filters), spend, attributes. */
+function segmentsSetup (count: number) {
+  const kinds = ['pageView', 'productView', 'purchase']
+  return async (server: Server, account: string): Promise<void> => {
+    for (let i = 0; i < count; i++) {
+      const event = kinds[i % kinds.length]!
+      const rule = i % 5 === 0
+        ? { fact: 'sum', event: 'purchase', field: 'orderTotal', within: `${1 + (i % 30)}d`, op: 'gte', value: 100 + i }
+        : i % 5 === 1
+          ? { all: [{ fact: 'count', event, within: `${1 + (i % 24)}h`, op: 'gte', value: 2 + (i % 4) }, { fact: 'attribute.plan', op: 'eq', value: 'pro' }] }
+          : i % 5 === 2
+            ? { fact: 'count', event: 'pageView', where: { fact: 'event.path', op: 'startsWith', value: `/products/${i % 10}` }, within: '7d', op: 'gte', value: 3 }
+            : { fact: 'count', event, within: `${1 + (i % 7)}d`, op: 'gte', value: 1 + (i % 10) }
+      await adminCall(server, 'PUT', `/admin/accounts/${account}/segments/seg-${i}`, { rule })
+    }
+  }
+}
 
 /** An account and a read-write token for every attribute: BENCH_ACCOUNT, BENCH_TOKEN. */
 async function tenant (server: Server): Promise<Record<string, string>> {
@@ -437,6 +498,14 @@ function judge (scenarios: Scenario[], results: Result[]): void {
     }
     if (scenario.maxP99Ms !== undefined) {
       result.targets.push({ name: `p99 < ${scenario.maxP99Ms} ms`, met: result.p99Ms < scenario.maxP99Ms })
+    }
+    if (scenario.reference !== undefined && scenario.minOfReference !== undefined) {
+      const reference = results.find(r => r.name === scenario.reference)
+      const share = reference === undefined || reference.rps === 0 ? null : result.rps / reference.rps
+      result.targets.push({
+        name: `req/s >= ${scenario.minOfReference}x "${scenario.reference}"${share === null ? ' (not run)' : ` (${share.toFixed(2)}x)`}`,
+        met: share !== null && share >= scenario.minOfReference,
+      })
     }
   })
 }

@@ -17,6 +17,8 @@ import type { SegmentSet } from './segments/segment-set.js'
 
 export interface Beacon {
   port: number
+  /** The LMDB store (for tools and in-process tests that inspect the outbox). */
+  store: Store
   /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
   sweepSegments (): Promise<number>
   stop (): Promise<void>
@@ -56,6 +58,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
+    store,
     sweepSegments: () => maintenance.sweep(),
     stop () {
       stopping ??= (async () => {

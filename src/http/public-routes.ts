@@ -65,7 +65,9 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
   }
 
   function queryReply (view: EntityView): Reply {
-    return { status: 200, body: { status: 200, message: 'OK', errors: [], attributes: view.attributes, segments: view.segments } }
+    const body = { status: 200, message: 'OK', errors: [], attributes: view.attributes, segments: view.segments }
+    // A visitor linked to a profile says which (the seed's shape plus this one field).
+    return { status: 200, body: view.profileId === undefined ? body : { ...body, profileId: view.profileId } }
   }
 
   async function campaignsQuery (body: unknown): Promise<Reply> {

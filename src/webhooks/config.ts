@@ -15,6 +15,7 @@ import { parseCron, parseEvery } from './schedule.js'
 import { compileTemplate, DEFAULT_PAYLOAD, TemplateError, type Template } from './template.js'
 import type { DeliveryItem } from './types.js'
 
+const WebhookName = Type.String({ minLength: 1, maxLength: L.nameLengthMax })
 const Names = Type.Array(Type.String({ pattern: NAME_PATTERN }), { minItems: 1, maxItems: L.namesMax })
 
 export const EventTrigger = Type.Object({
@@ -80,7 +81,7 @@ export const WebhookDelivery = Type.Object({
 function webhookShape<T extends TSchema, A extends TSchema> (trigger: T, auth: A) {
   // The error path checks the same fields section by section (TopCheck, RequestCheck, …): keep them in step.
   return Type.Object({
-    name: Type.String({ minLength: 1, maxLength: L.nameLengthMax }),
+    name: WebhookName,
     enabled: Type.Boolean(),
     trigger,
     request: requestShape(auth),
@@ -108,7 +109,7 @@ const AnyObject = Type.Object({}, { additionalProperties: true })
 const Head = (key: string, values: readonly string[]): TSchema =>
   Type.Object({ [key]: Type.Union(values.map(v => Type.Literal(v))) }, { additionalProperties: true })
 const TopCheck = validator(Type.Object({
-  name: Type.String({ minLength: 1, maxLength: L.nameLengthMax }),
+  name: WebhookName,
   enabled: Type.Boolean(),
   trigger: Head('kind', TRIGGER_KINDS),
   request: AnyObject,

@@ -3,7 +3,8 @@
 // or stall because a receiver does. The caller then:
 // - 'delivered': done;
 // - 'retry': hands the same items to async delivery as attempt 2, with [attemptRecord(result)] as
-//   history, after retryAfterMs or retryDelayMs(1, random) (worker.enqueue(items, 2, history));
+//   history, not before retryAfterMs ?? retryDelayMs(1, random) from now:
+//   worker.enqueue(items, 2, [attemptRecord(result)], nowMs + delayMs) (or a nak with that delay);
 // - 'terminal': dead-letters them with that one attempt record.
 
 import { systemClock, type Clock } from '../clock.js'

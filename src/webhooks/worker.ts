@@ -139,9 +139,11 @@ export class DeliveryWorker {
   /**
    * Accept items. attempt 1 (new items): each may be batched with others. attempt > 1 (a retry the
    * caller re-enqueues, with the history onRetry gave it): the items are sent together as given.
+   * Nothing is sent before occurredAtMs + delayMs, nor before notBeforeMs (e.g. now + a retry delay,
+   * for a caller that hands over a retry without a timer of its own).
    * All or nothing: throws WebhookError queue_full (nothing queued) when the items do not fit.
    */
-  enqueue (items: readonly DeliveryItem[], attempt = 1, history: readonly AttemptRecord[] = []): void {
+  enqueue (items: readonly DeliveryItem[], attempt = 1, history: readonly AttemptRecord[] = [], notBeforeMs = 0): void {
     if (this.stopping) throw new WebhookError(WEBHOOK_ERRORS.stopped, `The delivery worker of webhook ${this.webhook.id} is stopped.`)
     if (items.length === 0) return
     const fixed = attempt > 1 || history.length > 0
@@ -153,11 +155,11 @@ export class DeliveryWorker {
         `The delivery queue of webhook ${this.webhook.id} is full (${this.queuedItems} of ${this.queueItemsMax} items); retry after some are delivered.`)
     }
     if (fixed) {
-      let dueMs = 0
+      let dueMs = notBeforeMs
       for (const item of items) dueMs = Math.max(dueMs, this.dueOf(item))
       this.hold({ items: [...items], attempt, history: [...history], dueMs, seq: this.seq++, fixed: true })
     } else {
-      for (const item of items) this.hold({ items: [item], attempt: 1, history: [], dueMs: this.dueOf(item), seq: this.seq++, fixed: false })
+      for (const item of items) this.hold({ items: [item], attempt: 1, history: [], dueMs: Math.max(notBeforeMs, this.dueOf(item)), seq: this.seq++, fixed: false })
     }
     this.schedulePump()
   }
