@@ -122,8 +122,8 @@ export function evaluateInto (ref: EntityRef, state: EntityState, set: SegmentSe
   if (entered.length > 0 || exited.length > 0) {
     const occurredAt = new Date(nowMs).toISOString()
     const who = ref.kind === 'visitor' ? 'visitorId' : 'profileId'
-    for (const segment of entered) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAt })
-    for (const segment of exited) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAt })
+    for (const segment of entered) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAt, occurredAtMs: nowMs })
+    for (const segment of exited) ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAt, occurredAtMs: nowMs })
     state.computed = members
   }
   state.segmentsVersion = set.version
@@ -133,6 +133,21 @@ export function evaluateInto (ref: EntityRef, state: EntityState, set: SegmentSe
     if (next !== 0) ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null).catch(noop)
     state.expiresAtMs = next
   }
+}
+
+/** Whether an enabled event webhook of the account selects this event type. */
+export type EventWanted = (account: string, type: string) => boolean
+
+/**
+ * An event for event-driven webhooks, into the outbox: call it in the event turn of the state write
+ * (the row and the state change commit together).
+ */
+export function outboxEvent (ref: EntityRef, type: string, nowMs: number, fields: Record<string, unknown>, profileId: string | null): void {
+  const row: Record<string, unknown> = { kind: 'event', account: ref.account, event: type, fields, occurredAtMs: nowMs }
+  if (ref.kind === 'visitor') row.visitorId = ref.id
+  const profile = ref.kind === 'profile' ? ref.id : profileId
+  if (profile !== null) row.profileId = profile
+  ref.store.appendOutbox(row)
 }
 
 export { evaluateSegments }

@@ -11,8 +11,8 @@ import type { VisitorMetrics } from '../src/matching/index.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, queryEntity, EMPTY_METRICS,
-  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, outboxEvent, queryEntity, EMPTY_METRICS,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
 
@@ -63,17 +63,21 @@ export interface ProfileDeps {
   store: Store
   segments: (account: string) => SegmentSet
   clock: Clock
+  wantsEvent: EventWanted
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
 
-export function profileKind ({ store, segments, clock }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
-  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number): void {
+  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT): void {
     const state = actor.state
+    if (announce !== null && wantsEvent(actor.account, announce)) {
+      outboxEvent({ store, kind: 'profile', account: actor.account, id: actor.id }, announce, nowMs, fields, null)
+    }
     const set = segments(actor.account)
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       const windows = mergeWindows(Object.values(state.devices).map(device => device.windows))
@@ -107,11 +111,11 @@ export function profileKind ({ store, segments, clock }: ProfileDeps): ProfileKi
       switch (message.type) {
         case 'attributes':
           applyAttributes(state.attributes, message.attributes)
-          save(actor, NO_EVENT, clock.nowMs())
+          save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes })
           return undefined
         case 'segments':
           applySegments(state, message.assign, message.remove)
-          save(actor, NO_EVENT, clock.nowMs())
+          save(actor, NO_EVENT, clock.nowMs(), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
           return allSegments(state, deviceSegments(state))
         case 'device': {
           const at = state.visitors.indexOf(message.visitorId)

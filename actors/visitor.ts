@@ -8,8 +8,8 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, queryEntity, EMPTY_METRICS,
-  type Attributes, type AttributeValue, type EntityQuery, type EntityState,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, outboxEvent, queryEntity, EMPTY_METRICS,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
@@ -121,12 +121,13 @@ export interface VisitorDeps {
   campaigns: CampaignSource
   segments: SegmentSource
   clock: Clock
+  wantsEvent: EventWanted
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
@@ -151,6 +152,14 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     actor.track(store.durable(db.put([actor.account, actor.id], actor.state)))
   }
 
+  /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */
+  function announce (actor: Actor<VisitorState>, type: string, nowMs: number, fields: Record<string, unknown>): void {
+    if (!wantsEvent(actor.account, type)) return
+    // The token (browsers may send one) is never passed on.
+    const { token: _token, ...rest } = fields
+    outboxEvent({ store, kind: 'visitor', account: actor.account, id: actor.id }, type, nowMs, rest, actor.state.profileId)
+  }
+
   function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
     const set = campaigns(actor.account)
@@ -162,12 +171,14 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
       evaluate(actor, event, nowMs, segs)
       const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs)
+      announce(actor, event.event, nowMs, event)
       persist(actor)
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
       evaluate(actor, event, nowMs, segs)
       const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs)
+      announce(actor, event.event, nowMs, event)
       persist(actor)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
@@ -197,19 +208,22 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     throw error
   }
 
-  /** After an attribute or segment update: sync the profile if linked, evaluate, save, then reply. */
-  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R): R | Promise<R> {
+  /**
+   * After an attribute or segment update (`type` names it for event webhooks; null for re-evaluation):
+   * sync the profile if linked, evaluate, save, then reply.
+   */
+  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R, type: string | null = null, fields: Record<string, unknown> = NO_EVENT): R | Promise<R> {
     const nowMs = clock.nowMs()
     const segs = segments(actor.account)
     const profileId = actor.state.profileId
-    if (profileId === null) {
-      save(actor, NO_EVENT, nowMs, segs)
+    const finish = (): R => {
+      evaluate(actor, NO_EVENT, nowMs, segs)
+      if (type !== null) announce(actor, type, nowMs, fields)
+      persist(actor)
       return reply()
     }
-    return syncProfile(actor, profileId, null, nowMs, segs).then(() => {
-      save(actor, NO_EVENT, nowMs, segs)
-      return reply()
-    }, (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
+    if (profileId === null) return finish()
+    return syncProfile(actor, profileId, null, nowMs, segs).then(finish, (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
   }
 
   return {
@@ -231,11 +245,11 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
             if (message.attributes[name] === null) delete state.attributeTimes[name]
             else state.attributeTimes[name] = nowMs
           }
-          return afterUpdate(actor, nothing)
+          return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes })
         }
         case 'segments':
           applySegments(state, message.assign, message.remove)
-          return afterUpdate(actor, () => allSegments(state))
+          return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
         case 'evaluate': {
           // A window expired or the rules changed: re-evaluate without a new event.
           const segs = segments(actor.account)

@@ -13,12 +13,14 @@ import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './segments/maintenance.js'
+import { DeliveryHub } from '../actors/delivery.js'
 import type { SegmentSet } from './segments/segment-set.js'
 
 export interface Beacon {
   port: number
   /** The LMDB store (for tools and in-process tests that inspect the outbox). */
   store: Store
+  deliveries: DeliveryHub
   /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
   sweepSegments (): Promise<number>
   stop (): Promise<void>
@@ -35,11 +37,15 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const registry = new Registry(store, clock)
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const segments = (account: string): SegmentSet => registry.segmentSet(account)
-  const profiles = profileKind({ store, segments, clock })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock })
+  const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
+  const profiles = profileKind({ store, segments, clock, wantsEvent })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
+  registry.allowPrivateWebhooks = config.webhookAllowPrivate
+  const deliveries = new DeliveryHub({ store, registry, clock, allowPrivate: config.webhookAllowPrivate })
+  deliveries.start()
 
   const server = new HttpServer({
     host: config.host,
@@ -49,7 +55,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     routes: [
       { method: 'get', pattern: '/healthz', body: false, handler: () => ({ status: 200, body: { status: 'ok' } }) },
       ...publicRoutes({ registry, runtime, clock, visitors, profiles }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
     ],
     onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),
   })
@@ -59,12 +65,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   return {
     port,
     store,
+    deliveries,
     sweepSegments: () => maintenance.sweep(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()
         await server.drain()
         await runtime.drain()
+        await deliveries.stop()
         runtime.close()
         await store.close()
       })()

@@ -17,6 +17,7 @@ export interface Config {
   inflightMax: number
   mapSizeBytes: number
   segmentSweepMs: number
+  webhookAllowPrivate: boolean
 }
 
 export class ConfigError extends Error {
@@ -38,6 +39,15 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
     return fallback
   }
   return n
+}
+
+function boolean (env: Env, name: string, fallback: boolean, problems: string[]): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (raw === 'true') return true
+  if (raw === 'false') return false
+  problems.push(`${name}=${JSON.stringify(raw)}: expected true or false`)
+  return fallback
 }
 
 export function loadConfig (env: Env = process.env): Config {
@@ -63,6 +73,7 @@ export function loadConfig (env: Env = process.env): Config {
     inflightMax: integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems),
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
+    webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

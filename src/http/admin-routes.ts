@@ -7,6 +7,8 @@ import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
+import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
+import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
 import * as S from './schemas.js'
@@ -18,12 +20,14 @@ const validateAccountPatch = validator(S.AccountPatch)
 const validateTokenCreate = validator(S.TokenCreate)
 const validateEventTypePut = validator(S.EventTypePut)
 const NAME = new RegExp(S.NAME_PATTERN)
+const validateReplay = validator(S.WebhookReplay)
 
 export interface AdminDeps {
   registry: Registry
   runtime: ActorRuntime
   visitors: VisitorKind
   profiles: ProfileKind
+  deliveries: DeliveryHub
   adminKey: string
 }
 
@@ -33,7 +37,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, adminKey }: AdminDeps): Route[] {
   const expected = digest(`Bearer ${adminKey}`)
 
   function guard (authorization: string): void {
@@ -138,6 +142,45 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
       return ok({ name, deleted: true })
     }),
 
+    route('get', '/admin/accounts/:account/webhooks', request => ok({
+      webhooks: registry.listWebhooks(param(request, 0)).map(({ id, webhook }) => ({ id, ...webhook })),
+    })),
+    route('put', '/admin/accounts/:account/webhooks/:id', async request => {
+      const id = pathName(request, 'webhook id')
+      const webhook = await registry.putWebhook(param(request, 0), id, request.body)
+      return ok({ id, ...redactWebhook(webhook.config) })
+    }),
+    route('get', '/admin/accounts/:account/webhooks/:id', request => {
+      const id = param(request, 1)
+      return ok({ id, ...redactWebhook(registry.webhook(param(request, 0), id).config) })
+    }),
+    route('del', '/admin/accounts/:account/webhooks/:id', async request => {
+      const id = param(request, 1)
+      await registry.deleteWebhook(param(request, 0), id)
+      return ok({ id, deleted: true })
+    }),
+    route('get', '/admin/accounts/:account/webhooks/:id/deliveries', request => {
+      const account = param(request, 0)
+      const id = param(request, 1)
+      registry.webhook(account, id)
+      const query = new URLSearchParams(request.query)
+      const status = query.get('status')
+      if (status !== null && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
+        throw new ApiError('invalid_field', `status must be one of ${DELIVERY_STATUSES.join(', ')}.`, '/status')
+      }
+      const after = wholeNumber(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after')
+      const limit = wholeNumber(query.get('limit'), 1, LIST_PAGE_MAX, 'limit', 100)
+      return ok(deliveries.list(account, id, status as DeliveryStatus | null, after, limit))
+    }),
+    route('post', '/admin/accounts/:account/webhooks/:id/replay', async request => {
+      const { deliveryIds, from, to } = validateReplay(request.body)
+      const fromMs = from === undefined ? 0 : Date.parse(from)
+      const toMs = to === undefined ? Number.MAX_SAFE_INTEGER : Date.parse(to)
+      if (Number.isNaN(fromMs)) throw new ApiError('invalid_field', 'from must be an ISO-8601 time.', '/from')
+      if (Number.isNaN(toMs)) throw new ApiError('invalid_field', 'to must be an ISO-8601 time.', '/to')
+      return ok({ replayed: await deliveries.replay(param(request, 0), param(request, 1), deliveryIds ?? null, fromMs, toMs) })
+    }),
+
     // Privacy: everything held on a person, and its erasure (the profile and its linked devices).
     route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
       const account = param(request, 0)
@@ -168,6 +211,13 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, adminKey }
       return ok(await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }))
     }),
   ]
+}
+
+function wholeNumber (raw: string | null, min: number, max: number, name: string, fallback = min): number {
+  if (raw === null || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new ApiError('invalid_field', `${name} must be a whole number from ${min} to ${max}.`, `/${name}`)
+  return n
 }
 
 function digest (text: string): Buffer {

@@ -132,3 +132,9 @@ export type AccountCreate = Static<typeof AccountCreate>
 export type AccountPatch = Static<typeof AccountPatch>
 export type TokenCreate = Static<typeof TokenCreate>
 export type EventTypePut = Static<typeof EventTypePut>
+
+export const WebhookReplay = Type.Object({
+  deliveryIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { minItems: 1, maxItems: 1000 })),
+  from: Type.Optional(Type.String({ maxLength: 40 })),
+  to: Type.Optional(Type.String({ maxLength: 40 })),
+}, { additionalProperties: false })

@@ -10,6 +10,7 @@ import type { Store } from './store.js'
 import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
 import type { SegmentDef } from '../segments/rules.js'
+import { compileWebhook, redactWebhook, restoreSecrets, type CompiledWebhook, type WebhookConfig } from '../webhooks/index.js'
 
 export interface Account {
   account: string
@@ -49,6 +50,17 @@ interface AccountSegments {
   compiled: SegmentSet | null
 }
 
+export const WEBHOOKS_MAX = 100
+
+/** Event types of updates, as event-driven webhooks select them. */
+export const UPDATE_EVENTS = ['attributesUpdated', 'segmentsUpdated'] as const
+
+interface AccountWebhooks {
+  compiled: Map<string, CompiledWebhook>
+  /** Event types some enabled event webhook selects: the hot path writes an outbox row only for those. */
+  wantedEvents: Set<string>
+}
+
 interface LiveToken {
   record: TokenRecord
   limiter: RateLimiter | null
@@ -62,6 +74,11 @@ export class Registry {
   private readonly eventTypes = new Map<string, Map<string, EventType>>()
   private readonly campaigns = new Map<string, AccountCampaigns>()
   private readonly segments = new Map<string, AccountSegments>()
+  private readonly webhooks = new Map<string, AccountWebhooks>()
+  /** Whether webhook targets may be private addresses (BEACON_WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivateWebhooks = false
+  /** Called after a webhook is saved or deleted (the delivery hub swaps its worker). */
+  onWebhookChanged: ((account: string, id: string, webhook: CompiledWebhook | null) => void) | null = null
   /** Called after a segment changes (the background re-evaluation pass). */
   onSegmentsChanged: ((account: string, version: number) => void) | null = null
 
@@ -79,6 +96,7 @@ export class Registry {
       else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
       else if (kind === 'segment') this.segmentsOf(account).defs.set((key as string[])[2]!, value as SegmentDef)
       else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
+      else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, value as WebhookConfig)
     }
   }
 
@@ -271,6 +289,83 @@ export class Registry {
     entry.version = version
     entry.compiled = null
     this.onSegmentsChanged?.(account, version)
+  }
+
+  // Webhooks
+
+  /** Whether an enabled event webhook of the account selects this event type. */
+  wantsEvent (account: string, type: string): boolean {
+    return this.webhooks.get(account)?.wantedEvents.has(type) === true
+  }
+
+  /** The account's compiled webhooks (configuration with secrets: never return it as is). */
+  webhooksOf (account: string): Iterable<CompiledWebhook> {
+    return this.webhooks.get(account)?.compiled.values() ?? []
+  }
+
+  allWebhooks (): CompiledWebhook[] {
+    return [...this.webhooks.values()].flatMap(entry => [...entry.compiled.values()])
+  }
+
+  webhook (account: string, id: string): CompiledWebhook {
+    this.getAccount(account)
+    const found = this.webhooks.get(account)?.compiled.get(id)
+    if (found === undefined) throw new ApiError('webhook_not_found')
+    return found
+  }
+
+  listWebhooks (account: string): { id: string, webhook: WebhookConfig }[] {
+    this.getAccount(account)
+    return [...(this.webhooks.get(account)?.compiled.values() ?? [])].map(w => ({ id: w.id, webhook: redactWebhook(w.config) }))
+  }
+
+  /** Validate, compile and save; secrets sent back as "[redacted]" keep their saved values. */
+  async putWebhook (account: string, id: string, body: unknown): Promise<CompiledWebhook> {
+    this.getAccount(account)
+    const entry = this.webhookEntry(account)
+    const previous = entry.compiled.get(id)
+    if (previous === undefined && entry.compiled.size >= WEBHOOKS_MAX) {
+      throw new ApiError('conflict', `An account has at most ${WEBHOOKS_MAX} webhooks; delete some first.`)
+    }
+    const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivateWebhooks })
+    await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
+    entry.compiled.set(id, compiled)
+    this.indexWebhooks(entry)
+    this.onWebhookChanged?.(account, id, compiled)
+    return compiled
+  }
+
+  async deleteWebhook (account: string, id: string): Promise<void> {
+    this.webhook(account, id)
+    await this.store.durable(this.store.config.remove([account, 'webhook', id]))
+    const entry = this.webhookEntry(account)
+    entry.compiled.delete(id)
+    this.indexWebhooks(entry)
+    this.onWebhookChanged?.(account, id, null)
+  }
+
+  private loadWebhook (account: string, id: string, config: WebhookConfig): void {
+    const entry = this.webhookEntry(account)
+    // Saved configurations passed validation; allowPrivate is not known yet at load, so no SSRF verdict here
+    // (the sender checks every connection anyway).
+    entry.compiled.set(id, compileWebhook(id, account, config, { allowPrivate: true }))
+    this.indexWebhooks(entry)
+  }
+
+  private indexWebhooks (entry: AccountWebhooks): void {
+    entry.wantedEvents = new Set()
+    for (const webhook of entry.compiled.values()) {
+      if (webhook.enabled && webhook.trigger.kind === 'event') for (const type of webhook.trigger.events) entry.wantedEvents.add(type)
+    }
+  }
+
+  private webhookEntry (account: string): AccountWebhooks {
+    let entry = this.webhooks.get(account)
+    if (entry === undefined) {
+      entry = { compiled: new Map(), wantedEvents: new Set() }
+      this.webhooks.set(account, entry)
+    }
+    return entry
   }
 
   private segmentsOf (account: string): AccountSegments {

@@ -30,6 +30,10 @@ export class Store {
   readonly outbox: Database
   /** When an entity's segment windows next expire: key [dueMs, account, kind, id], value null. */
   readonly expiries: Database
+  /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
+  readonly deliveries: Database
+  /** Told after every outbox append (the relay wakes up). */
+  onOutboxAppend: (() => void) | null = null
   readonly durability: Durability
   private outboxSeq: number
   private closed = false
@@ -49,6 +53,7 @@ export class Store {
     this.profiles = this.root.openDB('profiles', {})
     this.outbox = this.root.openDB('outbox', {})
     this.expiries = this.root.openDB('expiries', {})
+    this.deliveries = this.root.openDB('deliveries', {})
     this.durability = durability
     let last = 0
     for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = key as number
@@ -63,6 +68,7 @@ export class Store {
     const seq = ++this.outboxSeq
     // Its failure is the transaction's, reported through the state write it travels with.
     this.outbox.put(seq, { id: String(seq), ...row }).catch(noop)
+    this.onOutboxAppend?.()
     return String(seq)
   }
 

@@ -3,7 +3,8 @@
 
 import { loadConfig } from '../../src/config.js'
 import { startBeacon, type Beacon } from '../../src/app.js'
-import { ADMIN_KEY, removeDir, tempDir } from './beacon.js'
+import { ADMIN_KEY, admin, removeDir, tempDir } from './beacon.js'
+import { startReceiver } from '../webhooks/helpers.js'
 
 export interface ManualClock {
   nowMs: () => number
@@ -23,9 +24,8 @@ export interface InProcess {
   close: () => Promise<void>
 }
 
-export async function startInProcess (dataDir = tempDir()): Promise<InProcess> {
-  const clock = manualClock()
-  const config = loadConfig({ BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_SEGMENT_SWEEP_MS: '3600000' })
+export async function startInProcess (dataDir = tempDir(), env: Record<string, string> = {}, clock: ManualClock = manualClock()): Promise<InProcess> {
+  const config = loadConfig({ BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_SEGMENT_SWEEP_MS: '3600000', BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', ...env })
   const beacon = await startBeacon({ config, adminKey: ADMIN_KEY, clock })
   return {
     beacon,
@@ -39,7 +39,31 @@ export async function startInProcess (dataDir = tempDir()): Promise<InProcess> {
   }
 }
 
-/** The audience events in the outbox, oldest first. */
-export function audienceEvents (beacon: Beacon): Record<string, unknown>[] {
-  return [...beacon.store.outbox.getRange()].map(({ value }) => value as Record<string, unknown>).filter(row => row.kind === 'audience')
+/**
+ * A real receiver subscribed to every enter and exit of the given segments through an audience
+ * webhook: what the outbox carried, as delivered. `changes()` waits until `count` have arrived (and
+ * a moment more, so that an extra one would show) and answers them as "enter|exit segment id".
+ */
+export async function audienceSink (base: string, account: string, segments: string[]): Promise<{ changes: (count: number) => Promise<string[]>, close: () => Promise<void> }> {
+  const receiver = await startReceiver()
+  const res = await admin(base, 'PUT', `/admin/accounts/${account}/webhooks/audience-sink`, {
+    name: 'audience sink', enabled: true,
+    trigger: { kind: 'audience', segments, on: ['enter', 'exit'] },
+    request: { method: 'POST', url: `${receiver.url}/audience`, payload: '{"change": {{change}}, "segment": {{audience}}, "who": "{{visitorId}}{{profileId}}"}' },
+    delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+  })
+  if (res.status !== 200) throw new Error(`audience sink: ${JSON.stringify(res.body)}`)
+  const seen = (): string[] => receiver.requests.map(r => {
+    const body = JSON.parse(r.body) as { change: string, segment: string, who: string }
+    return `${body.change} ${body.segment} ${body.who}`
+  })
+  return {
+    async changes (count) {
+      const deadline = Date.now() + 5000
+      while (seen().length < count && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+      await new Promise(resolve => setTimeout(resolve, 100))
+      return seen()
+    },
+    close: () => receiver.close(),
+  }
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
-import { audienceEvents, startInProcess, type InProcess } from '../helpers/in-process.js'
+import { audienceSink, startInProcess, type InProcess } from '../helpers/in-process.js'
 
 const DAY_MS = 86_400_000
 
@@ -19,7 +19,10 @@ describe('segments and audiences', () => {
     post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields })
   const visitorSegments = async (visitor: string): Promise<string[]> =>
     (await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: visitor, token: tenant.token })).body.segments
-  const changes = () => audienceEvents(beacon.beacon).map(row => `${row.change} ${row.segment} ${row.visitorId ?? row.profileId}`)
+  let sink: Awaited<ReturnType<typeof audienceSink>> | null = null
+  afterEach(() => sink?.close())
+  const watch = async (...segments: string[]): Promise<void> => { sink = await audienceSink(beacon.url, tenant.account, segments) }
+  const changes = (count: number): Promise<string[]> => sink!.changes(count)
 
   it('creates, reads, lists and deletes segments, and refuses invalid rules with the path of the bad node', async () => {
     const created = await putSegment('browsers', { description: 'Looked at 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } })
@@ -46,6 +49,7 @@ describe('segments and audiences', () => {
 
   it('enters a count window in real time, writes one enter event, and leaves when the window passes without a new event', async () => {
     await putSegment('browsers', { rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } })
+    await watch('browsers')
     const v = visitorId()
     await event(v, { event: 'productView', sku: 'A' })
     await event(v, { event: 'productView', sku: 'B' })
@@ -54,7 +58,7 @@ describe('segments and audiences', () => {
     await event(v, { event: 'productView', sku: 'C' })
     expect(await visitorSegments(v)).to.deep.equal(['browsers'])
     await event(v, { event: 'productView', sku: 'D' })
-    expect(changes()).to.deep.equal([`enter browsers ${v}`])
+    expect(await changes(1)).to.deep.equal([`enter browsers ${v}`])
 
     // 6 days later the first two views are still inside 7 days: nothing to sweep yet.
     beacon.clock.advance(5 * DAY_MS)
@@ -63,12 +67,12 @@ describe('segments and audiences', () => {
     // Past 7 days from the first views, only two remain in the window: out, with no new event.
     beacon.clock.advance(2 * DAY_MS)
     expect(await beacon.beacon.sweepSegments()).to.be.at.least(1)
-    expect(changes()).to.deep.equal([`enter browsers ${v}`, `exit browsers ${v}`])
+    expect(await changes(2)).to.deep.equal([`enter browsers ${v}`, `exit browsers ${v}`])
     expect(await visitorSegments(v)).to.deep.equal([])
     // And once everything expired nothing is left to sweep.
     beacon.clock.advance(8 * DAY_MS)
     await beacon.beacon.sweepSegments()
-    expect(changes()).to.have.length(2)
+    expect(await changes(2)).to.have.length(2)
   })
 
   it('sums a field over a window with a where filter, and sees attributes and manual segments', async () => {
@@ -78,6 +82,7 @@ describe('segments and audiences', () => {
         { fact: 'attribute.country', op: 'eq', value: 'FR' },
       ] },
     })
+    await watch('big-spenders')
     const v = visitorId()
     await post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: v, token: tenant.token, attributes: { country: 'FR' } })
     await event(v, { event: 'purchase', orderId: 'o1', orderTotal: 300, currency: 'EUR' })
@@ -88,7 +93,7 @@ describe('segments and audiences', () => {
     // An attribute update re-evaluates too.
     await post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: v, token: tenant.token, attributes: { country: 'DE' } })
     expect(await visitorSegments(v)).to.deep.equal([])
-    expect(changes()).to.deep.equal([`enter big-spenders ${v}`, `exit big-spenders ${v}`])
+    expect(await changes(2)).to.deep.equal([`enter big-spenders ${v}`, `exit big-spenders ${v}`])
   })
 
   it('lets campaign rules see the current segments', async () => {
@@ -103,14 +108,14 @@ describe('segments and audiences', () => {
 
   it('re-evaluates existing members when a rule changes, in a background pass', async () => {
     await putSegment('viewer', { rule: { fact: 'count', event: 'productView', op: 'gte', value: 1 } })
+    await watch('viewer')
     const visitors = [visitorId(), visitorId(), visitorId()]
     for (const v of visitors) await event(v, { event: 'productView', sku: 'A' })
     await event(visitors[0]!, { event: 'productView', sku: 'B' })
-    expect(changes()).to.have.length(3)
+    expect(await changes(3)).to.have.length(3)
     await putSegment('viewer', { rule: { fact: 'count', event: 'productView', op: 'gte', value: 2 } })
-    // The pass runs in the background; wait for its exits.
-    for (let i = 0; i < 100 && changes().length < 5; i++) await new Promise(resolve => setTimeout(resolve, 20))
-    expect(changes().filter(c => c.startsWith('exit')).sort()).to.deep.equal([`exit viewer ${visitors[1]}`, `exit viewer ${visitors[2]}`].sort())
+    // The pass runs in the background: its exits arrive without any new event.
+    expect((await changes(5)).filter(c => c.startsWith('exit')).sort()).to.deep.equal([`exit viewer ${visitors[1]}`, `exit viewer ${visitors[2]}`].sort())
   })
 })
 
@@ -153,6 +158,7 @@ describe('identity stitching', () => {
     await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/loyal`, {
       rule: { fact: 'sum', event: 'purchase', field: 'orderTotal', within: '30d', op: 'gte', value: 500 },
     })
+    const sink = await audienceSink(beacon.url, tenant.account, ['loyal'])
     const [phone, laptop] = [visitorId(), visitorId()]
     await event(phone, { profileId: 'bob', event: 'purchase', orderId: 'o1', orderTotal: 300 })
     await event(laptop, { profileId: 'bob', event: 'purchase', orderId: 'o2', orderTotal: 250 })
@@ -160,8 +166,8 @@ describe('identity stitching', () => {
     // Neither device qualifies alone.
     const phoneView = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: phone, token: tenant.token })
     expect(phoneView.body.segments).to.deep.equal([])
-    const rows = audienceEvents(beacon.beacon)
-    expect(rows.map(r => `${r.change} ${r.segment} ${r.profileId}`)).to.deep.equal(['enter loyal bob'])
+    expect(await sink.changes(1)).to.deep.equal(['enter loyal bob'])
+    await sink.close()
   })
 
   it('moves a device relinked to another profile, and records the move', async () => {

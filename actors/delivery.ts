@@ -1,0 +1,304 @@
+// Webhook delivery, embedded transport: a relay turns outbox rows into delivery records (one per
+// matching webhook, written in the transaction that removes the row), and one delivery actor per
+// webhook (a DeliveryWorker: batching, rate, in-flight bound, delay, retries) sends them. Every
+// outcome is written back to the record, so a restart resumes exactly where delivery stood:
+// at-least-once, with the record's id as webhook-id on every attempt.
+
+import type { Clock } from '../src/clock.js'
+import type { Store } from '../src/store/store.js'
+import type { Registry } from '../src/store/registry.js'
+import { ApiError } from '../src/errors.js'
+import { log } from '../src/log.js'
+import {
+  DeliveryWorker, Sender, systemScheduler,
+  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt,
+} from '../src/webhooks/index.js'
+
+export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
+export type DeliveryStatus = typeof DELIVERY_STATUSES[number]
+
+/** One delivery of one outbox row to one webhook. Key in the deliveries db: [account, webhookId, seq]. */
+export interface DeliveryRecord {
+  id: string
+  account: string
+  webhookId: string
+  seq: number
+  status: DeliveryStatus
+  item: DeliveryItem
+  /** The attempt the next send will be. */
+  attempt: number
+  attempts: AttemptRecord[]
+  dueMs: number
+  createdAtMs: number
+  updatedAtMs: number
+}
+
+/** Outbox rows relayed per pass, and records listed per page at most. */
+export const RELAY_BATCH_MAX = 500
+export const LIST_PAGE_MAX = 500
+
+interface OutboxRow {
+  id: string
+  kind: 'event' | 'audience'
+  account: string
+  event?: string
+  segment?: string
+  change?: 'enter' | 'exit'
+  visitorId?: string
+  profileId?: string
+  fields?: Record<string, unknown>
+  occurredAtMs: number
+}
+
+export interface DeliveryHubOptions {
+  store: Store
+  registry: Registry
+  clock: Clock
+  allowPrivate: boolean
+}
+
+export class DeliveryHub {
+  private readonly store: Store
+  private readonly registry: Registry
+  private readonly clock: Clock
+  private readonly sender: Sender
+  private readonly workers = new Map<string, DeliveryWorker>()
+  private relaying: Promise<void> | null = null
+  private again = false
+  private stopped = false
+
+  constructor ({ store, registry, clock, allowPrivate }: DeliveryHubOptions) {
+    this.store = store
+    this.registry = registry
+    this.clock = clock
+    this.sender = new Sender({ allowPrivate, clock })
+  }
+
+  /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
+  start (): void {
+    for (const webhook of this.registry.allWebhooks()) this.workers.set(slot(webhook.account, webhook.id), this.worker(webhook))
+    for (const { value } of this.store.deliveries.getRange()) {
+      const record = value as DeliveryRecord
+      if (record.status === 'pending' || record.status === 'failed') this.enqueue(record)
+    }
+    this.registry.onWebhookChanged = (account, id, webhook) => { this.swap(account, id, webhook).catch(logFailure) }
+    this.store.onOutboxAppend = () => this.relaySoon()
+    this.relaySoon()
+  }
+
+  /** Relay once the writes that appended rows are committed (the relay reads committed rows only). */
+  relaySoon (): void {
+    if (this.stopped) return
+    if (this.relaying !== null) {
+      this.again = true
+      return
+    }
+    this.relaying = this.store.root.committed.then(() => this.relay()).catch(logFailure).finally(() => {
+      this.relaying = null
+      if (this.again) {
+        this.again = false
+        this.relaySoon()
+      }
+    })
+  }
+
+  /** Resolves when everything appended so far has been relayed (tests, shutdown). */
+  async settled (): Promise<void> {
+    while (this.relaying !== null) await this.relaying
+  }
+
+  private async relay (): Promise<void> {
+    for (;;) {
+      const rows = [...this.store.outbox.getRange({ limit: RELAY_BATCH_MAX })]
+      if (rows.length === 0 || this.stopped) return
+      const created: DeliveryRecord[] = []
+      const nowMs = this.clock.nowMs()
+      let last: Promise<boolean> | null = null
+      // One event turn: the records and the removal of their rows commit together.
+      for (const { key, value } of rows) {
+        const row = value as OutboxRow
+        for (const webhook of this.registry.webhooksOf(row.account)) {
+          if (!selects(webhook, row)) continue
+          const record = newRecord(row, key as number, webhook, nowMs)
+          last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
+          created.push(record)
+        }
+        last = this.store.outbox.remove(key as number)
+      }
+      if (last !== null) await this.store.durable(last)
+      for (const record of created) this.enqueue(record)
+    }
+  }
+
+  private enqueue (record: DeliveryRecord): void {
+    const worker = this.workers.get(slot(record.account, record.webhookId))
+    if (worker === undefined) return // webhook deleted: the record stays as it is, visible and replayable
+    try {
+      worker.enqueue([record.item], record.attempt, record.attempts, record.dueMs)
+    } catch (error) {
+      // Queue full: the record stays pending on disk and is picked up again at the next start or replay.
+      log.warn({ err: error, webhook: record.webhookId }, 'delivery queue full; record left pending')
+    }
+  }
+
+  private worker (webhook: CompiledWebhook): DeliveryWorker {
+    return new DeliveryWorker({
+      webhook,
+      sender: this.sender,
+      clock: this.clock,
+      scheduler: systemScheduler,
+      onDelivered: (items, attempt) => this.update(webhook, items, 'delivered', [attempt], 0),
+      onRetry: (items, delayMs, attempt, next: NextAttempt) => {
+        const dueMs = this.clock.nowMs() + delayMs
+        this.update(webhook, items, 'failed', [attempt], dueMs, next.attempt)
+        this.workers.get(slot(webhook.account, webhook.id))?.enqueue(items, next.attempt, next.history, dueMs)
+      },
+      onDead: (items, attempts) => this.update(webhook, items, 'dead', attempts, 0, undefined, true),
+      onError: logFailure,
+    })
+  }
+
+  private update (webhook: CompiledWebhook, items: DeliveryItem[], status: DeliveryStatus, attempts: AttemptRecord[], dueMs: number, nextAttempt?: number, replaceAttempts = false): void {
+    const nowMs = this.clock.nowMs()
+    for (const item of items) {
+      const key = [webhook.account, webhook.id, seqOf(item.id)]
+      const record = this.store.deliveries.get(key) as DeliveryRecord | undefined
+      if (record === undefined) continue
+      const next: DeliveryRecord = {
+        ...record,
+        status,
+        attempts: replaceAttempts ? attempts : [...record.attempts, ...attempts],
+        attempt: nextAttempt ?? record.attempt + 1,
+        dueMs,
+        updatedAtMs: nowMs,
+      }
+      this.store.deliveries.put(key, next).catch(logFailure)
+    }
+  }
+
+  private async swap (account: string, id: string, webhook: CompiledWebhook | null): Promise<void> {
+    const key = slot(account, id)
+    const old = this.workers.get(key)
+    this.workers.delete(key)
+    if (webhook !== null) this.workers.set(key, this.worker(webhook))
+    if (old === undefined) return
+    // What the old worker had not sent yet goes to the new one (or stays pending on disk if deleted).
+    for (const group of await old.stop()) {
+      for (const item of group.items) {
+        const record = this.store.deliveries.get([account, id, seqOf(item.id)]) as DeliveryRecord | undefined
+        if (record !== undefined) this.enqueue(record)
+      }
+    }
+  }
+
+  /** A page of a webhook's deliveries, oldest first, optionally of one status. */
+  list (account: string, webhookId: string, status: DeliveryStatus | null, after: number, limit: number): { deliveries: DeliveryRecord[], next: number | null } {
+    const deliveries: DeliveryRecord[] = []
+    let next: number | null = null
+    for (const { key, value } of this.store.deliveries.getRange({ start: [account, webhookId, after + 1] })) {
+      const [a, w, seq] = key as [string, string, number]
+      if (a !== account || w !== webhookId) break
+      const record = value as DeliveryRecord
+      if (status !== null && record.status !== status) continue
+      if (deliveries.length === limit) {
+        next = deliveries[deliveries.length - 1]!.seq
+        break
+      }
+      deliveries.push(record)
+      void seq
+    }
+    return { deliveries, next }
+  }
+
+  /**
+   * Re-queue deliveries: the ids given, or those that occurred in [fromMs, toMs) — dead ones, and with
+   * explicit ids delivered ones too (a receiver that lost data). Each starts again from attempt 1.
+   */
+  async replay (account: string, webhookId: string, ids: readonly string[] | null, fromMs: number, toMs: number): Promise<number> {
+    const webhook = this.registry.webhook(account, webhookId)
+    const nowMs = this.clock.nowMs()
+    const chosen: DeliveryRecord[] = []
+    if (ids !== null) {
+      for (const id of ids) {
+        const record = this.store.deliveries.get([account, webhookId, seqOf(id)]) as DeliveryRecord | undefined
+        if (record === undefined || record.id !== id) throw new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
+        if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
+      }
+    } else {
+      for (const { value } of this.store.deliveries.getRange({ start: [account, webhookId, 0] })) {
+        const record = value as DeliveryRecord
+        if (record.account !== account || record.webhookId !== webhookId) break
+        if (record.status === 'dead' && record.item.occurredAtMs >= fromMs && record.item.occurredAtMs < toMs) chosen.push(record)
+      }
+    }
+    let last: Promise<boolean> | null = null
+    const requeued = chosen.map(record => ({ ...record, status: 'pending' as const, attempt: 1, dueMs: 0, updatedAtMs: nowMs }))
+    for (const record of requeued) last = this.store.deliveries.put([account, webhookId, record.seq], record)
+    if (last !== null) await this.store.durable(last)
+    for (const record of requeued) this.enqueue({ ...record, attempts: [] })
+    void webhook
+    return requeued.length
+  }
+
+  async stop (): Promise<void> {
+    this.stopped = true
+    this.store.onOutboxAppend = null
+    await this.settled()
+    // Unsent items stay pending on disk: the next start resumes them.
+    await Promise.all([...this.workers.values()].map(worker => worker.stop()))
+    this.workers.clear()
+    await this.sender.close()
+  }
+}
+
+function slot (account: string, webhookId: string): string {
+  return account + '\u0000' + webhookId
+}
+
+/** Delivery ids are `<outbox seq>.<webhook id>`: the record's key is derivable from the id. */
+function seqOf (id: string): number {
+  return Number(id.slice(0, id.indexOf('.')))
+}
+
+function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
+  if (!webhook.enabled) return false
+  const trigger = webhook.trigger
+  if (row.kind === 'event') return trigger.kind === 'event' && trigger.events.has(row.event!)
+  if (trigger.kind !== 'audience' || !trigger.segments.has(row.segment!)) return false
+  return row.change === 'enter' ? trigger.onEnter : trigger.onExit
+}
+
+function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number): DeliveryRecord {
+  const context: DeliveryContext = { account: row.account }
+  if (row.visitorId !== undefined) context.visitorId = row.visitorId
+  if (row.profileId !== undefined) context.profileId = row.profileId
+  if (row.kind === 'event') {
+    context.event = row.event!
+    if (row.fields !== undefined) {
+      context.eventFields = row.fields
+      const attributes = row.fields.attributes
+      if (typeof attributes === 'object' && attributes !== null && !Array.isArray(attributes)) context.attributes = attributes as Record<string, unknown>
+    }
+  } else {
+    context.audience = row.segment!
+    context.change = row.change!
+  }
+  const id = `${seq}.${webhook.id}`
+  return {
+    id,
+    account: row.account,
+    webhookId: webhook.id,
+    seq,
+    status: 'pending',
+    item: { id, occurredAtMs: row.occurredAtMs, context },
+    attempt: 1,
+    attempts: [],
+    dueMs: 0,
+    createdAtMs: nowMs,
+    updatedAtMs: nowMs,
+  }
+}
+
+function logFailure (error: unknown): void {
+  log.error({ err: error }, 'webhook delivery failed')
+}

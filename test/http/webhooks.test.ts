@@ -1,0 +1,176 @@
+import { expect } from 'chai'
+import { Webhook } from 'standardwebhooks'
+import { admin, createTenant, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
+import { startInProcess, type InProcess } from '../helpers/in-process.js'
+import { startReceiver, type Receiver, type Responder } from '../webhooks/helpers.js'
+
+const SECRET = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')
+
+async function until (what: string, test: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+}
+
+describe('webhooks, embedded transport', () => {
+  let beacon: InProcess
+  let tenant: Tenant
+  let receiver: Receiver
+
+  const start = async (respond?: Responder): Promise<void> => {
+    receiver = await startReceiver(respond)
+    beacon = await startInProcess(undefined, { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' })
+    beacon.clock.advance(Date.now() - beacon.clock.nowMs())
+    tenant = await createTenant(beacon.url)
+  }
+  afterEach(async () => {
+    await beacon.close()
+    await receiver.close()
+  })
+
+  const putWebhook = (id: string, body: Record<string, unknown>) => admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/${id}`, body)
+  const webhook = (fields: { trigger?: unknown, request?: Record<string, unknown>, delivery?: Record<string, unknown> } = {}) => ({
+    name: 'test',
+    enabled: true,
+    trigger: fields.trigger ?? { kind: 'event', events: ['purchase'] },
+    request: { method: 'POST', url: `${receiver.url}/customer-journey`, ...fields.request },
+    delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, ...fields.delivery },
+  })
+  /** The webhook's deliveries of a status, once there are `count` of them. */
+  const pollDeliveries = async (id: string, status: string, count: number): Promise<any[]> => {
+    let found: any[] = []
+    for (let i = 0; i < 500 && found.length < count; i++) {
+      found = (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/${id}/deliveries?status=${status}`)).body.deliveries
+      if (found.length < count) await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    expect(found, `${status} deliveries`).to.have.length(count)
+    return found
+  }
+  const purchase = (visitor: string, orderId: string, extra: Record<string, unknown> = {}) =>
+    post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'purchase', orderId, orderTotal: 10, ...extra })
+
+  it('delivers a selected event with the seed\'s payload shape, Basic auth and a Standard Webhooks signature', async () => {
+    await start()
+    const saved = await putWebhook('orders', webhook({ request: { auth: { type: 'basic', username: 'shop', password: 'pw' }, signingSecret: SECRET } }))
+    expect(saved.status, JSON.stringify(saved.body)).to.equal(200)
+    expect(JSON.stringify(saved.body)).not.to.include('pw')
+    expect(JSON.stringify((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/orders`)).body)).not.to.include(SECRET)
+    const v = visitorId()
+    await purchase(v, 'o-1', { profileId: 'ana@example.com' })
+    await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: v, platform: 'web', event: 'pageView' })
+    await until('one delivery', () => receiver.requests.length === 1)
+    const [request] = receiver.requests
+    expect(request!.method).to.equal('POST')
+    expect(request!.url).to.equal('/customer-journey')
+    expect(request!.headers.authorization).to.equal('Basic ' + Buffer.from('shop:pw').toString('base64'))
+    expect(request!.headers['content-type']).to.equal('application/json')
+    const body = new Webhook(SECRET).verify(request!.body, request!.headers as Record<string, string>) as Record<string, unknown>
+    expect(body).to.include({ profile: 'ana@example.com', event: 'purchase' })
+    expect(body).to.have.property('occurredAt')
+    const delivered = await pollDeliveries('orders', 'delivered', 1)
+    expect(delivered[0]).to.include({ status: 'delivered', id: request!.headers['webhook-id'] })
+  })
+
+  it('renders a custom template with event fields, and sends audience enters', async () => {
+    await start()
+    await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/buyers`, { rule: { fact: 'count', event: 'purchase', op: 'gte', value: 1 } })
+    await putWebhook('audience', webhook({ trigger: { kind: 'audience', segments: ['buyers'], on: ['enter'] }, request: { payload: '{"who": {{visitorId}}, "segment": {{audience}}, "change": {{change}}}' } }))
+    await putWebhook('orders', webhook({ request: { payload: '{"order": {{event.orderId}}, "note": "total {{event.orderTotal}}"}' } }))
+    const v = visitorId()
+    await purchase(v, 'o-"quoted"')
+    await until('two deliveries', () => receiver.requests.length === 2)
+    const bodies = receiver.requests.map(r => JSON.parse(r.body) as Record<string, unknown>)
+    expect(bodies).to.deep.include({ who: v, segment: 'buyers', change: 'enter' })
+    expect(bodies).to.deep.include({ order: 'o-"quoted"', note: 'total 10' })
+  })
+
+  it('sends batches of up to batchSize as one JSON array', async () => {
+    await start()
+    await putWebhook('batched', webhook({ delivery: { batchSize: 50 } }))
+    await Promise.all(Array.from({ length: 120 }, (_, i) => purchase(visitorId(), `o-${i}`)))
+    await until('120 items', () => receiver.requests.reduce((n, r) => n + (JSON.parse(r.body) as unknown[]).length, 0) === 120)
+    for (const r of receiver.requests) expect((JSON.parse(r.body) as unknown[]).length).to.be.at.most(50)
+    expect(receiver.requests.length).to.be.at.most(12)
+  })
+
+  it('retries on 503 with Retry-After, then records the delivery with every attempt, same webhook-id each time', async () => {
+    await start((_, index) => index < 2 ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 })
+    await putWebhook('orders', webhook())
+    await purchase(visitorId(), 'o-1')
+    await until('three attempts', () => receiver.requests.length === 3)
+    expect(new Set(receiver.requests.map(r => r.headers['webhook-id'])).size).to.equal(1)
+    const delivered = await pollDeliveries('orders', 'delivered', 1)
+    expect(delivered[0].attempts.map((a: { status: number }) => a.status)).to.deep.equal([503, 503, 200])
+  })
+
+  it('dead-letters a terminal 4xx after one attempt, then delivers it on replay', async () => {
+    let accept = false
+    await start(() => accept ? { status: 200 } : { status: 422, body: 'unprocessable' })
+    await putWebhook('orders', webhook())
+    await purchase(visitorId(), 'o-1')
+    const dead = await pollDeliveries('orders', 'dead', 1)
+    expect(dead[0].attempts).to.have.length(1)
+    expect(dead[0].attempts[0]).to.include({ status: 422 })
+    accept = true
+    const replayed = await admin(beacon.url, 'POST', `/admin/accounts/${tenant.account}/webhooks/orders/replay`, { deliveryIds: [dead[0].id] })
+    expect(replayed.body).to.deep.equal({ replayed: 1 })
+    await until('the replayed delivery', () => receiver.requests.length === 2)
+    expect(receiver.requests[1]!.headers['webhook-id']).to.equal(receiver.requests[0]!.headers['webhook-id'])
+  })
+
+  it('refuses an invalid webhook with 400 and the path of each problem, and answers 404 for an unknown one', async () => {
+    await start()
+    const res = await putWebhook('bad', { name: '', enabled: true, trigger: { kind: 'event', events: [] }, request: { method: 'PATCH', url: 'ftp://x' }, delivery: { mode: 'async', timeoutMs: 1, batchSize: 0 } })
+    expect(res.status).to.equal(400)
+    expect(res.body.errors.length).to.be.at.least(3)
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/nope`)).status).to.equal(404)
+  })
+})
+
+describe('webhooks survive a crash', () => {
+  it('delivers every one of 5,000 events at least once across a SIGKILL mid-stream, duplicates with the same webhook-id', async function () {
+    this.timeout(120_000)
+    const receiver = await startReceiver()
+    let beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    try {
+      const tenant = await createTenant(beacon.url)
+      await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+        name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}}' },
+        delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+      })
+      const sent = new Set<string>()
+      const send = async (from: number, to: number, url: string): Promise<void> => {
+        for (let i = from; i < to; i += 50) {
+          const answers = await Promise.all(Array.from({ length: Math.min(50, to - i) }, (_, j) => {
+            const orderId = `o-${i + j}`
+            return post(url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId })
+              .then(r => { if (r.status === 200) sent.add(orderId) }, () => {})
+          }))
+          void answers
+        }
+      }
+      await send(0, 2500, beacon.url)
+      await beacon.kill()
+      beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      await send(2500, 5000, beacon.url)
+      expect(sent.size).to.equal(5000)
+      const seen = (): Set<string> => new Set(receiver.requests.map(r => (JSON.parse(r.body) as { order: string }).order))
+      await until('all 5,000 delivered', () => seen().size === 5000, 90_000)
+      const ids = new Map<string, Set<string>>()
+      for (const r of receiver.requests) {
+        const order = (JSON.parse(r.body) as { order: string }).order
+        const set = ids.get(order) ?? new Set()
+        set.add(String(r.headers['webhook-id']))
+        ids.set(order, set)
+      }
+      for (const [order, set] of ids) expect(set.size, order).to.equal(1)
+    } finally {
+      await beacon.kill()
+      await receiver.close()
+      removeDir(beacon.dataDir)
+    }
+  })
+})
