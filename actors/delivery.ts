@@ -31,6 +31,8 @@ export interface DeliveryRecord {
   dueMs: number
   createdAtMs: number
   updatedAtMs: number
+  /** Set by a replay: a queue that deduplicates by id must tell this publish from the first. */
+  replayedAtMs: number | null
 }
 
 /** Outbox rows relayed per pass, and records listed per page at most. */
@@ -50,11 +52,57 @@ interface OutboxRow {
   occurredAtMs: number
 }
 
+/**
+ * Where delivery records wait between the relay and the delivery workers: in-process (embedded, the
+ * deliveries db is the queue) or a JetStream stream shared by every node.
+ */
+export interface DeliveryQueue {
+  /** Start handing records to `feed` (the local workers): those waiting from before, then new ones. */
+  start (feed: (record: DeliveryRecord) => void): Promise<void>
+  /** Durably take new records; the relay removes their outbox rows once this resolves. */
+  publish (records: readonly DeliveryRecord[]): Promise<void>
+  /** An attempt of a record fed earlier ended: let it go, or keep it for another attempt after delayMs. */
+  settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void
+  stop (): Promise<void>
+}
+
+/** Embedded: the deliveries db holds what waits; retries wait in the worker until they are due. */
+export class EmbeddedQueue implements DeliveryQueue {
+  private readonly store: Store
+  private feed: ((record: DeliveryRecord) => void) | null = null
+
+  constructor (store: Store) {
+    this.store = store
+  }
+
+  async start (feed: (record: DeliveryRecord) => void): Promise<void> {
+    this.feed = feed
+    for (const { value } of this.store.deliveries.getRange()) {
+      const record = value as DeliveryRecord
+      if (record.status === 'pending' || record.status === 'failed') feed(record)
+    }
+  }
+
+  async publish (records: readonly DeliveryRecord[]): Promise<void> {
+    for (const record of records) this.feed?.(record)
+  }
+
+  settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead'): void {
+    if (outcome === 'retry') this.feed?.(record)
+  }
+
+  async stop (): Promise<void> {
+    this.feed = null
+  }
+}
+
 export interface DeliveryHubOptions {
   store: Store
   registry: Registry
   clock: Clock
   allowPrivate: boolean
+  /** Defaults to the embedded queue. */
+  queue?: DeliveryQueue
 }
 
 export class DeliveryHub {
@@ -62,26 +110,25 @@ export class DeliveryHub {
   private readonly registry: Registry
   private readonly clock: Clock
   private readonly sender: Sender
+  private readonly queue: DeliveryQueue
   private readonly workers = new Map<string, DeliveryWorker>()
   private relaying: Promise<void> | null = null
   private again = false
   private stopped = false
 
-  constructor ({ store, registry, clock, allowPrivate }: DeliveryHubOptions) {
+  constructor ({ store, registry, clock, allowPrivate, queue }: DeliveryHubOptions) {
     this.store = store
     this.registry = registry
     this.clock = clock
     this.sender = new Sender({ allowPrivate, clock })
+    this.queue = queue ?? new EmbeddedQueue(store)
   }
 
   /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
-  start (): void {
+  async start (): Promise<void> {
     for (const webhook of this.registry.allWebhooks()) this.workers.set(slot(webhook.account, webhook.id), this.worker(webhook))
-    for (const { value } of this.store.deliveries.getRange()) {
-      const record = value as DeliveryRecord
-      if (record.status === 'pending' || record.status === 'failed') this.enqueue(record)
-    }
     this.registry.onWebhookChanged = (account, id, webhook) => { this.swap(account, id, webhook).catch(logFailure) }
+    await this.queue.start(record => this.enqueue(record))
     this.store.onOutboxAppend = () => this.relaySoon()
     this.relaySoon()
   }
@@ -114,7 +161,6 @@ export class DeliveryHub {
       const created: DeliveryRecord[] = []
       const nowMs = this.clock.nowMs()
       let last: Promise<boolean> | null = null
-      // One event turn: the records and the removal of their rows commit together.
       for (const { key, value } of rows) {
         const row = value as OutboxRow
         for (const webhook of this.registry.webhooksOf(row.account)) {
@@ -123,10 +169,13 @@ export class DeliveryHub {
           last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
           created.push(record)
         }
-        last = this.store.outbox.remove(key as number)
       }
+      // Records on disk, then in the queue, and only then the rows go: a crash in between relays a
+      // row again, to the same record ids (the stream's duplicate window, or the same db keys).
       if (last !== null) await this.store.durable(last)
-      for (const record of created) this.enqueue(record)
+      await this.queue.publish(created)
+      for (const { key } of rows) last = this.store.outbox.remove(key as number)
+      await this.store.durable(last!)
     }
   }
 
@@ -147,19 +196,19 @@ export class DeliveryHub {
       sender: this.sender,
       clock: this.clock,
       scheduler: systemScheduler,
-      onDelivered: (items, attempt) => this.update(webhook, items, 'delivered', [attempt], 0),
+      onDelivered: (items, attempt) => this.settle(webhook, items, 'delivered', [attempt], 0),
       onRetry: (items, delayMs, attempt, next: NextAttempt) => {
-        const dueMs = this.clock.nowMs() + delayMs
-        this.update(webhook, items, 'failed', [attempt], dueMs, next.attempt)
-        this.workers.get(slot(webhook.account, webhook.id))?.enqueue(items, next.attempt, next.history, dueMs)
+        this.settle(webhook, items, 'retry', [attempt], delayMs, next.attempt)
       },
-      onDead: (items, attempts) => this.update(webhook, items, 'dead', attempts, 0, undefined, true),
+      onDead: (items, attempts) => this.settle(webhook, items, 'dead', attempts, 0, undefined, true),
       onError: logFailure,
     })
   }
 
-  private update (webhook: CompiledWebhook, items: DeliveryItem[], status: DeliveryStatus, attempts: AttemptRecord[], dueMs: number, nextAttempt?: number, replaceAttempts = false): void {
+  /** Write an attempt's outcome into each record, then tell the queue. */
+  private settle (webhook: CompiledWebhook, items: DeliveryItem[], outcome: 'delivered' | 'retry' | 'dead', attempts: AttemptRecord[], delayMs: number, nextAttempt?: number, replaceAttempts = false): void {
     const nowMs = this.clock.nowMs()
+    const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
     for (const item of items) {
       const key = [webhook.account, webhook.id, seqOf(item.id)]
       const record = this.store.deliveries.get(key) as DeliveryRecord | undefined
@@ -169,10 +218,11 @@ export class DeliveryHub {
         status,
         attempts: replaceAttempts ? attempts : [...record.attempts, ...attempts],
         attempt: nextAttempt ?? record.attempt + 1,
-        dueMs,
+        dueMs: outcome === 'retry' ? nowMs + delayMs : 0,
         updatedAtMs: nowMs,
       }
       this.store.deliveries.put(key, next).catch(logFailure)
+      this.queue.settle(next, outcome, delayMs)
     }
   }
 
@@ -232,11 +282,11 @@ export class DeliveryHub {
       }
     }
     let last: Promise<boolean> | null = null
-    const requeued = chosen.map(record => ({ ...record, status: 'pending' as const, attempt: 1, dueMs: 0, updatedAtMs: nowMs }))
+    const requeued = chosen.map(record => ({ ...record, status: 'pending' as const, attempt: 1, dueMs: 0, updatedAtMs: nowMs, replayedAtMs: nowMs }))
     for (const record of requeued) last = this.store.deliveries.put([account, webhookId, record.seq], record)
     if (last !== null) await this.store.durable(last)
-    for (const record of requeued) this.enqueue({ ...record, attempts: [] })
     void webhook
+    await this.queue.publish(requeued.map(record => ({ ...record, attempts: [] })))
     return requeued.length
   }
 
@@ -244,9 +294,10 @@ export class DeliveryHub {
     this.stopped = true
     this.store.onOutboxAppend = null
     await this.settled()
-    // Unsent items stay pending on disk: the next start resumes them.
+    // Unsent items stay pending on disk (or unacknowledged in the stream): the next start resumes them.
     await Promise.all([...this.workers.values()].map(worker => worker.stop()))
     this.workers.clear()
+    await this.queue.stop()
     await this.sender.close()
   }
 }
@@ -296,6 +347,7 @@ function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs
     dueMs: 0,
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
+    replayedAtMs: null,
   }
 }
 

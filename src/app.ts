@@ -45,7 +45,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   maintenance.start()
   registry.allowPrivateWebhooks = config.webhookAllowPrivate
   const deliveries = new DeliveryHub({ store, registry, clock, allowPrivate: config.webhookAllowPrivate })
-  deliveries.start()
+  await deliveries.start()
 
   const server = new HttpServer({
     host: config.host,
