@@ -112,7 +112,16 @@ export class DeliveryHub {
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
   private readonly workers = new Map<string, DeliveryWorker>()
+  /**
+   * Records between their first attempt and their final outcome, as last settled: an outcome must not
+   * be applied to a copy read from the db before the previous outcome's write committed.
+   */
+  private readonly live = new Map<string, DeliveryRecord>()
   private relaying: Promise<void> | null = null
+  /** Requests waiting for the first attempt of their sync deliveries. */
+  private readonly syncWaits = new Set<SyncWait>()
+  /** The highest outbox seq the relay has handed to the queue. */
+  private relayedThrough = 0
   private again = false
   private stopped = false
 
@@ -176,7 +185,52 @@ export class DeliveryHub {
       await this.queue.publish(created)
       for (const { key } of rows) last = this.store.outbox.remove(key as number)
       await this.store.durable(last!)
+      this.relayedThrough = rows[rows.length - 1]!.key as number
+      if (this.syncWaits.size > 0) this.noteRelayed(created)
     }
+  }
+
+  /**
+   * Wait (at most timeoutMs) until the sync deliveries of the account's outbox rows in (fromSeq, toSeq]
+   * had their first attempt: how a request makes its sync webhook calls while it is handled. A failed
+   * or slow call does not fail the request; the delivery goes on as an async retry.
+   */
+  awaitSync (account: string, fromSeq: number, toSeq: number, timeoutMs: number): Promise<void> {
+    if (toSeq <= fromSeq) return Promise.resolve()
+    return new Promise(resolve => {
+      const wait: SyncWait = { account, fromSeq, toSeq, pending: new Set(), resolve: () => {} }
+      const timer = setTimeout(() => wait.resolve(), timeoutMs)
+      wait.resolve = () => {
+        clearTimeout(timer)
+        this.syncWaits.delete(wait)
+        resolve()
+      }
+      // The relay may have passed these rows already: their records not yet attempted count too.
+      for (const webhook of this.registry.webhooksOf(account)) {
+        if (webhook.mode !== 'sync') continue
+        for (const { value } of this.store.deliveries.getRange({ start: [account, webhook.id, fromSeq + 1], end: [account, webhook.id, toSeq + 1] })) {
+          const record = value as DeliveryRecord
+          if (record.status === 'pending') wait.pending.add(record.id)
+        }
+      }
+      this.syncWaits.add(wait)
+      if (this.relayedThrough >= toSeq && wait.pending.size === 0) wait.resolve()
+      else this.relaySoon()
+    })
+  }
+
+  private noteRelayed (created: readonly DeliveryRecord[]): void {
+    for (const wait of this.syncWaits) {
+      for (const record of created) {
+        if (record.account === wait.account && record.seq > wait.fromSeq && record.seq <= wait.toSeq && this.isSync(record)) wait.pending.add(record.id)
+      }
+      if (this.relayedThrough >= wait.toSeq && wait.pending.size === 0) wait.resolve()
+    }
+  }
+
+  private isSync (record: DeliveryRecord): boolean {
+    for (const webhook of this.registry.webhooksOf(record.account)) if (webhook.id === record.webhookId) return webhook.mode === 'sync'
+    return false
   }
 
   private enqueue (record: DeliveryRecord): void {
@@ -211,7 +265,7 @@ export class DeliveryHub {
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
     for (const item of items) {
       const key = [webhook.account, webhook.id, seqOf(item.id)]
-      const record = this.store.deliveries.get(key) as DeliveryRecord | undefined
+      const record = this.live.get(item.id) ?? this.store.deliveries.get(key) as DeliveryRecord | undefined
       if (record === undefined) continue
       const next: DeliveryRecord = {
         ...record,
@@ -222,7 +276,12 @@ export class DeliveryHub {
         updatedAtMs: nowMs,
       }
       this.store.deliveries.put(key, next).catch(logFailure)
+      if (outcome === 'retry') this.live.set(next.id, next)
+      else this.live.delete(next.id)
       this.queue.settle(next, outcome, delayMs)
+      for (const wait of this.syncWaits) {
+        if (wait.pending.delete(next.id) && wait.pending.size === 0 && this.relayedThrough >= wait.toSeq) wait.resolve()
+      }
     }
   }
 
@@ -300,6 +359,15 @@ export class DeliveryHub {
     await this.queue.stop()
     await this.sender.close()
   }
+}
+
+interface SyncWait {
+  account: string
+  fromSeq: number
+  toSeq: number
+  /** Sync delivery ids of the range whose first attempt has not ended yet. */
+  pending: Set<string>
+  resolve: () => void
 }
 
 function slot (account: string, webhookId: string): string {

@@ -54,7 +54,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     inflightMax: config.inflightMax,
     routes: [
       { method: 'get', pattern: '/healthz', body: false, handler: () => ({ status: 200, body: { status: 'ok' } }) },
-      ...publicRoutes({ registry, runtime, clock, visitors, profiles }),
+      ...publicRoutes({
+        registry, runtime, clock, visitors, profiles,
+        outboxMark: () => store.lastOutboxSeq,
+        afterWrite: (account, fromSeq) => {
+          const timeoutMs = registry.syncTimeoutMs(account)
+          return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
+        },
+      }),
       ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
     ],
     onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),

@@ -19,6 +19,12 @@ export interface PublicDeps {
   clock: Clock
   visitors: VisitorKind
   profiles: ProfileKind
+  /**
+   * After a durable write: the outbox position it started from; returns a promise when the account has
+   * sync webhooks to call before the answer (bounded by their timeouts), else null.
+   */
+  outboxMark: () => number
+  afterWrite: (account: string, fromSeq: number) => Promise<void> | null
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -31,7 +37,7 @@ const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -84,7 +90,10 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
     if (custom > S.LIMITS.customFieldsMax) {
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
+    const mark = outboxMark()
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs: clock.nowMs() })
+    const sync = afterWrite(event.account, mark)
+    if (sync !== null) await sync
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
   }
 
@@ -100,7 +109,9 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
     requireAccount(account)
     const record = authenticate(account, token, 'write')
     checkAttributes(record, Object.keys(attributes), '/attributes')
+    const mark = outboxMark()
     await runtime.send(kind as VisitorKind, account, id, { type: 'attributes', attributes })
+    await afterWrite(account, mark)
   }
 
   async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[]> {
@@ -111,7 +122,10 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles }: 
       .filter(([name]) => computed.has(name!))
       .map(([name, field]) => errorItem('segment_computed', field, `"${name}" is computed from its rule; it cannot be assigned or removed by hand.`))
     if (refused.length > 0) throw ApiError.of(refused)
-    return await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
+    const mark = outboxMark()
+    const segments = await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
+    await afterWrite(account, mark)
+    return segments
   }
 
   const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })

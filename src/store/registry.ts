@@ -59,6 +59,8 @@ interface AccountWebhooks {
   compiled: Map<string, CompiledWebhook>
   /** Event types some enabled event webhook selects: the hot path writes an outbox row only for those. */
   wantedEvents: Set<string>
+  /** The longest timeoutMs of the enabled sync webhooks (0: none): how long a request may wait for them. */
+  syncTimeoutMs: number
 }
 
 interface LiveToken {
@@ -293,6 +295,11 @@ export class Registry {
 
   // Webhooks
 
+  /** How long a request of this account may wait for its sync webhooks (0: it has none). */
+  syncTimeoutMs (account: string): number {
+    return this.webhooks.get(account)?.syncTimeoutMs ?? 0
+  }
+
   /** Whether an enabled event webhook of the account selects this event type. */
   wantsEvent (account: string, type: string): boolean {
     return this.webhooks.get(account)?.wantedEvents.has(type) === true
@@ -354,15 +361,18 @@ export class Registry {
 
   private indexWebhooks (entry: AccountWebhooks): void {
     entry.wantedEvents = new Set()
+    entry.syncTimeoutMs = 0
     for (const webhook of entry.compiled.values()) {
-      if (webhook.enabled && webhook.trigger.kind === 'event') for (const type of webhook.trigger.events) entry.wantedEvents.add(type)
+      if (!webhook.enabled) continue
+      if (webhook.trigger.kind === 'event') for (const type of webhook.trigger.events) entry.wantedEvents.add(type)
+      if (webhook.mode === 'sync') entry.syncTimeoutMs = Math.max(entry.syncTimeoutMs, webhook.timeoutMs)
     }
   }
 
   private webhookEntry (account: string): AccountWebhooks {
     let entry = this.webhooks.get(account)
     if (entry === undefined) {
-      entry = { compiled: new Map(), wantedEvents: new Set() }
+      entry = { compiled: new Map(), wantedEvents: new Set(), syncTimeoutMs: 0 }
       this.webhooks.set(account, entry)
     }
     return entry

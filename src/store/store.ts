@@ -64,6 +64,12 @@ export class Store {
    * Append an outbox row; issued in the same event turn as the state change that caused it, it is
    * committed in the same transaction. Returns the row's id (its sequence number, as a string).
    */
+  /** The sequence number of the last outbox row appended (0 when none yet). */
+  get lastOutboxSeq (): number { return this.outboxSeq }
+
+  /** A fresh sequence number from the outbox's counter (for delivery records not born from a row). */
+  allocateSeq (): number { return ++this.outboxSeq }
+
   appendOutbox (row: Record<string, unknown>): string {
     const seq = ++this.outboxSeq
     // Its failure is the transaction's, reported through the state write it travels with.

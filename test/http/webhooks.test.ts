@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { Webhook } from 'standardwebhooks'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
-import { startReceiver, type Receiver, type Responder } from '../webhooks/helpers.js'
+import { startProxy, startReceiver, type Receiver, type Responder } from '../webhooks/helpers.js'
 
 const SECRET = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')
 
@@ -120,12 +120,88 @@ describe('webhooks, embedded transport', () => {
     expect(receiver.requests[1]!.headers['webhook-id']).to.equal(receiver.requests[0]!.headers['webhook-id'])
   })
 
+  for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+    it(`delivers with ${method}${method === 'PUT' ? ' (body)' : ' (payload in the query)'}`, async () => {
+      await start()
+      await putWebhook('m', webhook({ request: { method, payload: '{"order": {{event.orderId}}, "who": {{visitorId}}}' } }))
+      const v = visitorId()
+      await purchase(v, 'o&1=2')
+      await until('one delivery', () => receiver.requests.length === 1)
+      const [request] = receiver.requests
+      expect(request!.method).to.equal(method)
+      if (method === 'PUT') expect(JSON.parse(request!.body)).to.deep.equal({ order: 'o&1=2', who: v })
+      else expect(Object.fromEntries(new URL(request!.url, 'http://x').searchParams)).to.deep.equal({ order: 'o&1=2', who: v })
+    })
+  }
+
+  it('makes a sync call while the triggering request is handled', async () => {
+    await start()
+    await putWebhook('now', webhook({ delivery: { mode: 'sync', timeoutMs: 2000 } }))
+    const res = await purchase(visitorId(), 'o-1')
+    expect(res.status).to.equal(200)
+    expect(receiver.requests).to.have.length(1)
+  })
+
+  it('answers the triggering request within timeoutMs when a sync receiver hangs, and retries it async', async () => {
+    let hang = true
+    await start(() => hang ? 'hang' : { status: 200 })
+    await putWebhook('slow', webhook({ delivery: { mode: 'sync', timeoutMs: 300 } }))
+    const started = Date.now()
+    const res = await purchase(visitorId(), 'o-1')
+    expect(res.status).to.equal(200)
+    expect(Date.now() - started).to.be.below(1500)
+    hang = false
+    // The retry waits for its backoff on Beacon's clock (this test's manual one): move it along.
+    const ticker = setInterval(() => beacon.clock.advance(2_000), 50)
+    const delivered = await pollDeliveries('slow', 'delivered', 1).finally(() => clearInterval(ticker))
+    expect(delivered[0].attempts.length).to.equal(2)
+    receiver.release({ status: 200 })
+  })
+
+  it('goes through the configured HTTP proxy', async () => {
+    await start()
+    const proxy = await startProxy()
+    try {
+      await putWebhook('proxied', webhook({ delivery: { proxy: proxy.url } }))
+      await purchase(visitorId(), 'o-1')
+      await until('one delivery', () => receiver.requests.length === 1)
+      expect(proxy.seen.length).to.be.at.least(1)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('refuses an invalid webhook with 400 and the path of each problem, and answers 404 for an unknown one', async () => {
     await start()
     const res = await putWebhook('bad', { name: '', enabled: true, trigger: { kind: 'event', events: [] }, request: { method: 'PATCH', url: 'ftp://x' }, delivery: { mode: 'async', timeoutMs: 1, batchSize: 0 } })
     expect(res.status).to.equal(400)
     expect(res.body.errors.length).to.be.at.least(3)
     expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/nope`)).status).to.equal(404)
+  })
+})
+
+describe('webhooks with the real clock', () => {
+  it('holds a delivery until occurredAt + delayMs', async () => {
+    const receiver = await startReceiver()
+    const beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    try {
+      const tenant = await createTenant(beacon.url)
+      await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/later`, {
+        name: 'later', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/in` },
+        delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, delayMs: 700 },
+      })
+      const sentMs = Date.now()
+      await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: 'o-1' })
+      await new Promise(resolve => setTimeout(resolve, 300))
+      expect(receiver.requests).to.have.length(0)
+      await until('the delayed delivery', () => receiver.requests.length === 1)
+      expect(Date.now() - sentMs).to.be.at.least(700)
+    } finally {
+      await beacon.kill()
+      await receiver.close()
+      removeDir(beacon.dataDir)
+    }
   })
 })
 
