@@ -10,7 +10,7 @@ import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
-  DeliveryWorker, Sender, systemScheduler,
+  DeliveryWorker, Sender, nextRunMs, systemScheduler,
   type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt,
 } from '../src/webhooks/index.js'
 
@@ -38,6 +38,10 @@ export interface DeliveryRecord {
 /** Outbox rows relayed per pass, and records listed per page at most. */
 export const RELAY_BATCH_MAX = 500
 export const LIST_PAGE_MAX = 500
+/** Schedule runs create their records in pages of this many members. */
+export const SCHEDULE_PAGE_MAX = 1000
+/** How often due schedules are looked for. */
+export const SCHEDULE_TICK_MS = 1000
 
 interface OutboxRow {
   id: string
@@ -122,6 +126,10 @@ export class DeliveryHub {
   private readonly syncWaits = new Set<SyncWait>()
   /** The highest outbox seq the relay has handed to the queue. */
   private relayedThrough = 0
+  /** Per schedule webhook, the time of its next run (before its delay). */
+  private readonly nextRuns = new Map<string, number>()
+  private scheduling: Promise<number> | null = null
+  private scheduleTimer: NodeJS.Timeout | null = null
   private again = false
   private stopped = false
 
@@ -140,6 +148,70 @@ export class DeliveryHub {
     await this.queue.start(record => this.enqueue(record))
     this.store.onOutboxAppend = () => this.relaySoon()
     this.relaySoon()
+    this.scheduleTimer = setInterval(() => { this.runSchedules().catch(logFailure) }, SCHEDULE_TICK_MS)
+    this.scheduleTimer.unref()
+  }
+
+  /**
+   * Run every schedule webhook whose time (plus its delayMs) has come: a full sync of its segments'
+   * members, one delivery per member (the worker batches them by batchSize), or, without segments,
+   * one call carrying the account and the time. Resolves with the number of runs made.
+   */
+  runSchedules (): Promise<number> {
+    this.scheduling ??= this.scheduleOnce().finally(() => { this.scheduling = null })
+    return this.scheduling
+  }
+
+  private async scheduleOnce (): Promise<number> {
+    const nowMs = this.clock.nowMs()
+    let runs = 0
+    for (const webhook of this.registry.allWebhooks()) {
+      const trigger = webhook.trigger
+      if (trigger.kind !== 'schedule' || !webhook.enabled || this.stopped) continue
+      const key = slot(webhook.account, webhook.id)
+      let dueMs = this.nextRuns.get(key)
+      if (dueMs === undefined) {
+        // After a restart, the run after the last one made; a new schedule counts from now.
+        const last = this.store.config.get([webhook.account, 'schedule-run', webhook.id]) as { lastRunMs: number } | undefined
+        dueMs = nextRunMs(trigger.schedule, last?.lastRunMs ?? nowMs) ?? Number.MAX_SAFE_INTEGER
+        this.nextRuns.set(key, dueMs)
+      }
+      if (nowMs < dueMs + webhook.delayMs) continue
+      await this.runSchedule(webhook, trigger.segments, dueMs)
+      await this.store.save(this.store.config, [webhook.account, 'schedule-run', webhook.id], { lastRunMs: dueMs })
+      // Runs missed while down are not repeated one by one: a full sync supersedes them.
+      this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
+      runs++
+    }
+    return runs
+  }
+
+  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number): Promise<void> {
+    const contexts: DeliveryContext[] = []
+    const flush = async (): Promise<void> => {
+      if (contexts.length === 0) return
+      const nowMs = this.clock.nowMs()
+      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs))
+      let last: Promise<boolean> | null = null
+      for (const record of records) last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
+      await this.store.durable(last!)
+      await this.queue.publish(records)
+    }
+    if (segments.length === 0) {
+      contexts.push({ account: webhook.account, event: 'schedule' })
+    }
+    for (const segment of segments) {
+      for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {
+        const [account, seg, kind, id] = key as [string, string, string, string]
+        if (account !== webhook.account || seg !== segment) break
+        const context: DeliveryContext = { account, audience: segment, event: 'schedule' }
+        if (kind === 'visitor') context.visitorId = id
+        else context.profileId = id
+        contexts.push(context)
+        if (contexts.length === SCHEDULE_PAGE_MAX) await flush()
+      }
+    }
+    await flush()
   }
 
   /** Relay once the writes that appended rows are committed (the relay reads committed rows only). */
@@ -287,6 +359,7 @@ export class DeliveryHub {
 
   private async swap (account: string, id: string, webhook: CompiledWebhook | null): Promise<void> {
     const key = slot(account, id)
+    this.nextRuns.delete(key)
     const old = this.workers.get(key)
     this.workers.delete(key)
     if (webhook !== null) this.workers.set(key, this.worker(webhook))
@@ -351,6 +424,8 @@ export class DeliveryHub {
 
   async stop (): Promise<void> {
     this.stopped = true
+    if (this.scheduleTimer !== null) clearInterval(this.scheduleTimer)
+    await this.scheduling
     this.store.onOutboxAppend = null
     await this.settled()
     // Unsent items stay pending on disk (or unacknowledged in the stream): the next start resumes them.
@@ -416,6 +491,15 @@ function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     replayedAtMs: null,
+  }
+}
+
+function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number): DeliveryRecord {
+  const id = `${seq}.${webhook.id}`
+  return {
+    id, account: webhook.account, webhookId: webhook.id, seq, status: 'pending',
+    item: { id, occurredAtMs: runMs, context },
+    attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null,
   }
 }
 

@@ -21,6 +21,8 @@ export interface EntityState {
   segmentsVersion: number
   /** When the entity's windows next expire (its key in the expiries index), or 0. */
   expiresAtMs: number
+  /** The segments this entity is filed under in the members index (what schedules page through). */
+  indexed: string[]
 }
 
 /** Attributes and segments per entity are bounded so one key can never grow without limit. */
@@ -133,6 +135,31 @@ export function evaluateInto (ref: EntityRef, state: EntityState, set: SegmentSe
     if (next !== 0) ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null).catch(noop)
     state.expiresAtMs = next
   }
+}
+
+/**
+ * Keep the members index ([account, segment, kind, id]) in step with the entity's segments, in the
+ * event turn of the state write. Self-correcting: it diffs against what it filed last time.
+ */
+export function indexMembership (ref: EntityRef, state: EntityState, all: readonly string[]): void {
+  const before = state.indexed
+  if (before.length === 0 && all.length === 0) return
+  const now = new Set(all)
+  let changed = before.length !== now.size
+  for (const segment of before) {
+    if (!now.has(segment)) {
+      ref.store.members.remove([ref.account, segment, ref.kind, ref.id]).catch(noop)
+      changed = true
+    }
+  }
+  const had = new Set(before)
+  for (const segment of now) {
+    if (!had.has(segment)) {
+      ref.store.members.put([ref.account, segment, ref.kind, ref.id], null).catch(noop)
+      changed = true
+    }
+  }
+  if (changed) state.indexed = [...now]
 }
 
 /** Whether an enabled event webhook of the account selects this event type. */

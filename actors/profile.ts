@@ -11,7 +11,7 @@ import type { VisitorMetrics } from '../src/matching/index.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
@@ -56,7 +56,7 @@ export type ProfileMessage =
 export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
 
 export function emptyProfile (): ProfileState {
-  return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, visitors: [], devices: {}, moves: [] }
+  return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, indexed: [], visitors: [], devices: {}, moves: [] }
 }
 
 export interface ProfileDeps {
@@ -93,6 +93,7 @@ export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps
     } else {
       state.segmentsVersion = set.version
     }
+    indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, state, allSegments(state, deviceSegments(state)))
     actor.track(store.durable(db.put([actor.account, actor.id], state)))
   }
 
@@ -150,6 +151,7 @@ export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps
           // Never seen: nothing to erase (the caller answers 404).
           if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
           if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]).catch(noop)
+          indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, state, [])
           const visitors = state.visitors
           actor.state = emptyProfile()
           actor.track(store.durable(db.remove([actor.account, actor.id])))

@@ -8,7 +8,7 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
@@ -111,6 +111,7 @@ export function emptyVisitor (): VisitorState {
     computed: [],
     segmentsVersion: 0,
     expiresAtMs: 0,
+    indexed: [],
   }
 }
 
@@ -146,6 +147,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     } else {
       state.segmentsVersion = set.version
     }
+    indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, allSegments(state))
   }
 
   function persist (actor: Actor<VisitorState>): void {
@@ -268,6 +270,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           return structuredClone(state)
         case 'erase': {
           if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]).catch(noop)
+          indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, [])
           actor.state = emptyVisitor()
           actor.track(store.durable(db.remove([actor.account, actor.id])))
           return undefined

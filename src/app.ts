@@ -23,6 +23,8 @@ export interface Beacon {
   deliveries: DeliveryHub
   /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
   sweepSegments (): Promise<number>
+  /** Run the schedule webhooks that are due (the periodic tick, on demand: tests). */
+  runSchedules (): Promise<number>
   stop (): Promise<void>
 }
 
@@ -74,6 +76,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     store,
     deliveries,
     sweepSegments: () => maintenance.sweep(),
+    runSchedules: () => deliveries.runSchedules(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()

@@ -30,6 +30,8 @@ export class Store {
   readonly outbox: Database
   /** When an entity's segment windows next expire: key [dueMs, account, kind, id], value null. */
   readonly expiries: Database
+  /** Who is in which segment: key [account, segment, 'visitor' | 'profile', id], value null. */
+  readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
   /** Told after every outbox append (the relay wakes up). */
@@ -54,6 +56,7 @@ export class Store {
     this.outbox = this.root.openDB('outbox', {})
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', {})
+    this.members = this.root.openDB('members', {})
     this.durability = durability
     let last = 0
     for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = key as number

@@ -171,6 +171,47 @@ describe('webhooks, embedded transport', () => {
     }
   })
 
+  it('runs a schedule at each time: a full sync of the segment\'s members, in batches', async () => {
+    await start()
+    await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/vip`, {})
+    const members = [visitorId(), visitorId(), visitorId()]
+    for (const v of members) await post(beacon.url, '/visitors/segments', { account: tenant.account, visitorId: v, token: tenant.token, assignees: ['vip'] })
+    await post(beacon.url, '/profiles/segments', { account: tenant.account, profileId: 'ana', token: tenant.token, assignees: ['vip'] })
+    await post(beacon.url, '/visitors/segments', { account: tenant.account, visitorId: members[2], token: tenant.token, removes: ['vip'] })
+    await putWebhook('hourly', webhook({
+      trigger: { kind: 'schedule', every: '1h', segments: ['vip'] },
+      request: { payload: '{"segment": {{audience}}, "who": "{{visitorId}}{{profileId}}"}' },
+      delivery: { batchSize: 50, delayMs: 600_000 },
+    }))
+    // Just past an hour boundary, so the next run is an hour away.
+    beacon.clock.advance(3_600_000 - (beacon.clock.nowMs() % 3_600_000) + 1000)
+    expect(await beacon.beacon.runSchedules()).to.equal(0)
+    beacon.clock.advance(3_600_000)
+    expect(await beacon.beacon.runSchedules()).to.equal(0) // the hour came, its 10 minutes of delay not yet
+    beacon.clock.advance(600_000)
+    expect(await beacon.beacon.runSchedules()).to.equal(1)
+    await until('the sync', () => receiver.requests.length === 1)
+    const body = JSON.parse(receiver.requests[0]!.body) as { segment: string, who: string }[]
+    expect(body.map(x => x.who).sort()).to.deep.equal([members[0], members[1], 'ana'].sort())
+    expect(body.every(x => x.segment === 'vip')).to.equal(true)
+    expect(await beacon.beacon.runSchedules()).to.equal(0)
+  })
+
+  it('runs a cron schedule without segments as a single call with the account and the time', async () => {
+    await start()
+    await putWebhook('cron', webhook({
+      trigger: { kind: 'schedule', cron: '0 * * * *' },
+      request: { payload: '{"account": {{account}}, "at": {{occurredAt}}}' },
+    }))
+    await beacon.beacon.runSchedules()
+    beacon.clock.advance(3_600_000)
+    expect(await beacon.beacon.runSchedules()).to.equal(1)
+    await until('the call', () => receiver.requests.length === 1)
+    const body = JSON.parse(receiver.requests[0]!.body) as { account: string, at: string }
+    expect(body.account).to.equal(tenant.account)
+    expect(new Date(body.at).getUTCMinutes()).to.equal(0)
+  })
+
   it('refuses an invalid webhook with 400 and the path of each problem, and answers 404 for an unknown one', async () => {
     await start()
     const res = await putWebhook('bad', { name: '', enabled: true, trigger: { kind: 'event', events: [] }, request: { method: 'PATCH', url: 'ftp://x' }, delivery: { mode: 'async', timeoutMs: 1, batchSize: 0 } })
