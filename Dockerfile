@@ -17,11 +17,16 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-RUN mkdir -p /data && chown node:node /data
+# `beacon` on the PATH: docker exec <container> beacon admin-key, beacon backup --out /data/backup-1, …
+RUN mkdir -p /data && chown node:node /data && ln -s /app/dist/src/cli.js /usr/local/bin/beacon
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
 # node is PID 1's child-free process here: it receives SIGTERM directly and shuts down gracefully
 # (stop accepting, finish in-flight writes, flush and close LMDB).
 STOPSIGNAL SIGTERM
+# Ready: LMDB open, NATS connected when configured, not draining (GET /readyz). The slim image has no
+# curl: node's fetch does it.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.BEACON_PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/src/main.js"]

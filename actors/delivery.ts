@@ -60,9 +60,16 @@ interface OutboxRow {
  * Where delivery records wait between the relay and the delivery workers: in-process (embedded, the
  * deliveries db is the queue) or a JetStream stream shared by every node.
  */
+/**
+ * What feeding a record to the local workers answers: 'taken' (a worker has it), 'busy' (its worker
+ * is full: hand it out again later) or 'gone' (no such webhook here).
+ */
+export type FeedAnswer = 'taken' | 'busy' | 'gone'
+export type Feed = (record: DeliveryRecord) => FeedAnswer
+
 export interface DeliveryQueue {
   /** Start handing records to `feed` (the local workers): those waiting from before, then new ones. */
-  start (feed: (record: DeliveryRecord) => void): Promise<void>
+  start (feed: Feed): Promise<void>
   /** Durably take new records; the relay removes their outbox rows once this resolves. */
   publish (records: readonly DeliveryRecord[]): Promise<void>
   /** An attempt of a record fed earlier ended: let it go, or keep it for another attempt after delayMs. */
@@ -73,13 +80,14 @@ export interface DeliveryQueue {
 /** Embedded: the deliveries db holds what waits; retries wait in the worker until they are due. */
 export class EmbeddedQueue implements DeliveryQueue {
   private readonly store: Store
-  private feed: ((record: DeliveryRecord) => void) | null = null
+  private feed: Feed | null = null
 
   constructor (store: Store) {
     this.store = store
   }
 
-  async start (feed: (record: DeliveryRecord) => void): Promise<void> {
+  // A record left 'busy' or 'gone' stays pending on disk: the next start or a replay picks it up.
+  async start (feed: Feed): Promise<void> {
     this.feed = feed
     for (const { value } of this.store.deliveries.getRange()) {
       const record = value as DeliveryRecord
@@ -107,6 +115,8 @@ export interface DeliveryHubOptions {
   allowPrivate: boolean
   /** Defaults to the embedded queue. */
   queue?: DeliveryQueue
+  /** Told each attempt's outcome and latency (metrics). */
+  onAttempt?: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
 }
 
 export class DeliveryHub {
@@ -115,6 +125,7 @@ export class DeliveryHub {
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
+  private readonly onAttempt: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
   private readonly workers = new Map<string, DeliveryWorker>()
   /**
    * Records between their first attempt and their final outcome, as last settled: an outcome must not
@@ -133,12 +144,13 @@ export class DeliveryHub {
   private again = false
   private stopped = false
 
-  constructor ({ store, registry, clock, allowPrivate, queue }: DeliveryHubOptions) {
+  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null }: DeliveryHubOptions) {
     this.store = store
     this.registry = registry
     this.clock = clock
     this.sender = new Sender({ allowPrivate, clock })
     this.queue = queue ?? new EmbeddedQueue(store)
+    this.onAttempt = onAttempt
   }
 
   /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
@@ -305,15 +317,18 @@ export class DeliveryHub {
     return false
   }
 
-  private enqueue (record: DeliveryRecord): void {
+  private enqueue (record: DeliveryRecord): FeedAnswer {
     const worker = this.workers.get(slot(record.account, record.webhookId))
-    if (worker === undefined) return // webhook deleted: the record stays as it is, visible and replayable
+    if (worker === undefined) return 'gone' // webhook deleted: the record stays as it is, visible and replayable
     try {
       worker.enqueue([record.item], record.attempt, record.attempts, record.dueMs)
     } catch (error) {
-      // Queue full: the record stays pending on disk and is picked up again at the next start or replay.
       log.warn({ err: error, webhook: record.webhookId }, 'delivery queue full; record left pending')
+      return 'busy'
     }
+    // Settled from here even on a node whose store never held it (a record another node published).
+    if (!this.live.has(record.id)) this.live.set(record.id, record)
+    return 'taken'
   }
 
   private worker (webhook: CompiledWebhook): DeliveryWorker {
@@ -335,6 +350,7 @@ export class DeliveryHub {
   private settle (webhook: CompiledWebhook, items: DeliveryItem[], outcome: 'delivered' | 'retry' | 'dead', attempts: AttemptRecord[], delayMs: number, nextAttempt?: number, replaceAttempts = false): void {
     const nowMs = this.clock.nowMs()
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
+    if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0)
     for (const item of items) {
       const key = [webhook.account, webhook.id, seqOf(item.id)]
       const record = this.live.get(item.id) ?? this.store.deliveries.get(key) as DeliveryRecord | undefined

@@ -81,6 +81,8 @@ export class ActorRuntime {
   private sweeper: NodeJS.Timeout | null = null
   activations = 0
   passivations = 0
+  /** Messages waiting in all mailboxes (not counting the one each actor is running). */
+  mailboxDepth = 0
 
   constructor (options: RuntimeOptions) {
     this.options = options
@@ -97,6 +99,7 @@ export class ActorRuntime {
       if (actor.mailbox.length >= this.options.mailboxMax) {
         return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`))
       }
+      this.mailboxDepth++
       return new Promise<R>((resolve, reject) => { actor.mailbox.push({ message, resolve, reject }) })
     }
     return new Promise<R>((resolve, reject) => { this.run(actor, { message, resolve, reject }) })
@@ -150,10 +153,12 @@ export class ActorRuntime {
   private next (actor: Actor<any>): void {
     const envelope = actor.mailbox.shift()
     if (envelope === undefined) return
+    this.mailboxDepth--
     if (actor.broken) {
       // Memory may be ahead of disk: hand the rest to a fresh activation that reloads from LMDB.
       const fresh = this.activate(actor.kind, actor.account, actor.id)
       fresh.mailbox.push(envelope, ...actor.mailbox.splice(0))
+      this.mailboxDepth++
       this.next(fresh)
       return
     }

@@ -95,6 +95,17 @@ const SCENARIOS: Scenario[] = [
     path: '/campaigns/query',
     minRatio: RATIO_TARGET,
     maxP99Ms: P99_TARGET_MS,
+    // Metrics are on by default: counting must cost at most 5% of the same load with them off.
+    reference: '/campaigns/query pageView, metrics off',
+    minOfReference: 0.95,
+  },
+  {
+    name: '/campaigns/query pageView, metrics off',
+    server: 'beacon',
+    env: { BEACON_METRICS: 'false' },
+    setup: tenant,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
   },
   {
     name: '/visitors/attributes',

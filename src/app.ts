@@ -1,5 +1,6 @@
-// Beacon assembled: store → registry → actors → HTTP. `startBeacon` is what main.ts and the benchmarks
-// run; `stop` is the graceful shutdown (stop accepting, finish in-flight writes, close LMDB).
+// Beacon assembled: store → registry → actors → HTTP, webhooks through the embedded or the JetStream
+// queue. `startBeacon` is what main.ts and the benchmarks run; `stop` is the graceful shutdown (stop
+// accepting, answer in-flight requests, flush LMDB, relay what the outbox holds, close NATS).
 
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
@@ -15,6 +16,10 @@ import { log } from './log.js'
 import { SegmentMaintenance } from './segments/maintenance.js'
 import { DeliveryHub } from '../actors/delivery.js'
 import type { SegmentSet } from './segments/segment-set.js'
+import { JetStreamQueue } from './webhooks/jetstream-queue.js'
+import { Metrics } from './ops/metrics.js'
+import { opsRoutes } from './ops/ops-routes.js'
+import { requestObservers } from './ops/request-log.js'
 
 export interface Beacon {
   port: number
@@ -46,16 +51,28 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
   registry.allowPrivateWebhooks = config.webhookAllowPrivate
-  const deliveries = new DeliveryHub({ store, registry, clock, allowPrivate: config.webhookAllowPrivate })
+  const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
+  if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
+  const queue = config.natsUrl === null
+    ? null
+    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', onConnection: metrics?.setNatsConnected })
+  const deliveries = new DeliveryHub({
+    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, ...(queue === null ? {} : { queue }),
+  })
   await deliveries.start()
 
-  const server = new HttpServer({
+  const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     inflightMax: config.inflightMax,
     routes: [
-      { method: 'get', pattern: '/healthz', body: false, handler: () => ({ status: 200, body: { status: 'ok' } }) },
+      ...opsRoutes({
+        metrics,
+        lmdbOpen: () => store.isOpen,
+        draining: () => server.draining,
+        nats: queue === null ? null : { connected: () => queue.isConnected },
+      }),
       ...publicRoutes({
         registry, runtime, clock, visitors, profiles,
         outboxMark: () => store.lastOutboxSeq,
@@ -67,6 +84,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
     ],
     onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),
+    observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
   const port = await server.listen()
 

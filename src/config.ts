@@ -18,6 +18,12 @@ export interface Config {
   mapSizeBytes: number
   segmentSweepMs: number
   webhookAllowPrivate: boolean
+  /** BEACON_METRICS: whether requests and internals are counted for GET /metrics. */
+  metrics: boolean
+  /** BEACON_REQUEST_LOG_SAMPLE: the share of requests logged, 0 (none) to 1 (all). */
+  requestLogSample: number
+  /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
+  natsUrl: string | null
 }
 
 export class ConfigError extends Error {
@@ -50,6 +56,48 @@ function boolean (env: Env, name: string, fallback: boolean, problems: string[])
   return fallback
 }
 
+function fraction (env: Env, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < 0 || n > 1 || raw.trim() === '') {
+    problems.push(`${name}=${JSON.stringify(raw)}: expected a number from 0 to 1`)
+    return fallback
+  }
+  return n
+}
+
+export const NATS_PROTOCOLS = ['nats:', 'tls:'] as const
+
+/** One or more comma-separated nats:// or tls:// URLs (a cluster's seed servers). */
+function natsUrl (env: Env, name: string, problems: string[]): string | null {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return null
+  for (const part of raw.split(',')) {
+    const text = part.trim()
+    let url: URL | null = null
+    try {
+      url = new URL(text)
+    } catch {}
+    if (url === null || !(NATS_PROTOCOLS as readonly string[]).includes(url.protocol) || url.hostname === '') {
+      // The value may carry credentials (nats://user:password@host): never echo it.
+      problems.push(`${name}: expected nats://host:port or tls://host:port (several separated by commas); got ${describeUrl(text)}`)
+      return null
+    }
+  }
+  return raw.trim()
+}
+
+/** URLs as they may be shown: any user name and password replaced. */
+export function redactUrl (text: string): string {
+  return text.replace(/\/\/[^@/,]*@/g, '//[redacted]@')
+}
+
+function describeUrl (text: string): string {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*:)\/\//.exec(text)
+  return scheme === null ? 'no scheme://' : `scheme ${scheme[1]}`
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const problems: string[] = []
   const durabilityRaw = env.BEACON_DURABILITY || 'flushed'
@@ -74,6 +122,9 @@ export function loadConfig (env: Env = process.env): Config {
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
+    metrics: boolean(env, 'BEACON_METRICS', true, problems),
+    requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
+    natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

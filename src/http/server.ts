@@ -21,6 +21,8 @@ export interface Reply {
   status: number
   body: unknown
   headers?: Record<string, string>
+  /** A body that is already text (Prometheus metrics, a cached JSON document), written as is with this type. */
+  contentType?: string
 }
 
 export type Handler = (request: Request) => Reply | Promise<Reply>
@@ -35,6 +37,21 @@ export interface Route {
   handler: Handler
 }
 
+/**
+ * Told once per finished request: its status, how long it took from accept to answer, and the path
+ * parameters. 499: the client went away before the answer.
+ */
+export type RouteObserver = (status: number, durationMs: number, params: readonly string[]) => void
+
+/** What a route is to observers and to the route list: its method and uWS pattern. */
+export interface RouteInfo {
+  method: Route['method'] | 'any'
+  pattern: string
+}
+
+/** Paths no route matches (404) are observed as this pseudo-route. */
+export const UNMATCHED: RouteInfo = { method: 'any', pattern: '(unmatched)' }
+
 export interface ServerOptions {
   host: string
   port: number
@@ -42,6 +59,11 @@ export interface ServerOptions {
   inflightMax: number
   routes: Route[]
   onError: (error: unknown, request: Request | null) => void
+  /**
+   * Asked once per route at construction (and for UNMATCHED, and each pattern's 405) for the observer of
+   * its requests; null (or no `observe`) means that route pays nothing per request, not even a clock read.
+   */
+  observe?: ((route: RouteInfo) => RouteObserver | null) | null
 }
 
 const STATUS_LINES: Record<number, string> = {
@@ -69,9 +91,13 @@ class Exchange {
   readonly contentLength: string
   readonly authorization: string
   readonly query: string
-  constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number) {
+  readonly observer: RouteObserver | null
+  readonly startMs: number
+  constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number, observer: RouteObserver | null) {
     this.server = server
     this.res = res
+    this.observer = observer
+    this.startMs = observer === null ? 0 : performance.now()
     this.method = req.getMethod()
     this.url = req.getUrl()
     this.params = []
@@ -88,6 +114,7 @@ function onAbort (this: Exchange): void {
   // A client gone mid-body (or a connection uWS dropped for bad framing) must free its slot.
   if (!this.done) {
     this.done = true
+    if (this.observer !== null) this.observer(499, performance.now() - this.startMs, this.params)
     if (this.counted) this.server.settled()
   }
 }
@@ -98,6 +125,7 @@ export class HttpServer {
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
   private readonly discardBytesMax: number
   private listenSocket: uWS.us_listen_socket | null = null
+  private readonly routeList: readonly RouteInfo[]
   inflight = 0
   draining = false
   /** Called whenever inflight drops to zero while draining. */
@@ -107,25 +135,35 @@ export class HttpServer {
     this.options = options
     this.discardBytesMax = Math.max(1 << 20, 4 * options.maxBodyBytes)
     this.app = uWS.App()
+    this.routeList = options.routes.map(({ method, pattern }) => ({ method, pattern }))
+    const observe = options.observe ?? null
     const allowed = new Map<string, string[]>()
     for (const route of options.routes) {
       const paramCount = (route.pattern.match(/\/:/g) ?? []).length
-      this.app[route.method](route.pattern, (res, req) => this.accept(res, req, route, paramCount))
+      const observer = observe === null ? null : observe({ method: route.method, pattern: route.pattern })
+      this.app[route.method](route.pattern, (res, req) => this.accept(res, req, route, paramCount, observer))
       const methods = allowed.get(route.pattern) ?? []
       methods.push(route.method === 'del' ? 'DELETE' : route.method.toUpperCase())
       allowed.set(route.pattern, methods)
     }
     for (const [pattern, methods] of allowed) {
       const allow = methods.join(', ')
+      const observer = observe === null ? null : observe({ method: 'any', pattern })
       this.app.any(pattern, (res) => {
         res.onAborted(noop)
-        this.respond(res, { status: 405, body: errorBody(new ApiError('method_not_allowed', `This path accepts ${allow}.`)), headers: { Allow: allow } })
+        this.respond(res, { status: 405, body: errorBody(new ApiError('method_not_allowed', `This path accepts ${allow}.`)), headers: { Allow: allow } }, observer)
       })
     }
+    const unmatched = observe === null ? null : observe(UNMATCHED)
     this.app.any('/*', (res) => {
       res.onAborted(noop)
-      this.respond(res, { status: 404, body: errorBody(new ApiError('not_found')) })
+      this.respond(res, { status: 404, body: errorBody(new ApiError('not_found')) }, unmatched)
     })
+  }
+
+  /** Every route served, as method and uWS pattern (`:name` for a parameter), in registration order. */
+  routes (): readonly RouteInfo[] {
+    return this.routeList
   }
 
   listen (): Promise<number> {
@@ -149,8 +187,8 @@ export class HttpServer {
     return new Promise(resolve => { this.idleWaiters.push(resolve) })
   }
 
-  private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number): void {
-    const exchange = new Exchange(this, res, req, paramCount)
+  private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
+    const exchange = new Exchange(this, res, req, paramCount, observer)
     res.onAborted(onAbort.bind(exchange))
     if (this.draining) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
     if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
@@ -253,6 +291,7 @@ export class HttpServer {
     if (!exchange.aborted) {
       exchange.res.cork(() => this.write(exchange.res, reply, closeConnection))
     }
+    if (exchange.observer !== null) exchange.observer(reply.status, performance.now() - exchange.startMs, exchange.params)
     if (exchange.counted) this.settled()
   }
 
@@ -263,15 +302,18 @@ export class HttpServer {
     }
   }
 
-  private respond (res: uWS.HttpResponse, reply: Reply): void {
+  private respond (res: uWS.HttpResponse, reply: Reply, observer: RouteObserver | null): void {
+    const startMs = observer === null ? 0 : performance.now()
     res.cork(() => this.write(res, reply, false))
+    if (observer !== null) observer(reply.status, performance.now() - startMs, NO_PARAMS)
   }
 
   private write (res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
+    const text = reply.contentType !== undefined
     res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
-    res.writeHeader('Content-Type', 'application/json')
+    res.writeHeader('Content-Type', text ? reply.contentType! : 'application/json')
     if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
-    res.end(reply.status === 204 ? undefined : JSON.stringify(reply.body), closeConnection)
+    res.end(reply.status === 204 ? undefined : text ? reply.body as string : JSON.stringify(reply.body), closeConnection)
   }
 }
 
@@ -301,5 +343,7 @@ function decodeParam (raw: string): string {
     return raw
   }
 }
+
+const NO_PARAMS: readonly string[] = []
 
 function noop (): void {}

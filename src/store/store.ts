@@ -34,10 +34,15 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
+  /** The store's own bookkeeping: the sequence numbers reserved so far. */
+  readonly meta: Database
   /** Told after every outbox append (the relay wakes up). */
   onOutboxAppend: (() => void) | null = null
+  /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
+  onDurableMs: ((durationMs: number) => void) | null = null
   readonly durability: Durability
   private outboxSeq: number
+  private seqReserved: number
   private closed = false
 
   constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
@@ -57,24 +62,39 @@ export class Store {
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', {})
     this.members = this.root.openDB('members', {})
+    this.meta = this.root.openDB('meta', {})
     this.durability = durability
-    let last = 0
-    for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = key as number
+    // Sequence numbers name delivery records and JetStream message ids, so one must never be given
+    // twice, even once the outbox rows that carried it are gone: start past every reserved one.
+    let last = (this.meta.get(SEQ_RESERVED_KEY) as number | undefined) ?? 0
+    for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = Math.max(last, key as number)
     this.outboxSeq = last
+    this.seqReserved = last
+  }
+
+  /** The sequence number of the last outbox row appended (0 when none yet). */
+  get lastOutboxSeq (): number { return this.outboxSeq }
+
+  /**
+   * A fresh sequence number (for delivery records not born from a row too). Reserved in blocks of
+   * SEQ_RESERVE_BLOCK: the reservation's write is issued in the same event turn as the row or record
+   * that uses the number, so it commits with it, and costs one write per block.
+   */
+  allocateSeq (): number {
+    const seq = ++this.outboxSeq
+    if (seq > this.seqReserved) {
+      this.seqReserved = seq + SEQ_RESERVE_BLOCK
+      this.meta.put(SEQ_RESERVED_KEY, this.seqReserved).catch(noop)
+    }
+    return seq
   }
 
   /**
    * Append an outbox row; issued in the same event turn as the state change that caused it, it is
    * committed in the same transaction. Returns the row's id (its sequence number, as a string).
    */
-  /** The sequence number of the last outbox row appended (0 when none yet). */
-  get lastOutboxSeq (): number { return this.outboxSeq }
-
-  /** A fresh sequence number from the outbox's counter (for delivery records not born from a row). */
-  allocateSeq (): number { return ++this.outboxSeq }
-
   appendOutbox (row: Record<string, unknown>): string {
-    const seq = ++this.outboxSeq
+    const seq = this.allocateSeq()
     // Its failure is the transaction's, reported through the state write it travels with.
     this.outbox.put(seq, { id: String(seq), ...row }).catch(noop)
     this.onOutboxAppend?.()
@@ -87,8 +107,11 @@ export class Store {
    */
   durable (write: Promise<boolean>): Promise<void> {
     const flushed = (write as Promise<boolean> & { flushed?: Promise<void> }).flushed
-    if (this.durability === 'flushed' && flushed !== undefined) return write.then(() => flushed)
-    return write.then(noop)
+    const done = this.durability === 'flushed' && flushed !== undefined ? write.then(() => flushed) : write.then(noop)
+    const observe = this.onDurableMs
+    if (observe === null) return done
+    const startMs = performance.now()
+    return done.then(() => observe(performance.now() - startMs))
   }
 
   /** Put one record and wait for it per the durability setting. */
@@ -105,5 +128,8 @@ export class Store {
     await this.root.close()
   }
 }
+
+const SEQ_RESERVED_KEY = 'seq-reserved'
+const SEQ_RESERVE_BLOCK = 100_000
 
 function noop (): void {}

@@ -67,9 +67,11 @@ describe('actor runtime', () => {
     let refused: unknown = null
     await runtime.send(kind, 'acc', 'k', { type: 'add', by: 1 }).catch((error: unknown) => { refused = error })
     expect(refused).to.include({ status: 503 })
+    expect(runtime.mailboxDepth).to.equal(2)
     release()
     await slow
     expect(await Promise.all(queued)).to.deep.equal([1, 2])
+    expect(runtime.mailboxDepth).to.equal(0)
   })
 
   it('rejects a throwing message without stopping the next ones', async () => {

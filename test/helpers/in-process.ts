@@ -5,6 +5,10 @@ import { loadConfig } from '../../src/config.js'
 import { startBeacon, type Beacon } from '../../src/app.js'
 import { ADMIN_KEY, admin, removeDir, tempDir } from './beacon.js'
 import { startReceiver } from '../webhooks/helpers.js'
+import { log } from '../../src/log.js'
+
+// In-process Beacons log through the test runner's stdout: only what goes wrong, unless asked.
+if (process.env.BEACON_LOG_LEVEL === undefined) log.level = 'warn'
 
 export interface ManualClock {
   nowMs: () => number

@@ -1,0 +1,123 @@
+// `beacon export` and `beacon import`: an account's configuration (event types, campaigns, segments,
+// webhooks) as one JSON document, through the admin API. Import PUTs each item (creating or replacing,
+// never deleting what the file does not name) and stops at the first refusal, saying what was imported
+// before it. Webhook secrets leave redacted ("[redacted]"): importing into the same account keeps the
+// saved secrets; into another account, put the real values in the file first.
+
+import { readFileSync, writeFileSync } from 'node:fs'
+import { BUILT_IN_EVENTS } from '../store/registry.js'
+import { VERSION } from '../ops/version.js'
+import { RefusedError, segment, type AdminClient } from './client.js'
+import { CliError } from './errors.js'
+import { pretty } from './accounts.js'
+import type { Output } from './admin-key.js'
+
+/** The document's format; bumped if it changes incompatibly. */
+export const EXPORT_FORMAT = 1
+
+type Item = Record<string, unknown>
+
+export interface ExportDocument {
+  beacon: { format: number, version: string }
+  exportedAt: string
+  account: { account: string, name: string }
+  eventTypes: Item[]
+  segments: Item[]
+  campaigns: Item[]
+  webhooks: Item[]
+}
+
+/** The kinds in import order: event types first (rules name them), campaigns after the segments they test. */
+const KINDS = [
+  { key: 'eventTypes', path: 'event-types', id: 'name', noun: ['event type', 'event types'] },
+  { key: 'segments', path: 'segments', id: 'name', noun: ['segment', 'segments'] },
+  { key: 'campaigns', path: 'campaigns', id: 'id', noun: ['campaign', 'campaigns'] },
+  { key: 'webhooks', path: 'webhooks', id: 'id', noun: ['webhook', 'webhooks'] },
+] as const
+
+export async function exportAccount (client: AdminClient, account: string, out: string | undefined, output: Output): Promise<void> {
+  const base = `/admin/accounts/${segment(account)}`
+  const info = await client.request<{ account: string, name: string }>('GET', base)
+  const eventTypes = (await client.request<{ eventTypes: Item[] }>('GET', `${base}/event-types`)).eventTypes
+    .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
+  const campaigns = (await client.request<{ campaigns: Item[] }>('GET', `${base}/campaigns`)).campaigns
+  const segments = (await client.request<{ segments: Item[] }>('GET', `${base}/segments`)).segments
+  let webhooks: Item[] = []
+  try {
+    webhooks = (await client.request<{ webhooks: Item[] }>('GET', `${base}/webhooks`)).webhooks
+  } catch (error) {
+    // A server without the webhook API answers the path with not_found: export the rest.
+    if (!(error instanceof RefusedError && error.code === 'not_found')) throw error
+    output.err('note: this server has no webhook API; the export has no webhooks\n')
+  }
+  const doc: ExportDocument = {
+    beacon: { format: EXPORT_FORMAT, version: VERSION },
+    exportedAt: new Date().toISOString(),
+    account: { account: info.account, name: info.name },
+    eventTypes, segments, campaigns, webhooks,
+  }
+  const text = pretty(doc)
+  if (out === undefined) {
+    output.out(text)
+    return
+  }
+  try {
+    writeFileSync(out, text)
+  } catch (error) {
+    throw new CliError(`cannot write ${out}: ${(error as Error).message}`)
+  }
+  output.err(`Exported ${counts(doc)} of account ${info.account} to ${out}.\n`)
+}
+
+export async function importAccount (client: AdminClient, account: string, file: string, output: Output): Promise<void> {
+  const doc = readDocument(file)
+  const base = `/admin/accounts/${segment(account)}`
+  await client.request('GET', base) // the account exists, before anything is written
+  const done: Record<string, number> = { eventTypes: 0, segments: 0, campaigns: 0, webhooks: 0 }
+  for (const kind of KINDS) {
+    for (const item of doc[kind.key]) {
+      const { [kind.id]: id, ...body } = item
+      const name = String(id)
+      const payload = kind.key === 'eventTypes' ? { required: body.required } : body
+      try {
+        await client.request('PUT', `${base}/${kind.path}/${segment(name)}`, payload)
+      } catch (error) {
+        const before = Object.values(done).some(n => n > 0) ? `after importing ${counts(done)}` : 'before importing anything'
+        const why = error instanceof Error ? error.message : String(error)
+        throw new CliError(`import stopped at ${kind.noun[0]} "${name}" (${before}): ${why}`)
+      }
+      done[kind.key]!++
+    }
+  }
+  output.out(`Imported into ${account}: ${counts(done)}.\n`)
+}
+
+function readDocument (file: string): ExportDocument {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`)
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliError(`${file}: not a Beacon export (expected a JSON object)`)
+  const doc = parsed as Record<string, unknown>
+  for (const kind of KINDS) {
+    const list = doc[kind.key] ?? []
+    if (!Array.isArray(list)) throw new CliError(`${file}: "${kind.key}" must be a list`)
+    list.forEach((item: unknown, i) => {
+      if (typeof item !== 'object' || item === null || typeof (item as Item)[kind.id] !== 'string') {
+        throw new CliError(`${file}: ${kind.key}[${i}] must be an object with a string "${kind.id}"`)
+      }
+    })
+    doc[kind.key] = list
+  }
+  return doc as unknown as ExportDocument
+}
+
+function counts (done: Record<string, number> | ExportDocument): string {
+  return KINDS.map(kind => {
+    const value = (done as Record<string, unknown>)[kind.key]
+    const n = Array.isArray(value) ? value.length : value as number
+    return `${n} ${kind.noun[n === 1 ? 0 : 1]}`
+  }).join(', ')
+}

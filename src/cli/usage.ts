@@ -1,0 +1,29 @@
+// The help text: every command, its options, and where the defaults come from.
+
+export const USAGE = `Usage: beacon <command> [options]
+
+Server
+  start                          Start Beacon (settings: BEACON_* environment variables, see the README).
+  admin-key [--rotate]           Print the admin key kept in <BEACON_DATA_DIR>/admin.key, or write a new
+                                 one (mode 0600); a running Beacon uses it once restarted.
+  backup --out <dir>             Copy the LMDB database (a consistent snapshot, safe while Beacon runs)
+                                 from BEACON_DATA_DIR (or --data-dir) into <dir>.
+
+Admin API (talks to a running Beacon)
+  accounts create --name <name>
+  accounts list
+  tokens create --account <id> --name <name> --attributes <a,b|*> --access <read|write|read-write> [--rate <n>]
+  tokens list --account <id>
+  tokens revoke --account <id> --id <token id>
+  export --account <id> [--out <file>]
+                                 The account's configuration (event types, campaigns, segments,
+                                 webhooks with secrets redacted) as one JSON document.
+  import --account <id> --file <file>
+                                 PUT each item of an export into the account; stops at the first refusal.
+
+Options of the admin API commands
+  --url <url>                    Beacon's address (default: BEACON_URL, else http://127.0.0.1:8080).
+  --admin-key <key>              The admin key (default: BEACON_ADMIN_KEY, else <BEACON_DATA_DIR>/admin.key).
+
+Exit codes: 0 done, 1 refused by the server or failed, 2 wrong command line.
+`

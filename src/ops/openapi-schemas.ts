@@ -1,0 +1,254 @@
+// TypeBox schemas for the OpenAPI document where the request schemas of src/http/schemas.ts do not
+// reach: answers (success bodies and the common error body), and admin bodies that are validated by
+// hand-written code (campaigns: src/matching/validate-campaign.ts, segments: src/segments/rules.ts).
+// These describe; they do not validate requests. The coverage test checks real answers against them.
+
+import Type, { type TObject, type TSchema } from 'typebox'
+import { NAME_PATTERN } from '../http/schemas.js'
+import { ERRORS, type ErrorCode } from '../errors.js'
+import { OPS, CAP_PERIODS } from '../matching/types.js'
+import { MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_LENGTH, MAX_TRIGGER_VALUES, MAX_TRIGGER_VALUE_LENGTH } from '../matching/validate-campaign.js'
+import { MAX_DEPTH, MAX_LEAVES } from '../matching/validate-condition.js'
+
+/** Where the cyclic condition schemas live in the document (components are referenced, not inlined). */
+export const REF = {
+  Condition: '#/components/schemas/Condition',
+  SegmentCondition: '#/components/schemas/SegmentCondition',
+} as const
+
+const ref = (pointer: string): TSchema => Type.Unsafe({ $ref: pointer })
+const Name = Type.String({ pattern: NAME_PATTERN })
+const Uuid = Type.String({ format: 'uuid' })
+const Iso = Type.String({ format: 'date-time' })
+const literals = (values: readonly string[]): TSchema => Type.Union(values.map(value => Type.Literal(value)))
+
+// ---- errors ----
+
+/** The refusal body, with `code` narrowed to the given codes (one response per status lists its own). */
+export function ErrorBody (codes: readonly ErrorCode[]): TSchema {
+  return Type.Object({
+    status: Type.Integer({ description: 'The HTTP status.' }),
+    message: Type.String({ description: 'For people; may change.' }),
+    errors: Type.Array(Type.Object({
+      code: codes.length === 1 ? Type.Literal(codes[0]!) : literals(codes),
+      field: Type.Optional(Type.String({ description: 'JSON pointer into the request body, e.g. /attributes/score.' })),
+      message: Type.String(),
+    }), { minItems: 1, description: 'One entry per problem; switch on `code`.' }),
+  })
+}
+
+/** A response description naming each code of the status and its default message. */
+export function errorDescription (codes: readonly ErrorCode[]): string {
+  return codes.map(code => `\`${code}\`: ${ERRORS[code][1]}`).join(' ')
+}
+
+// ---- ops ----
+
+export const Liveness = Type.Object({ status: Type.Literal('ok') })
+
+export const Readiness = Type.Object({
+  status: literals(['ready', 'not_ready']),
+  reason: Type.Optional(Type.String({ description: 'Why not ready: the first failing check\'s message.' })),
+  checks: Type.Array(Type.Object({
+    name: literals(['lmdb', 'nats', 'draining']),
+    ok: Type.Boolean(),
+    message: Type.String(),
+  })),
+})
+
+export const MetricsText = Type.String({ description: 'Prometheus text exposition format 0.0.4.' })
+
+export const OpenApiDocument = Type.Object({
+  openapi: Type.String(),
+  info: Type.Object({}, { additionalProperties: true }),
+  paths: Type.Object({}, { additionalProperties: true }),
+}, { additionalProperties: true })
+
+// ---- public answers ----
+
+const AttributeReply = Type.Unsafe(Type.Object({}, {
+  additionalProperties: Type.Array(Type.Object({ value: Type.Union([Type.String(), Type.Number(), Type.Boolean()]) })),
+  description: 'Attribute name → its values; a list attribute answers one {value} per element.',
+}))
+
+export const CampaignsAnswer = Type.Object({
+  status: Type.Literal(200),
+  message: Type.String(),
+  campaigns: Type.Array(Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    priority: Type.Integer(),
+    content: Type.Unknown({ description: 'The campaign\'s content, as saved.' }),
+  }), { description: 'Eligible campaigns, highest priority first, then id.' }),
+})
+
+const NoErrors = Type.Array(Type.Unknown(), { maxItems: 0 })
+
+export const EntityAnswer = Type.Object({
+  status: Type.Literal(200),
+  message: Type.String(),
+  errors: NoErrors,
+  attributes: AttributeReply,
+  segments: Type.Array(Type.String()),
+  profileId: Type.Optional(Type.String({ description: 'The profile a visitor is linked to (visitors only).' })),
+})
+
+export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: boolean): TSchema {
+  return Type.Object({
+    status: Type.Literal(200),
+    [idField]: Type.String(),
+    message: Type.String(),
+    errors: NoErrors,
+    ...(withSegments ? { segments: Type.Array(Type.String(), { description: 'The manual segments after the change.' }) } : {}),
+  })
+}
+
+// ---- accounts and tokens ----
+
+export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso })
+export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord) })
+
+const access = literals(['read', 'write', 'read-write'])
+const tokenFields = {
+  id: Type.String(),
+  account: Uuid,
+  name: Type.String(),
+  attributes: Type.Array(Type.String()),
+  access,
+  ratePerSecond: Type.Union([Type.Integer(), Type.Null()]),
+  createdAt: Iso,
+  revokedAt: Type.Union([Iso, Type.Null()]),
+}
+export const TokenRecord = Type.Object(tokenFields)
+export const TokenCreated = Type.Object({ ...tokenFields, token: Type.String({ description: 'The secret token, `bk_<id>_<secret>`: shown only in this answer.' }) })
+export const TokenList = Type.Object({ tokens: Type.Array(TokenRecord) })
+
+export const EventType = Type.Object({ name: Name, required: Type.Array(Type.String()) })
+export const EventTypeList = Type.Object({ eventTypes: Type.Array(EventType, { description: 'Built-in ones first.' }) })
+
+export const NameDeleted = Type.Object({ name: Type.String(), deleted: Type.Literal(true) })
+export const IdDeleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) })
+
+// ---- campaigns ----
+
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
+
+/** The condition language (cyclic: registered as a component and referenced). */
+export const Condition = Type.Union([
+  Type.Object({ all: Type.Array(ref(REF.Condition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ any: Type.Array(ref(REF.Condition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ not: ref(REF.Condition) }, { additionalProperties: false }),
+  Type.Object({
+    fact: Type.String({ description: 'event.<field>, attribute.<name>, segment, visitor.<metric>, time.hour or time.weekday.' }),
+    op: literals(OPS),
+    value: Type.Union([Scalar, Type.Array(Scalar)]),
+  }, { additionalProperties: false }),
+], { description: `A condition: all/any/not of conditions, or a leaf {fact, op, value}. At most ${MAX_DEPTH} levels and ${MAX_LEAVES} leaves.` })
+
+const triggerList = (description: string): TSchema =>
+  Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_TRIGGER_VALUE_LENGTH }), { minItems: 1, maxItems: MAX_TRIGGER_VALUES, description }))
+
+const campaignFields = {
+  name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
+  status: literals(['active', 'paused']),
+  priority: Type.Integer({ description: 'Higher first.' }),
+  startsAt: Type.Optional(Type.String({ description: 'ISO-8601 with a zone; inclusive.' })),
+  endsAt: Type.Optional(Type.String({ description: 'ISO-8601 with a zone; exclusive.' })),
+  trigger: Type.Object({
+    events: triggerList('Event types (omitted: any).'),
+    platforms: triggerList('Platforms (omitted: any).'),
+    devices: triggerList('Devices (omitted: any).'),
+    paths: triggerList('Path globs, * and ? (omitted: any).'),
+  }, { additionalProperties: false }),
+  rule: Type.Optional(ref(REF.Condition)),
+  frequencyCap: Type.Optional(Type.Object({
+    max: Type.Integer({ minimum: 1, maximum: MAX_CAP }),
+    per: literals(CAP_PERIODS),
+  }, { additionalProperties: false })),
+  content: Type.Unknown({ description: `Any JSON, at most ${MAX_CONTENT_BYTES} bytes: answered as is.` }),
+}
+export const CampaignPut = Type.Object(campaignFields, { additionalProperties: false })
+export const Campaign = Type.Object({ id: Type.String(), ...campaignFields })
+export const CampaignList = Type.Object({ campaigns: Type.Array(Campaign) })
+
+// ---- segments ----
+
+const WindowLeaf = Type.Object({
+  fact: literals(['count', 'sum']),
+  event: Name,
+  field: Type.Optional(Type.String({ description: 'sum only: the numeric event field summed.' })),
+  where: Type.Optional(ref(REF.Condition)),
+  within: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', description: 'Nm, Nh or Nd, up to 90 days; omitted: all time.' })),
+  op: literals(['eq', 'ne', 'gt', 'gte', 'lt', 'lte']),
+  value: Type.Number(),
+}, { additionalProperties: false })
+
+export const SegmentCondition = Type.Union([
+  Type.Object({ all: Type.Array(ref(REF.SegmentCondition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ any: Type.Array(ref(REF.SegmentCondition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ not: ref(REF.SegmentCondition) }, { additionalProperties: false }),
+  WindowLeaf,
+  ref(REF.Condition),
+], { description: 'A campaign condition, plus count and sum leaves over time windows.' })
+
+const segmentFields = {
+  description: Type.Optional(Type.String({ maxLength: 1000 })),
+  rule: Type.Optional(ref(REF.SegmentCondition)),
+}
+export const SegmentPut = Type.Object(segmentFields, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
+export const Segment = Type.Object({ name: Type.String(), ...segmentFields })
+export const SegmentList = Type.Object({ segments: Type.Array(Segment) })
+
+// ---- webhooks ----
+
+/** A webhook as GET answers it: its id beside the configuration, with secrets reading "[redacted]". */
+export function webhookAnswer (config: TObject): TSchema {
+  return Type.Object({ id: Type.String(), ...config.properties }, { additionalProperties: false, description: 'The webhook; secrets read "[redacted]".' })
+}
+
+const Attempt = Type.Object({
+  atMs: Type.Number(),
+  status: Type.Optional(Type.Integer()),
+  latencyMs: Type.Number(),
+  error: Type.Optional(Type.String()),
+})
+
+export const DeliveryRecord = Type.Object({
+  id: Type.String({ description: '<outbox seq>.<webhook id>' }),
+  account: Uuid,
+  webhookId: Type.String(),
+  seq: Type.Integer(),
+  status: literals(['pending', 'failed', 'delivered', 'dead']),
+  item: Type.Object({}, { additionalProperties: true, description: 'What is delivered: id, occurredAtMs, context.' }),
+  attempt: Type.Integer({ description: 'The attempt the next send will be.' }),
+  attempts: Type.Array(Attempt),
+  dueMs: Type.Number(),
+  createdAtMs: Type.Number(),
+  updatedAtMs: Type.Number(),
+  replayedAtMs: Type.Union([Type.Number(), Type.Null()]),
+})
+export const DeliveryPage = Type.Object({
+  deliveries: Type.Array(DeliveryRecord),
+  next: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as ?after= for the next page; null on the last.' }),
+})
+export const Replayed = Type.Object({ replayed: Type.Integer({ description: 'Deliveries queued again.' }) })
+
+// ---- people (privacy) ----
+
+const entityFields = {
+  attributes: Type.Object({}, { additionalProperties: true }),
+  segments: Type.Array(Type.String()),
+}
+export const VisitorSnapshot = Type.Object({
+  ...entityFields,
+  profileId: Type.Union([Type.String(), Type.Null()]),
+}, { additionalProperties: true, description: 'Everything held on the visitor: attributes, segments, tracked behaviour, linked profile.' })
+export const ProfileSnapshot = Type.Object({
+  ...entityFields,
+  visitors: Type.Array(Type.String(), { description: 'Linked visitors (devices).' }),
+}, { additionalProperties: true, description: 'Everything held on the profile, with its devices\' summaries.' })
+export const PersonExport = Type.Object({ profileId: Type.String(), profile: ProfileSnapshot, visitors: Type.Array(VisitorSnapshot) })
+export const Erased = Type.Object({
+  profileId: Type.String(),
+  erased: Type.Object({ profiles: Type.Integer(), visitors: Type.Integer() }),
+})

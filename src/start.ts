@@ -1,0 +1,49 @@
+// Starting Beacon as a process: read the configuration, start it, stop gracefully on SIGTERM/SIGINT.
+// `node dist/src/main.js`, `npm start` and `beacon start` all run this.
+
+import { mkdirSync } from 'node:fs'
+import { loadConfig, redactUrl, ConfigError, type Config } from './config.js'
+import { resolveAdminKey } from './admin-key.js'
+import { startBeacon } from './app.js'
+import { log } from './log.js'
+
+export async function start (): Promise<void> {
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`beacon: ${error.message}\n`)
+    process.exit(1)
+  }
+  mkdirSync(config.dataDir, { recursive: true })
+  const admin = resolveAdminKey(config.dataDir, config.adminKey)
+  if (admin.generated) {
+    // Printed once, on the start that created it; it stays in the file for later starts.
+    process.stdout.write(`\nGenerated an admin key (kept in ${admin.file}):\n\n  ${admin.key}\n\n` +
+      `Use it as "Authorization: Bearer <key>" on /admin/*, e.g.\n` +
+      `  curl -X POST localhost:${config.port}/admin/accounts -H 'Authorization: Bearer ${admin.key}' ` +
+      `-H 'Content-Type: application/json' -d '{"name":"My site"}'\n\n`)
+  }
+  const beacon = await startBeacon({ config, adminKey: admin.key })
+  log.info({ host: config.host, port: beacon.port, dataDir: config.dataDir, durability: config.durability, settings: settingsOf(config) }, 'beacon started')
+
+  const stop = (signal: string): void => {
+    log.info({ signal }, 'beacon stopping')
+    beacon.stop().then(() => {
+      log.info('beacon stopped')
+      process.exit(0)
+    }, (error: unknown) => {
+      log.error({ err: error }, 'beacon failed to stop cleanly')
+      process.exit(1)
+    })
+  }
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
+}
+
+/** The settings as they may be logged: no admin key, no credentials in the NATS URL. */
+export function settingsOf (config: Config): Record<string, unknown> {
+  const { adminKey, natsUrl, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
+  return { ...rest, adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY', nats: natsUrl === null ? null : redactUrl(natsUrl) }
+}

@@ -1,0 +1,775 @@
+// The JetStream transport of webhook deliveries (BEACON_NATS_URL): the relay publishes delivery
+// records to a JetStream stream shared by every node, and every node's delivery actors pull them from
+// one durable consumer, ack after the receiver's 2xx, nak with a delay to retry, and term a dead one.
+//
+// Stream: file storage, subjects `<prefix>.<account>.<webhook>` (both tokens base64url, so an id
+// holding '.', '*' or '>' stays one token), message id = delivery record id (plus the replay time for a
+// replay): a relay that publishes the same rows again after a crash is absorbed by the stream's
+// duplicate window. The relay removes outbox rows only once publish() resolved, i.e. once every
+// record has its PubAck; while NATS is away publish() waits and re-sends (same message ids), and it
+// rejects only after publishGiveUpMs, leaving the rows in the outbox for a later relay pass.
+//
+// Consumer: one durable pull consumer (explicit ack) that every node pulls from, created with the
+// stream when missing. Records held by a local worker (waiting for their delay, the rate, a slot, or
+// in flight) get an in-progress heartbeat, so ack_wait only redelivers the records of a node that is
+// gone. A record the consumer hands out again while it is still held here is not fed twice.
+//
+// Attempts: a retry is a nak with the retry delay; when it comes back to the node that nak'd it, the
+// record as last settled (attempt number, history) is fed. Elsewhere, or after a crash, the attempt
+// is the larger of the record's own and the message's delivery count.
+//
+// NATS restarts: nats.js reconnects forever; publishing pauses while disconnected and re-sends what
+// had no PubAck on reconnect; the consume loop is restarted (with backoff) whenever it ends, and the
+// stream and consumer are created again if the server lost them.
+
+import { pack, unpack } from 'msgpackr'
+import {
+  AckPolicy, DeliverPolicy, Events, ReplayPolicy, RetentionPolicy, StorageType,
+  connect as natsConnect, createInbox, headers as natsHeaders, nanos,
+  type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type Msg, type NatsConnection,
+  type NatsError, type Subscription,
+} from 'nats'
+import type { DeliveryQueue, DeliveryRecord, Feed, FeedAnswer } from '../../actors/delivery.js'
+
+export type { Feed, FeedAnswer }
+import { log as defaultLog } from '../log.js'
+
+/** What the queue logs through (pino's shape). */
+export interface QueueLogger {
+  debug (obj: object, msg?: string): void
+  info (obj: object, msg?: string): void
+  warn (obj: object, msg?: string): void
+  error (obj: object, msg?: string): void
+}
+
+export interface JetStreamQueueOptions {
+  /** One or more nats:// or tls:// URLs, comma-separated. */
+  url: string
+  streamName?: string
+  subjectPrefix?: string
+  /** The durable consumer every node pulls from. */
+  consumerName?: string
+  /** The stream's duplicate window: re-publishes within it are absorbed. Default 2 minutes. */
+  duplicateWindowMs?: number
+  /** Unacked records of a node that stopped heartbeating come back after this. Default 60 s. */
+  ackWaitMs?: number
+  /** Records handed out and not yet acked, over every node (retries waiting out their nak delay count). */
+  maxAckPending?: number
+  /** Records one pull asks for (the local buffer). */
+  pullBatch?: number
+  /** PubAcks awaited at once. */
+  publishWindow?: number
+  /** A publish without a PubAck after this is sent again (same message id). */
+  publishTimeoutMs?: number
+  /** publish() rejects when its records are not all stored after this long (NATS away). */
+  publishGiveUpMs?: number
+  /** A record the local workers could not take now (feed answered 'busy') comes back after this. */
+  feedRetryMs?: number
+  /**
+   * A record of a webhook this node does not know (feed answered 'gone': deleted, or not yet known
+   * here) is handed out again this many times, feedRetryMs × delivery count apart, then dropped
+   * from the stream (the record stays in its node's store, replayable).
+   */
+  goneRetries?: number
+  /**
+   * Prefixed to message ids, for clusters where record ids are per node (an outbox seq): each node's
+   * ids must not absorb another's. Empty (default): the record id alone.
+   */
+  nodeId?: string
+  /** The NATS connection name (monitoring). */
+  name?: string
+  /** Told when the connection goes down or comes back (readiness, metrics); told `true` at start. */
+  onConnection?: (connected: boolean) => void
+  log?: QueueLogger
+}
+
+export const JETSTREAM_DEFAULTS = {
+  streamName: 'BEACON_DELIVERIES',
+  subjectPrefix: 'beacon.deliveries',
+  consumerName: 'beacon-delivery',
+  duplicateWindowMs: 120_000,
+  ackWaitMs: 30_000,
+  // At most a worker's queue (DELIVERY_LIMITS.queueItemsMaxDefault): a worker never refuses a record.
+  maxAckPending: 10_000,
+  pullBatch: 1_000,
+  publishWindow: 4_096,
+  publishTimeoutMs: 5_000,
+  publishGiveUpMs: 30_000,
+  feedRetryMs: 5_000,
+  goneRetries: 5,
+} as const
+
+/** The NATS API error codes this module tells apart. */
+const STREAM_NOT_FOUND = 10059
+const CONSUMER_NOT_FOUND = 10014
+
+/** One subject token for any string: base64url has no '.', '*', '>' or whitespace. */
+export function subjectToken (text: string): string {
+  return text === '' ? '_' : Buffer.from(text, 'utf8').toString('base64url')
+}
+
+/** The message id that makes a re-publish of the same record a duplicate, and a replay not one. */
+export function messageIdOf (record: DeliveryRecord, nodeId = ''): string {
+  const id = record.replayedAtMs === null ? record.id : `${record.id}@${record.replayedAtMs}`
+  return nodeId === '' ? id : `${nodeId}:${id}`
+}
+
+/** A record being published: sent (again) until its PubAck arrives or its publish() gives up. */
+interface Outgoing {
+  token: string
+  subject: string
+  data: Uint8Array
+  msgId: string
+  sentAtMs: number
+  /** Sent on the current connection and waiting for its PubAck. */
+  inFlight: boolean
+  batch: PublishBatch
+}
+
+interface PublishBatch {
+  left: number
+  done: boolean
+  resolve: () => void
+  reject: (error: Error) => void
+  timer: NodeJS.Timeout
+}
+
+/** A message held here: fed to a worker, not yet settled. */
+interface Held {
+  msg: JsMsg
+  sinceMs: number
+  lastBeatMs: number
+}
+
+/** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
+interface Retrying {
+  record: DeliveryRecord
+  forgetAtMs: number
+}
+
+
+export class JetStreamQueue implements DeliveryQueue {
+  readonly streamName: string
+  readonly subjectPrefix: string
+  readonly consumerName: string
+  private readonly nc: NatsConnection
+  private readonly jsm: JetStreamManager
+  private readonly js: JetStreamClient
+  private readonly log: QueueLogger
+  private readonly duplicateWindowMs: number
+  private readonly ackWaitMs: number
+  private readonly maxAckPending: number
+  private readonly pullBatch: number
+  private readonly publishWindow: number
+  private readonly publishTimeoutMs: number
+  private readonly publishGiveUpMs: number
+  private readonly feedRetryMs: number
+  private readonly goneRetries: number
+  private readonly nodeId: string
+
+  // Publishing.
+  private readonly inbox: string
+  private readonly ackSub: Subscription
+  private readonly outgoing = new Map<string, Outgoing>()
+  /** Waiting to be sent: new records beyond the window, or resends after a reconnect or a timeout. */
+  private readonly toSend = new Fifo<Outgoing>()
+  /** Subjects by account and webhook (bounded: cleared when it grows past SUBJECTS_CACHED). */
+  private readonly subjects = new Map<string, string>()
+  private inFlight = 0
+  private nextToken = 0
+  private connected = true
+  private readonly onConnection: (connected: boolean) => void
+
+  // Consuming.
+  private feed: Feed | null = null
+  private messages: ConsumerMessages | null = null
+  private consuming: Promise<void> | null = null
+  private readonly held = new Map<string, Held>()
+  private readonly retrying = new Map<string, Retrying>()
+  private ensuring: Promise<void> | null = null
+  private lastEnsureMs = 0
+
+  private readonly timer: NodeJS.Timeout
+  private readonly watching: Promise<void>
+  private stopped = false
+
+  private constructor (nc: NatsConnection, jsm: JetStreamManager, options: JetStreamQueueOptions) {
+    this.nc = nc
+    this.jsm = jsm
+    this.js = nc.jetstream()
+    this.log = options.log ?? defaultLog
+    this.streamName = options.streamName ?? JETSTREAM_DEFAULTS.streamName
+    this.subjectPrefix = options.subjectPrefix ?? JETSTREAM_DEFAULTS.subjectPrefix
+    this.consumerName = options.consumerName ?? JETSTREAM_DEFAULTS.consumerName
+    this.duplicateWindowMs = options.duplicateWindowMs ?? JETSTREAM_DEFAULTS.duplicateWindowMs
+    this.ackWaitMs = options.ackWaitMs ?? JETSTREAM_DEFAULTS.ackWaitMs
+    this.maxAckPending = options.maxAckPending ?? JETSTREAM_DEFAULTS.maxAckPending
+    this.pullBatch = options.pullBatch ?? JETSTREAM_DEFAULTS.pullBatch
+    this.publishWindow = options.publishWindow ?? JETSTREAM_DEFAULTS.publishWindow
+    this.publishTimeoutMs = options.publishTimeoutMs ?? JETSTREAM_DEFAULTS.publishTimeoutMs
+    this.publishGiveUpMs = options.publishGiveUpMs ?? JETSTREAM_DEFAULTS.publishGiveUpMs
+    this.feedRetryMs = options.feedRetryMs ?? JETSTREAM_DEFAULTS.feedRetryMs
+    this.goneRetries = options.goneRetries ?? JETSTREAM_DEFAULTS.goneRetries
+    this.nodeId = options.nodeId ?? ''
+    this.onConnection = options.onConnection ?? noop
+    this.onConnection(true)
+    validateSubjectPrefix(this.subjectPrefix)
+    // PubAcks come to one wildcard inbox, matched by token: no request (and timer) per message.
+    this.inbox = createInbox()
+    this.ackSub = nc.subscribe(`${this.inbox}.*`, { callback: (error, msg) => this.onPubAck(error, msg) })
+    const tickMs = Math.max(50, Math.min(1000, Math.floor(this.publishTimeoutMs / 4), Math.floor(this.ackWaitMs / 4)))
+    this.timer = setInterval(() => this.tick(), tickMs)
+    this.timer.unref()
+    this.watching = this.watchStatus()
+  }
+
+  /** Connect (failing if no server of the URL list answers), ready to publish; start() consumes. */
+  static async connect (options: JetStreamQueueOptions): Promise<JetStreamQueue> {
+    const { servers, auth } = serversOf(options.url)
+    if (servers.length === 0) throw new Error('JetStreamQueue: no NATS server URL')
+    const nc = await natsConnect({
+      servers,
+      ...auth,
+      name: options.name ?? 'beacon-deliveries',
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 250,
+      pingInterval: 10_000,
+      maxPingOut: 3,
+    })
+    try {
+      const jsm = await nc.jetstreamManager()
+      return new JetStreamQueue(nc, jsm, options)
+    } catch (error) {
+      await nc.close().catch(() => {})
+      throw new Error(`NATS at ${redact(options.url)} has no JetStream: ${errorText(error)}`)
+    }
+  }
+
+  /** The subject of a record's messages. */
+  subjectOf (record: DeliveryRecord): string {
+    const key = record.account + '\u0000' + record.webhookId
+    let subject = this.subjects.get(key)
+    if (subject === undefined) {
+      subject = `${this.subjectPrefix}.${subjectToken(record.account)}.${subjectToken(record.webhookId)}`
+      if (this.subjects.size >= SUBJECTS_CACHED) this.subjects.clear()
+      this.subjects.set(key, subject)
+    }
+    return subject
+  }
+
+  /** Whether the NATS connection is up (readiness). */
+  get isConnected (): boolean {
+    return this.connected && !this.stopped
+  }
+
+  /** Records held by the local workers (fed, not yet settled). */
+  get heldCount (): number {
+    return this.held.size
+  }
+
+  async start (feed: Feed): Promise<void> {
+    if (this.stopped) throw new Error('JetStreamQueue is stopped')
+    this.feed = feed
+    await this.ensure()
+    this.consuming = this.consumeLoop()
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Publishing
+
+  publish (records: readonly DeliveryRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve()
+    if (this.stopped) return Promise.reject(new Error('JetStreamQueue is stopped'))
+    return new Promise<void>((resolve, reject) => {
+      const batch: PublishBatch = {
+        left: records.length,
+        done: false,
+        resolve,
+        reject,
+        timer: setTimeout(() => this.giveUp(batch, `not all of ${records.length} records were stored by JetStream within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
+      }
+      for (const record of records) {
+        const msgId = messageIdOf(record, this.nodeId)
+        const token = (this.nextToken++).toString(36)
+        let data: Uint8Array
+        try {
+          data = pack(record)
+        } catch (error) {
+          this.giveUp(batch, `a delivery record could not be encoded: ${errorText(error)}`)
+          return
+        }
+        const out: Outgoing = { token, subject: this.subjectOf(record), data, msgId, sentAtMs: 0, inFlight: false, batch }
+        this.outgoing.set(token, out)
+        this.toSend.push(out)
+      }
+      this.pumpSends()
+    })
+  }
+
+  private pumpSends (): void {
+    if (!this.connected || this.stopped) return
+    while (this.inFlight < this.publishWindow) {
+      const out = this.toSend.shift()
+      if (out === undefined) break
+      if (out.batch.done || out.inFlight || !this.outgoing.has(out.token)) continue
+      const h = natsHeaders()
+      h.set('Nats-Msg-Id', out.msgId)
+      try {
+        this.nc.publish(out.subject, out.data, { reply: `${this.inbox}.${out.token}`, headers: h })
+      } catch (error) {
+        // Closed connection, payload over the server's max_payload: this record cannot go.
+        this.giveUp(out.batch, `publishing a delivery record failed: ${errorText(error)}`)
+        continue
+      }
+      out.inFlight = true
+      out.sentAtMs = Date.now()
+      this.inFlight++
+    }
+  }
+
+  private onPubAck (error: NatsError | null, msg: Msg): void {
+    const token = msg?.subject.slice(this.inbox.length + 1)
+    const out = token === undefined ? undefined : this.outgoing.get(token)
+    if (out === undefined) return // a late answer to a send already answered or given up
+    if (out.inFlight) {
+      out.inFlight = false
+      this.inFlight--
+    }
+    const problem = error !== null ? errorText(error) : pubAckProblem(msg)
+    if (problem !== null) {
+      // No JetStream responder yet (a server starting), storage trouble: send again a little later.
+      this.log.debug({ problem, msgId: out.msgId }, 'delivery publish not acknowledged; will resend')
+      // No responder for the subject: the stream may be gone (a server back without its store).
+      if (msg?.headers?.status === '503') this.ensureSoon()
+      out.sentAtMs = Date.now() - this.publishTimeoutMs + Math.min(1000, this.publishTimeoutMs / 2)
+      out.inFlight = true // parked: tick() resends it once the (shortened) timeout passes
+      this.inFlight++
+      this.pumpSends()
+      return
+    }
+    this.outgoing.delete(out.token)
+    const batch = out.batch
+    if (!batch.done && --batch.left === 0) {
+      batch.done = true
+      clearTimeout(batch.timer)
+      batch.resolve()
+    }
+    this.pumpSends()
+  }
+
+  private giveUp (batch: PublishBatch, why: string): void {
+    if (batch.done) return
+    batch.done = true
+    clearTimeout(batch.timer)
+    for (const [token, out] of this.outgoing) {
+      if (out.batch !== batch) continue
+      this.outgoing.delete(token)
+      if (out.inFlight) this.inFlight--
+      out.inFlight = false
+    }
+    batch.reject(new Error(`JetStream publish failed: ${why}`))
+    this.pumpSends()
+  }
+
+  /** Resend what waited too long for its PubAck; heartbeat held records; forget stale retry state. */
+  private tick (): void {
+    const nowMs = Date.now()
+    if (this.connected) {
+      let resend = false
+      for (const out of this.outgoing.values()) {
+        if (!out.inFlight || nowMs - out.sentAtMs < this.publishTimeoutMs) continue
+        out.inFlight = false
+        this.inFlight--
+        this.toSend.push(out)
+        resend = true
+      }
+      if (resend) this.pumpSends()
+      const beatMs = this.ackWaitMs / 3
+      for (const held of this.held.values()) {
+        if (nowMs - held.lastBeatMs < beatMs) continue
+        held.lastBeatMs = nowMs
+        held.msg.working()
+      }
+    }
+    for (const [id, entry] of this.retrying) if (entry.forgetAtMs <= nowMs) this.retrying.delete(id)
+  }
+
+  /** Follow the connection: pause publishing while disconnected, resend on reconnect. */
+  private async watchStatus (): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === Events.Disconnect) {
+        this.connected = false
+        this.onConnection(false)
+        this.log.warn({ server: redact(String(status.data)) }, 'NATS disconnected; webhook deliveries wait for it')
+      } else if (status.type === Events.Reconnect) {
+        this.connected = true
+        this.onConnection(true)
+        this.log.info({ server: redact(String(status.data)) }, 'NATS reconnected')
+        // PubAcks of the old connection are lost: send again everything not yet acknowledged.
+        for (const out of this.outgoing.values()) {
+          if (!out.inFlight) continue
+          out.inFlight = false
+          this.inFlight--
+          this.toSend.push(out)
+        }
+        this.pumpSends()
+        // The server may have come back without its store: make sure the stream and consumer exist.
+        this.ensureSoon()
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Stream and consumer
+
+  /** Create the stream and the consumer if missing; reuse them otherwise. True when it created one. */
+  async ensure (): Promise<boolean> {
+    const stream = await this.ensureStream()
+    const consumer = await this.ensureConsumer()
+    return stream || consumer
+  }
+
+  /** ensure() in the background, retried until it succeeds (at most one at a time). */
+  private ensureSoon (): void {
+    if (this.stopped || this.ensuring !== null || Date.now() - this.lastEnsureMs < 1000) return
+    this.ensuring = (async () => {
+      for (let waitMs = 250; !this.stopped; waitMs = Math.min(waitMs * 2, 5000)) {
+        this.lastEnsureMs = Date.now()
+        try {
+          // A consume running against a consumer that vanished waits for missed heartbeats before
+          // pulling again: start it afresh on the new one.
+          if (await this.ensure()) void this.messages?.close()
+          return
+        } catch (error) {
+          if (this.stopped) return
+          this.log.warn({ err: error }, 'could not check the JetStream delivery stream; will retry')
+        }
+        await sleep(waitMs)
+      }
+    })().finally(() => { this.ensuring = null })
+  }
+
+  private async ensureStream (): Promise<boolean> {
+    const subject = `${this.subjectPrefix}.>`
+    try {
+      const info = await this.jsm.streams.info(this.streamName)
+      if (!info.config.subjects.includes(subject)) {
+        this.log.warn({ stream: this.streamName, subjects: info.config.subjects, expected: subject }, 'the delivery stream exists with other subjects; using it as it is')
+      }
+      return false
+    } catch (error) {
+      if (apiErrorCode(error) !== STREAM_NOT_FOUND) throw error
+    }
+    try {
+      await this.jsm.streams.add({
+        name: this.streamName,
+        subjects: [subject],
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        duplicate_window: nanos(this.duplicateWindowMs),
+        num_replicas: 1,
+      })
+      this.log.info({ stream: this.streamName, subject }, 'created the JetStream delivery stream')
+    } catch (error) {
+      // Another node may have created it in between: fine if it is there now.
+      await this.jsm.streams.info(this.streamName).catch(() => { throw error })
+    }
+    return true
+  }
+
+  private async ensureConsumer (): Promise<boolean> {
+    try {
+      const info = await this.jsm.consumers.info(this.streamName, this.consumerName)
+      const ackWait = nanos(this.ackWaitMs)
+      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== this.maxAckPending) {
+        // The settings this node runs with win (every node should run with the same ones).
+        await this.jsm.consumers.update(this.streamName, this.consumerName, { ack_wait: ackWait, max_ack_pending: this.maxAckPending })
+        this.log.info({ consumer: this.consumerName, ackWaitMs: this.ackWaitMs, maxAckPending: this.maxAckPending }, 'updated the JetStream delivery consumer')
+      }
+      return false
+    } catch (error) {
+      if (apiErrorCode(error) !== CONSUMER_NOT_FOUND) throw error
+    }
+    try {
+      await this.jsm.consumers.add(this.streamName, {
+        durable_name: this.consumerName,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        replay_policy: ReplayPolicy.Instant,
+        filter_subject: `${this.subjectPrefix}.>`,
+        ack_wait: nanos(this.ackWaitMs),
+        max_ack_pending: this.maxAckPending,
+        max_deliver: -1,
+      })
+      this.log.info({ stream: this.streamName, consumer: this.consumerName }, 'created the JetStream delivery consumer')
+    } catch (error) {
+      await this.jsm.consumers.info(this.streamName, this.consumerName).catch(() => { throw error })
+    }
+    return true
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Consuming
+
+  /** Pull for as long as the queue runs: a consume that ends (an error, a lost consumer) starts again. */
+  private async consumeLoop (): Promise<void> {
+    let backoffMs = 100
+    while (!this.stopped) {
+      const startedMs = Date.now()
+      try {
+        const consumer = await this.js.consumers.get(this.streamName, this.consumerName)
+        if (this.stopped) break
+        const messages = await consumer.consume({ max_messages: this.pullBatch, callback: msg => this.onMessage(msg) })
+        this.messages = messages
+        void this.watchConsumer(messages)
+        const ended = await messages.closed()
+        if (this.stopped) break
+        if (ended instanceof Error) this.log.warn({ err: ended }, 'the JetStream delivery consumer stopped; restarting it')
+        else this.log.warn({}, 'the JetStream delivery consumer ended; restarting it')
+      } catch (error) {
+        if (this.stopped) break
+        this.log.warn({ err: error }, 'could not pull from the JetStream delivery consumer; retrying')
+        if (apiErrorCode(error) === STREAM_NOT_FOUND || apiErrorCode(error) === CONSUMER_NOT_FOUND) this.ensureSoon()
+      } finally {
+        this.messages = null
+      }
+      if (Date.now() - startedMs > 30_000) backoffMs = 100
+      await sleep(backoffMs)
+      backoffMs = Math.min(backoffMs * 2, 5_000)
+    }
+  }
+
+  /** A consumer or stream that vanished (a server that lost its store) is created again. */
+  private async watchConsumer (messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const status of await messages.status()) {
+        if (status.type === 'consumer_not_found' || status.type === 'stream_not_found' || status.type === 'consumer_deleted') {
+          this.log.warn({ status: status.type }, 'the JetStream delivery consumer is missing; creating it again')
+          this.ensureSoon()
+        }
+      }
+    } catch {}
+  }
+
+  private onMessage (msg: JsMsg): void {
+    if (this.stopped || this.feed === null) return // not acked: it comes back after ack_wait
+    let record: DeliveryRecord
+    try {
+      record = unpack(msg.data) as DeliveryRecord
+      if (typeof record?.id !== 'string') throw new Error('no record id')
+    } catch (error) {
+      this.log.error({ err: error, subject: msg.subject, seq: msg.seq }, 'undecodable message in the delivery stream; dropped')
+      msg.term()
+      return
+    }
+    const nowMs = Date.now()
+    const held = this.held.get(record.id)
+    if (held !== undefined) {
+      if (held.msg.seq === msg.seq) {
+        // Handed out again while a local worker still has it (ack_wait passed): keep the newer handle.
+        held.msg = msg
+        held.lastBeatMs = nowMs
+      } else {
+        // Another message of the same record (a replay) while the first is here: after it.
+        msg.nak(this.feedRetryMs)
+      }
+      return
+    }
+    const retrying = this.retrying.get(record.id)
+    if (retrying !== undefined) {
+      this.retrying.delete(record.id)
+      record = retrying.record
+    }
+    // Deliveries of this message that did not end here (a crash, another node) count as attempts.
+    const deliveries = deliveryCountOf(msg)
+    if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
+    this.held.set(record.id, { msg, sinceMs: nowMs, lastBeatMs: nowMs })
+    let answer: FeedAnswer
+    try {
+      answer = this.feed(record)
+    } catch (error) {
+      this.log.error({ err: error, id: record.id }, 'feeding a delivery failed')
+      answer = 'busy'
+    }
+    if (answer !== 'busy' && answer !== 'gone') return
+    if (this.held.get(record.id)?.msg !== msg) return
+    this.held.delete(record.id)
+    if (answer === 'busy') {
+      msg.nak(this.feedRetryMs)
+    } else if (deliveries <= this.goneRetries) {
+      msg.nak(this.feedRetryMs * deliveries)
+    } else {
+      this.log.warn({ id: record.id, account: record.account, webhook: record.webhookId }, 'delivery of an unknown webhook dropped from the stream')
+      msg.term()
+    }
+  }
+
+  settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void {
+    const held = this.held.get(record.id)
+    if (held === undefined) return
+    this.held.delete(record.id)
+    if (outcome === 'delivered') {
+      held.msg.ack()
+    } else if (outcome === 'dead') {
+      held.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
+    } else {
+      const waitMs = Math.max(0, Math.round(delayMs))
+      this.retrying.set(record.id, { record, forgetAtMs: Date.now() + waitMs + 2 * this.ackWaitMs + 60_000 })
+      // nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means.
+      held.msg.nak(waitMs)
+    }
+  }
+
+  /**
+   * Stop pulling; records fed but not settled go back to the stream at once (another node, or the
+   * next start, takes them); publishes still waiting reject; the connection drains and closes.
+   */
+  async stop (): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    this.feed = null
+    clearInterval(this.timer)
+    const messages = this.messages
+    if (messages !== null) await withTimeout(messages.close(), 2_000)
+    await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
+    for (const held of this.held.values()) held.msg.nak()
+    this.held.clear()
+    this.retrying.clear()
+    const batches = new Set<PublishBatch>()
+    for (const out of this.outgoing.values()) batches.add(out.batch)
+    for (const batch of batches) this.giveUp(batch, 'the queue stopped')
+    this.ackSub.unsubscribe()
+    await withTimeout(this.ensuring ?? Promise.resolve(), 2_000)
+    if (!this.nc.isClosed()) {
+      // Drain sends the acks and naks above; without a server it cannot, and close() gives up.
+      const drained = await withTimeout(this.nc.drain().then(() => true, () => false), 5_000)
+      if (drained !== true && !this.nc.isClosed()) await this.nc.close().catch(() => {})
+    }
+    await withTimeout(this.watching, 1_000)
+  }
+}
+
+/** First-in first-out without Array.shift's copying. */
+class Fifo<T> {
+  private items: (T | undefined)[] = []
+  private head = 0
+
+  push (item: T): void {
+    this.items.push(item)
+  }
+
+  shift (): T | undefined {
+    if (this.head === this.items.length) return undefined
+    const item = this.items[this.head]
+    this.items[this.head++] = undefined
+    if (this.head === this.items.length) {
+      this.items = []
+      this.head = 0
+    } else if (this.head >= 4096 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+    return item
+  }
+}
+
+const SUBJECTS_CACHED = 10_000
+
+/** `{"stream":"…","seq":…}` and nothing else looks like this: no JSON parse on the hot path. */
+const PUBACK_PREFIX = Buffer.from('{"stream":"', 'latin1')
+
+/**
+ * The delivery count of a JetStream message, read from its reply subject without building the whole
+ * DeliveryInfo: `$JS.ACK.<stream>.<consumer>.<count>.…` (9 tokens) or
+ * `$JS.ACK.<domain>.<hash>.<stream>.<consumer>.<count>.…` (11 or 12 tokens).
+ */
+export function deliveryCountOf (msg: JsMsg): number {
+  const reply = (msg as unknown as { reply?: unknown }).reply
+  if (typeof reply === 'string') {
+    let dots = 0
+    for (let i = reply.indexOf('.'); i !== -1; i = reply.indexOf('.', i + 1)) dots++
+    const index = dots === 8 ? 4 : dots === 10 || dots === 11 ? 6 : -1
+    if (index !== -1) {
+      let start = 0
+      for (let i = 0; i < index; i++) start = reply.indexOf('.', start) + 1
+      const count = Number(reply.slice(start, reply.indexOf('.', start)))
+      if (Number.isInteger(count) && count > 0) return count
+    }
+  }
+  return msg.info.deliveryCount
+}
+
+function pubAckProblem (msg: Msg): string | null {
+  const status = msg.headers?.status
+  const data = msg.data
+  if (data.length === 0) return `status ${status ?? 'none'} without a PubAck`
+  if (data.length > PUBACK_PREFIX.length && data.length < 512 && Buffer.from(data.buffer, data.byteOffset, PUBACK_PREFIX.length).equals(PUBACK_PREFIX)) {
+    // A PubAck starts with its stream; an error answer starts with "error".
+    return null
+  }
+  let answer: { stream?: string, seq?: number, error?: { code?: number, description?: string } }
+  try {
+    answer = JSON.parse(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength).toString('utf8')) as typeof answer
+  } catch {
+    return 'an unreadable PubAck'
+  }
+  if (answer.error !== undefined) return `${answer.error.code ?? '?'} ${answer.error.description ?? ''}`.trim()
+  if (typeof answer.stream !== 'string' || answer.stream === '') return 'a PubAck without a stream'
+  return null
+}
+
+function apiErrorCode (error: unknown): number | undefined {
+  return (error as { api_error?: { err_code?: number } } | null)?.api_error?.err_code
+}
+
+function validateSubjectPrefix (prefix: string): void {
+  if (prefix === '' || prefix.split('.').some(token => token === '' || /[\s*>]/.test(token))) {
+    throw new Error(`JetStreamQueue: subject prefix ${JSON.stringify(prefix)} is not a valid subject (dot-separated tokens without spaces, '*' or '>')`)
+  }
+}
+
+function errorText (error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Never log NATS credentials (nats://user:password@host). */
+function redact (text: string): string {
+  return text.replace(/\/\/[^@/,]*@/g, '//[redacted]@')
+}
+
+function sleep (ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms).unref())
+}
+
+async function withTimeout<T> (promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<undefined>(resolve => { timer = setTimeout(() => resolve(undefined), ms) })
+  try {
+    return await Promise.race([promise.catch(() => undefined), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * The servers of a comma-separated URL list, credentials taken out: nats.js does not read them from
+ * a URL. `nats://user:password@host` gives user and password, `nats://token@host` a token.
+ */
+export function serversOf (urls: string): { servers: string[], auth: { user?: string, pass?: string, token?: string } } {
+  const servers: string[] = []
+  let auth: { user?: string, pass?: string, token?: string } = {}
+  for (const text of urls.split(',').map(s => s.trim()).filter(s => s !== '')) {
+    const url = new URL(text)
+    const user = decodeURIComponent(url.username)
+    const pass = decodeURIComponent(url.password)
+    if (user !== '') auth = pass === '' ? { token: user } : { user, pass }
+    url.username = ''
+    url.password = ''
+    servers.push(`${url.protocol}//${url.host}`)
+  }
+  return { servers, auth }
+}
+
+function noop (): void {}

@@ -1,0 +1,167 @@
+// A real nats-server (Debian's /usr/sbin/nats-server, 2.9.x) with JetStream, on a random free port of
+// 127.0.0.1 and a temp store dir, for tests and benchmarks. stop() and restart() keep the port and the
+// store dir, so a restart is the same server coming back with its streams and consumers.
+// Never the shared server on 127.0.0.1:4222.
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import net, { type AddressInfo } from 'node:net'
+
+export const NATS_SERVER_BIN = process.env.BEACON_TEST_NATS_SERVER ?? '/usr/sbin/nats-server'
+
+export interface NatsServer {
+  /** nats://127.0.0.1:<port> */
+  url: string
+  port: number
+  storeDir: string
+  /** Is the process running? */
+  readonly running: boolean
+  /** The running process's pid (null while stopped). */
+  readonly pid: number | null
+  /** Everything the server logged so far (its last 64 KiB). */
+  output (): string
+  /** SIGTERM (a clean shutdown) and wait for exit; SIGKILL after 10 s. */
+  stop (): Promise<void>
+  /** SIGKILL and wait for exit. */
+  kill (): Promise<void>
+  /** Start again on the same port and store dir (after stop or kill). */
+  restart (): Promise<void>
+  /** Stop, and remove the store dir. */
+  close (): Promise<void>
+}
+
+export interface NatsServerOptions {
+  /** Default: a new temp dir (removed by close()). */
+  storeDir?: string
+  /** Default: a free port picked now. */
+  port?: number
+  /** Extra command-line arguments. */
+  args?: string[]
+}
+
+export async function freePort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  const port = (server.address() as AddressInfo).port
+  await new Promise<void>(resolve => server.close(() => resolve()))
+  return port
+}
+
+/** Resolves once a TCP connection to the port succeeds and the server sent its INFO line. */
+async function waitForInfo (port: number, timeoutMs: number, exited: () => string | null): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const why = exited()
+    if (why !== null) throw new Error(why)
+    const ok = await new Promise<boolean>(resolve => {
+      const socket = net.connect(port, '127.0.0.1')
+      const done = (value: boolean): void => { socket.destroy(); resolve(value) }
+      socket.setTimeout(500, () => done(false))
+      socket.once('error', () => done(false))
+      socket.once('data', (chunk: Buffer) => done(chunk.toString('utf8').startsWith('INFO ')))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`nats-server did not accept connections on port ${port} within ${timeoutMs} ms`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+}
+
+const live = new Set<ChildProcess>()
+let exitHookInstalled = false
+
+/** Whatever happens to the test process, no nats-server it started outlives it. */
+function installExitHook (): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  process.once('exit', () => {
+    for (const child of live) {
+      try { child.kill('SIGKILL') } catch {}
+    }
+  })
+}
+
+export async function startNatsServer (options: NatsServerOptions = {}): Promise<NatsServer> {
+  installExitHook()
+  const storeDir = options.storeDir ?? mkdtempSync(join(tmpdir(), 'beacon-nats-'))
+  const ownsStore = options.storeDir === undefined
+  let port = options.port ?? await freePort()
+  let child: ChildProcess | null = null
+  let exitedWith: string | null = null
+  let exited: Promise<void> = Promise.resolve()
+  let log = ''
+
+  const launch = async (): Promise<void> => {
+    exitedWith = null
+    const proc = spawn(NATS_SERVER_BIN, ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    child = proc
+    live.add(proc)
+    const append = (chunk: Buffer): void => {
+      log += chunk.toString('utf8')
+      if (log.length > 65_536) log = log.slice(-65_536)
+    }
+    proc.stdout!.on('data', append)
+    proc.stderr!.on('data', append)
+    exited = new Promise(resolve => {
+      proc.once('exit', (code, signal) => {
+        live.delete(proc)
+        exitedWith = `nats-server exited (${signal ?? code}):\n${log.slice(-4000)}`
+        if (child === proc) child = null
+        resolve()
+      })
+    })
+    proc.once('error', error => { exitedWith = `nats-server failed to start: ${error.message}` })
+    try {
+      await waitForInfo(port, 10_000, () => exitedWith)
+    } catch (error) {
+      if (child === proc) proc.kill('SIGKILL')
+      throw error
+    }
+  }
+
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    const proc = child
+    if (proc === null) return
+    proc.kill(signal)
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(timer)
+  }
+
+  // A port picked free a moment ago can be taken in between: try a few before giving up.
+  let attempts = options.port === undefined ? 3 : 1
+  for (;;) {
+    try {
+      await launch()
+      break
+    } catch (error) {
+      if (--attempts === 0) throw error
+      port = await freePort()
+    }
+  }
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir,
+    get running () { return child !== null },
+    get pid () { return child?.pid ?? null },
+    output: () => log,
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+    async restart () {
+      await end('SIGTERM')
+      await launch()
+    },
+    async close () {
+      await end('SIGTERM')
+      if (ownsStore) rmSync(storeDir, { recursive: true, force: true })
+    },
+  }
+}
