@@ -33,6 +33,8 @@ export interface DeliveryRecord {
   updatedAtMs: number
   /** Set by a replay: a queue that deduplicates by id must tell this publish from the first. */
   replayedAtMs: number | null
+  /** The node (data folder, Store.nodeId) whose store holds the record; absent on records of older releases. */
+  node?: string
 }
 
 /** Outbox rows relayed per pass, and records listed per page at most. */
@@ -203,7 +205,7 @@ export class DeliveryHub {
     const flush = async (): Promise<void> => {
       if (contexts.length === 0) return
       const nowMs = this.clock.nowMs()
-      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs))
+      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs, this.store.nodeId))
       let last: Promise<boolean> | null = null
       for (const record of records) last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
       await this.store.durable(last!)
@@ -258,7 +260,7 @@ export class DeliveryHub {
         const row = value as OutboxRow
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
-          const record = newRecord(row, key as number, webhook, nowMs)
+          const record = newRecord(row, key as number, webhook, nowMs, this.store.nodeId)
           last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
           created.push(record)
         }
@@ -363,7 +365,8 @@ export class DeliveryHub {
         dueMs: outcome === 'retry' ? nowMs + delayMs : 0,
         updatedAtMs: nowMs,
       }
-      this.store.deliveries.put(key, next).catch(logFailure)
+      // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
+      if (next.node === undefined || next.node === this.store.nodeId) this.store.deliveries.put(key, next).catch(logFailure)
       if (outcome === 'retry') this.live.set(next.id, next)
       else this.live.delete(next.id)
       this.queue.settle(next, outcome, delayMs)
@@ -478,7 +481,7 @@ function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   return row.change === 'enter' ? trigger.onEnter : trigger.onExit
 }
 
-function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number): DeliveryRecord {
+function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string): DeliveryRecord {
   const context: DeliveryContext = { account: row.account }
   if (row.visitorId !== undefined) context.visitorId = row.visitorId
   if (row.profileId !== undefined) context.profileId = row.profileId
@@ -507,15 +510,16 @@ function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     replayedAtMs: null,
+    node,
   }
 }
 
-function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number): DeliveryRecord {
+function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number, node: string): DeliveryRecord {
   const id = `${seq}.${webhook.id}`
   return {
     id, account: webhook.account, webhookId: webhook.id, seq, status: 'pending',
     item: { id, occurredAtMs: runMs, context },
-    attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null,
+    attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null, node,
   }
 }
 

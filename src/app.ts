@@ -1,6 +1,8 @@
 // Beacon assembled: store → registry → actors → HTTP, webhooks through the embedded or the JetStream
-// queue. `startBeacon` is what main.ts and the benchmarks run; `stop` is the graceful shutdown (stop
-// accepting, answer in-flight requests, flush LMDB, relay what the outbox holds, close NATS).
+// queue. `startBeacon` is what main.ts and the benchmarks run; `stop` is the graceful shutdown: stop
+// accepting and answer the requests in flight, wait for their writes, finish the relay pass under way
+// (rows not yet relayed stay in the outbox for the next start), stop the delivery workers (what they
+// had not sent stays pending, or goes back to the stream), close NATS, then flush and close LMDB.
 
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
@@ -55,7 +57,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
   const queue = config.natsUrl === null
     ? null
-    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', onConnection: metrics?.setNatsConnected })
+    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, ...(queue === null ? {} : { queue }),
   })

@@ -2,6 +2,7 @@
 // its own line, and the process refuses to start rather than run with a guess.
 
 export const DURABILITY = ['flushed', 'committed'] as const
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type Durability = typeof DURABILITY[number]
 
 export interface Config {
@@ -100,6 +101,10 @@ function describeUrl (text: string): string {
 
 export function loadConfig (env: Env = process.env): Config {
   const problems: string[] = []
+  const logLevel = env.BEACON_LOG_LEVEL
+  if (logLevel !== undefined && logLevel !== '' && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`BEACON_LOG_LEVEL=${JSON.stringify(logLevel)}: expected one of ${LOG_LEVELS.join(', ')}`)
+  }
   const durabilityRaw = env.BEACON_DURABILITY || 'flushed'
   if (!(DURABILITY as readonly string[]).includes(durabilityRaw)) {
     problems.push(`BEACON_DURABILITY=${JSON.stringify(durabilityRaw)}: expected one of ${DURABILITY.join(', ')}`)

@@ -6,6 +6,7 @@
 // `separateFlushed` it also carries `.flushed`, resolved once the OS reports the sync. Which of the two
 // a write waits for before it is acknowledged is BEACON_DURABILITY.
 
+import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
@@ -34,8 +35,13 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
-  /** The store's own bookkeeping: the sequence numbers reserved so far. */
+  /** The store's own bookkeeping: the sequence numbers reserved so far, the node id. */
   readonly meta: Database
+  /**
+   * This data folder's id, made on its first start: sequence numbers are unique within one folder
+   * only, so what several nodes share (JetStream message ids) carries it too.
+   */
+  readonly nodeId: string
   /** Told after every outbox append (the relay wakes up). */
   onOutboxAppend: (() => void) | null = null
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
@@ -70,6 +76,12 @@ export class Store {
     for (const key of this.outbox.getKeys({ reverse: true, limit: 1 })) last = Math.max(last, key as number)
     this.outboxSeq = last
     this.seqReserved = last
+    let nodeId = this.meta.get(NODE_ID_KEY) as string | undefined
+    if (nodeId === undefined) {
+      nodeId = randomUUID()
+      this.meta.putSync(NODE_ID_KEY, nodeId)
+    }
+    this.nodeId = nodeId
   }
 
   /** The sequence number of the last outbox row appended (0 when none yet). */
@@ -130,6 +142,7 @@ export class Store {
 }
 
 const SEQ_RESERVED_KEY = 'seq-reserved'
+const NODE_ID_KEY = 'node-id'
 const SEQ_RESERVE_BLOCK = 100_000
 
 function noop (): void {}

@@ -51,7 +51,7 @@ export interface JetStreamQueueOptions {
   consumerName?: string
   /** The stream's duplicate window: re-publishes within it are absorbed. Default 2 minutes. */
   duplicateWindowMs?: number
-  /** Unacked records of a node that stopped heartbeating come back after this. Default 60 s. */
+  /** Unacked records of a node that stopped heartbeating come back after this. Default 30 s. */
   ackWaitMs?: number
   /** Records handed out and not yet acked, over every node (retries waiting out their nak delay count). */
   maxAckPending?: number
@@ -467,7 +467,8 @@ export class JetStreamQueue implements DeliveryQueue {
         name: this.streamName,
         subjects: [subject],
         storage: StorageType.File,
-        retention: RetentionPolicy.Limits,
+        // A work queue: a message goes once acked (or termed), so the stream holds only what is unfinished.
+        retention: RetentionPolicy.Workqueue,
         duplicate_window: nanos(this.duplicateWindowMs),
         num_replicas: 1,
       })
@@ -554,7 +555,12 @@ export class JetStreamQueue implements DeliveryQueue {
   }
 
   private onMessage (msg: JsMsg): void {
-    if (this.stopped || this.feed === null) return // not acked: it comes back after ack_wait
+    if (this.stopped || this.feed === null) {
+      // Pulled while stopping: back to the stream at once (the connection drains before it closes),
+      // for another node or the next start, rather than after ack_wait.
+      msg.nak()
+      return
+    }
     let record: DeliveryRecord
     try {
       record = unpack(msg.data) as DeliveryRecord

@@ -10,13 +10,14 @@ describe('start and stop', () => {
   it('refuses to start on bad settings with one line per bad value and exit code 1', () => {
     const dataDir = tempDir()
     const run = spawnSync(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH ?? '', BEACON_PORT: 'http', BEACON_DURABILITY: 'sometimes', BEACON_DATA_DIR: dataDir },
+      env: { PATH: process.env.PATH ?? '', BEACON_PORT: 'http', BEACON_DURABILITY: 'sometimes', BEACON_LOG_LEVEL: 'loud', BEACON_DATA_DIR: dataDir },
       encoding: 'utf8',
     })
     removeDir(dataDir)
     expect(run.status).to.equal(1)
     expect(run.stderr).to.include('BEACON_PORT="http": expected a whole number from 0 to 65535')
     expect(run.stderr).to.include('BEACON_DURABILITY="sometimes": expected one of flushed, committed')
+    expect(run.stderr).to.include('BEACON_LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent')
   })
 
   it('generates an admin key on first start, keeps it 0600 in the data folder and prints it only once', async () => {

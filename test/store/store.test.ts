@@ -26,4 +26,23 @@ describe('Store', () => {
       removeDir(dir)
     }
   })
+
+  it('keeps the node id made on the first start, and makes another for another folder', async () => {
+    const dir = tempDir()
+    const other = tempDir()
+    try {
+      const first = new Store({ path: dir, durability: 'flushed' })
+      const id = first.nodeId
+      await first.close()
+      const again = new Store({ path: dir, durability: 'flushed' })
+      expect(again.nodeId).to.equal(id)
+      await again.close()
+      const elsewhere = new Store({ path: other, durability: 'flushed' })
+      expect(elsewhere.nodeId).not.to.equal(id)
+      await elsewhere.close()
+    } finally {
+      removeDir(dir)
+      removeDir(other)
+    }
+  })
 })
