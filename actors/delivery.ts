@@ -119,6 +119,8 @@ export interface DeliveryHubOptions {
   queue?: DeliveryQueue
   /** Told each attempt's outcome and latency (metrics). */
   onAttempt?: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  /** Resolves when the account's members index is complete (no re-indexing pass under way). */
+  membersReady?: (account: string) => Promise<void>
 }
 
 export class DeliveryHub {
@@ -128,6 +130,7 @@ export class DeliveryHub {
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
   private readonly onAttempt: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  private readonly membersReady: (account: string) => Promise<void>
   private readonly workers = new Map<string, DeliveryWorker>()
   /**
    * Records between their first attempt and their final outcome, as last settled: an outcome must not
@@ -146,13 +149,14 @@ export class DeliveryHub {
   private again = false
   private stopped = false
 
-  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null }: DeliveryHubOptions) {
+  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {} }: DeliveryHubOptions) {
     this.store = store
     this.registry = registry
     this.clock = clock
     this.sender = new Sender({ allowPrivate, clock })
     this.queue = queue ?? new EmbeddedQueue(store)
     this.onAttempt = onAttempt
+    this.membersReady = membersReady
   }
 
   /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
@@ -213,6 +217,9 @@ export class DeliveryHub {
     }
     if (segments.length === 0) {
       contexts.push({ account: webhook.account, event: 'schedule' })
+    } else {
+      // A schedule webhook saved just now starts the indexing of its segments' members: wait for it.
+      await this.membersReady(webhook.account)
     }
     for (const segment of segments) {
       for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {

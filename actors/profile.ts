@@ -11,7 +11,7 @@ import type { VisitorMetrics } from '../src/matching/index.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
@@ -64,12 +64,14 @@ export interface ProfileDeps {
   segments: (account: string) => SegmentSet
   clock: Clock
   wantsEvent: EventWanted
+  wantsChange: ChangeWanted
+  listsMembers: MembersListed
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
 
-export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
@@ -89,11 +91,11 @@ export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps
         nowMs,
         windows,
       }
-      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, state, set, evaluateSegments(set, ctx), windows, nowMs)
+      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs)
     } else {
       state.segmentsVersion = set.version
     }
-    indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, state, allSegments(state, deviceSegments(state)))
+    indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state, deviceSegments(state)))
     actor.track(store.durable(db.put([actor.account, actor.id], state)))
   }
 
@@ -151,7 +153,7 @@ export function profileKind ({ store, segments, clock, wantsEvent }: ProfileDeps
           // Never seen: nothing to erase (the caller answers 404).
           if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
           if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]).catch(noop)
-          indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, state, [])
+          indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, [])
           const visitors = state.visitors
           actor.state = emptyProfile()
           actor.track(store.durable(db.remove([actor.account, actor.id])))

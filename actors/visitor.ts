@@ -8,7 +8,7 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
@@ -123,12 +123,14 @@ export interface VisitorDeps {
   segments: SegmentSource
   clock: Clock
   wantsEvent: EventWanted
+  wantsChange: ChangeWanted
+  listsMembers: MembersListed
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
@@ -143,11 +145,11 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       pruneWindows(state.windows, set.specsByKey, nowMs)
       const ctx: SegmentContext = { event, attributes: state.attributes, segments: new Set(allSegments(state)), visitor: metricsOf(state), nowMs, windows: state.windows }
-      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, set, evaluateSegments(set, ctx), state.windows, nowMs)
+      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs)
     } else {
       state.segmentsVersion = set.version
     }
-    indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, allSegments(state))
+    indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state))
   }
 
   function persist (actor: Actor<VisitorState>): void {
@@ -270,7 +272,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           return structuredClone(state)
         case 'erase': {
           if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]).catch(noop)
-          indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, state, [])
+          indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           actor.state = emptyVisitor()
           actor.track(store.durable(db.remove([actor.account, actor.id])))
           return undefined

@@ -13,7 +13,7 @@
 //   BENCH_WARMUP_S      warm-up seconds per scenario (default 2)
 //   BENCH_THREADS       wrk threads (default 1)
 //   BENCH_VISITORS      distinct visitor ids the Lua scripts rotate over (default 10000)
-//   BENCH_ONLY          comma-separated scenario names to run (the baseline always runs; optional
+//   BENCH_ONLY          comma-separated scenario names (a comma followed by a space is part of a name) to run (the baseline always runs; optional
 //                       diagnostic scenarios run only when named here)
 //   BENCH_SERVER_NODE_ARGS  extra node flags for the server processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
 //   BENCH_STRICT=1      exit 1 when a target is missed (failed scenarios always exit 1)
@@ -40,7 +40,7 @@ const WARMUP_S = intEnv('BENCH_WARMUP_S', 2)
 const THREADS = intEnv('BENCH_THREADS', 1)
 const WRK = process.env.BENCH_WRK || 'wrk'
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
-const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
+const ONLY = (process.env.BENCH_ONLY ?? '').split(/,(?! )/).map(name => name.trim()).filter(name => name !== '')
 
 /** The targets of the issue: throughput relative to the baseline, and tail latency. */
 const RATIO_TARGET = 0.5
@@ -297,7 +297,10 @@ async function startServer (scenario: Scenario): Promise<Server> {
     output: () => output,
     async stop () {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      const timer = setTimeout(() => {
+        process.stderr.write(`warning: the ${scenario.server} server did not stop within 10 s of SIGTERM; killed\n${output.slice(-2000)}\n`)
+        child.kill('SIGKILL')
+      }, 10_000)
       await exited
       clearTimeout(timer)
       if (dataDir !== null) {

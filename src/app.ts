@@ -47,8 +47,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const segments = (account: string): SegmentSet => registry.segmentSet(account)
   const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
-  const profiles = profileKind({ store, segments, clock, wantsEvent })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent })
+  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => registry.wantsChange(account, change, segment)
+  const listsMembers = (account: string, segment: string): boolean => registry.listsMembers(account, segment)
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
@@ -59,7 +61,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ? null
     : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
   const deliveries = new DeliveryHub({
-    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, ...(queue === null ? {} : { queue }),
+    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, membersReady: account => maintenance.idle(account),
+    ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
 

@@ -39,6 +39,8 @@ export class SegmentMaintenance {
   private sweeping: Promise<number> | null = null
   /** Running passes by account, with the version each works for. */
   private readonly passes = new Map<string, number>()
+  /** Who waits for an account's pass to end (schedules, before they read the members index). */
+  private readonly idleWaiters = new Map<string, (() => void)[]>()
   private stopped = false
 
   constructor (deps: MaintenanceDeps) {
@@ -88,7 +90,28 @@ export class SegmentMaintenance {
   private runPass (account: string, cursor: PassCursor): void {
     const running = this.passes.get(account)
     this.passes.set(account, cursor.version)
-    if (running === undefined) this.passStep(account, cursor).catch(logFailure)
+    if (running === undefined) {
+      this.passStep(account, cursor).catch((error: unknown) => {
+        logFailure(error)
+        this.passes.delete(account)
+      }).finally(() => { if (!this.passes.has(account)) this.wake(account) })
+    }
+  }
+
+  /** Resolves once no background pass runs for the account (at once when none does, or once stopped). */
+  idle (account: string): Promise<void> {
+    if (!this.passes.has(account) || this.stopped) return Promise.resolve()
+    return new Promise(resolve => {
+      const waiters = this.idleWaiters.get(account) ?? []
+      waiters.push(resolve)
+      this.idleWaiters.set(account, waiters)
+    })
+  }
+
+  private wake (account: string): void {
+    const waiters = this.idleWaiters.get(account)
+    this.idleWaiters.delete(account)
+    for (const resolve of waiters ?? []) resolve()
   }
 
   private async passStep (account: string, cursor: PassCursor): Promise<void> {
@@ -130,6 +153,7 @@ export class SegmentMaintenance {
     this.stopped = true
     if (this.timer !== null) clearInterval(this.timer)
     this.timer = null
+    for (const account of [...this.idleWaiters.keys()]) this.wake(account)
   }
 }
 

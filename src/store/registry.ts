@@ -59,6 +59,10 @@ interface AccountWebhooks {
   compiled: Map<string, CompiledWebhook>
   /** Event types some enabled event webhook selects: the hot path writes an outbox row only for those. */
   wantedEvents: Set<string>
+  /** `enter <segment>` and `exit <segment>` some enabled audience webhook selects: only those become outbox rows. */
+  wantedChanges: Set<string>
+  /** Segments some enabled schedule webhook syncs: only their members are kept in the members index. */
+  listedSegments: Set<string>
   /** The longest timeoutMs of the enabled sync webhooks (0: none): how long a request may wait for them. */
   syncTimeoutMs: number
 }
@@ -305,6 +309,28 @@ export class Registry {
     return this.webhooks.get(account)?.wantedEvents.has(type) === true
   }
 
+  /** Whether an enabled audience webhook of the account selects this change ('enter' or 'exit') of this segment. */
+  wantsChange (account: string, change: 'enter' | 'exit', segment: string): boolean {
+    const wanted = this.webhooks.get(account)?.wantedChanges
+    return wanted !== undefined && wanted.size > 0 && wanted.has(change + ' ' + segment)
+  }
+
+  /** Whether an enabled schedule webhook of the account syncs this segment (its members are indexed). */
+  listsMembers (account: string, segment: string): boolean {
+    return this.webhooks.get(account)?.listedSegments.has(segment) === true
+  }
+
+  /**
+   * The segments whose members are indexed changed: a new segments version makes every entity file
+   * itself again, lazily on its next message and in the background pass (which schedules wait for).
+   */
+  private async relist (account: string): Promise<void> {
+    const entry = this.segmentsOf(account)
+    const version = Math.max(entry.version + 1, this.clock.nowMs())
+    await this.store.save(this.store.config, [account, 'segments-version'], version)
+    this.segmentsChanged(account, entry, version)
+  }
+
   /** The account's compiled webhooks (configuration with secrets: never return it as is). */
   webhooksOf (account: string): Iterable<CompiledWebhook> {
     return this.webhooks.get(account)?.compiled.values() ?? []
@@ -337,7 +363,7 @@ export class Registry {
     const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivateWebhooks })
     await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
     entry.compiled.set(id, compiled)
-    this.indexWebhooks(entry)
+    if (this.indexWebhooks(entry)) await this.relist(account)
     this.onWebhookChanged?.(account, id, compiled)
     return compiled
   }
@@ -347,7 +373,7 @@ export class Registry {
     await this.store.durable(this.store.config.remove([account, 'webhook', id]))
     const entry = this.webhookEntry(account)
     entry.compiled.delete(id)
-    this.indexWebhooks(entry)
+    if (this.indexWebhooks(entry)) await this.relist(account)
     this.onWebhookChanged?.(account, id, null)
   }
 
@@ -359,20 +385,33 @@ export class Registry {
     this.indexWebhooks(entry)
   }
 
-  private indexWebhooks (entry: AccountWebhooks): void {
+  /** Recompute what the hot path reads of the webhooks; true when the listed segments changed. */
+  private indexWebhooks (entry: AccountWebhooks): boolean {
+    const listedBefore = entry.listedSegments
     entry.wantedEvents = new Set()
+    entry.wantedChanges = new Set()
+    entry.listedSegments = new Set()
     entry.syncTimeoutMs = 0
     for (const webhook of entry.compiled.values()) {
       if (!webhook.enabled) continue
-      if (webhook.trigger.kind === 'event') for (const type of webhook.trigger.events) entry.wantedEvents.add(type)
+      const trigger = webhook.trigger
+      if (trigger.kind === 'event') for (const type of trigger.events) entry.wantedEvents.add(type)
+      if (trigger.kind === 'audience') {
+        for (const segment of trigger.segments) {
+          if (trigger.onEnter) entry.wantedChanges.add('enter ' + segment)
+          if (trigger.onExit) entry.wantedChanges.add('exit ' + segment)
+        }
+      }
+      if (trigger.kind === 'schedule') for (const segment of trigger.segments) entry.listedSegments.add(segment)
       if (webhook.mode === 'sync') entry.syncTimeoutMs = Math.max(entry.syncTimeoutMs, webhook.timeoutMs)
     }
+    return listedBefore.size !== entry.listedSegments.size || [...listedBefore].some(segment => !entry.listedSegments.has(segment))
   }
 
   private webhookEntry (account: string): AccountWebhooks {
     let entry = this.webhooks.get(account)
     if (entry === undefined) {
-      entry = { compiled: new Map(), wantedEvents: new Set(), syncTimeoutMs: 0 }
+      entry = { compiled: new Map(), wantedEvents: new Set(), wantedChanges: new Set(), listedSegments: new Set(), syncTimeoutMs: 0 }
       this.webhooks.set(account, entry)
     }
     return entry
