@@ -70,6 +70,11 @@ export type FeedAnswer = 'taken' | 'busy' | 'gone'
 export type Feed = (record: DeliveryRecord) => FeedAnswer
 
 export interface DeliveryQueue {
+  /**
+   * Whether the workers keep their retries (the group of a batch together, so its webhook-id stays
+   * the same on every attempt), or the queue hands each retried record back when its delay has passed.
+   */
+  readonly retriesInMemory: boolean
   /** Start handing records to `feed` (the local workers): those waiting from before, then new ones. */
   start (feed: Feed): Promise<void>
   /** Durably take new records; the relay removes their outbox rows once this resolves. */
@@ -81,6 +86,7 @@ export interface DeliveryQueue {
 
 /** Embedded: the deliveries db holds what waits; retries wait in the worker until they are due. */
 export class EmbeddedQueue implements DeliveryQueue {
+  readonly retriesInMemory = true
   private readonly store: Store
   private feed: Feed | null = null
 
@@ -101,9 +107,8 @@ export class EmbeddedQueue implements DeliveryQueue {
     for (const record of records) this.feed?.(record)
   }
 
-  settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead'): void {
-    if (outcome === 'retry') this.feed?.(record)
-  }
+  // Retries stay in their worker (retriesInMemory); the record on disk says `failed` until they end.
+  settle (): void {}
 
   async stop (): Promise<void> {
     this.feed = null
@@ -346,6 +351,7 @@ export class DeliveryHub {
       sender: this.sender,
       clock: this.clock,
       scheduler: systemScheduler,
+      retryInMemory: this.queue.retriesInMemory,
       onDelivered: (items, attempt) => this.settle(webhook, items, 'delivered', [attempt], 0),
       onRetry: (items, delayMs, attempt, next: NextAttempt) => {
         this.settle(webhook, items, 'retry', [attempt], delayMs, next.attempt)

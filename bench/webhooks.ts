@@ -219,6 +219,7 @@ async function main (): Promise<void> {
     let retried = 0
     let dead = 0
     const counting: DeliveryQueue = {
+      retriesInMemory: inner.retriesInMemory,
       start: (feed) => inner.start(feed),
       publish: (records: readonly DeliveryRecord[]) => inner.publish(records),
       settle (record, outcome, delayMs) {

@@ -149,6 +149,8 @@ interface Retrying {
 
 
 export class JetStreamQueue implements DeliveryQueue {
+  /** A retry is a nak with its delay: the record comes back on its own, to any node. */
+  readonly retriesInMemory = false
   readonly streamName: string
   readonly subjectPrefix: string
   readonly consumerName: string

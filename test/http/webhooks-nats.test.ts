@@ -145,6 +145,21 @@ for (const transport of [embedded(), jetstream()]) {
       expect(delivered[0].attempts.map((a: { status: number }) => a.status)).to.deep.equal([503, 503, 200])
     })
 
+    if (transport.name === 'embedded') {
+      // The embedded workers keep a retried batch together; JetStream hands retried records back one by one.
+      it('retries a batch as the same group, with the same webhook-id and body', async () => {
+        await start((_, index) => index === 0 ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 })
+        await putWebhook('batched', webhook({ delivery: { batchSize: 50 } }))
+        await Promise.all(Array.from({ length: 20 }, (_, i) => purchase(visitorId(), `o-${i}`)))
+        const items = (): number => rx().requests.filter(r => r.headers['webhook-id'] !== undefined).slice(1).reduce((n, r) => n + (JSON.parse(r.body) as unknown[]).length, 0)
+        await until('20 items delivered', () => items() === 20)
+        const [failed, ...rest] = rx().requests
+        const again = rest.filter(r => r.headers['webhook-id'] === failed!.headers['webhook-id'])
+        expect(again).to.have.length(1)
+        expect(again[0]!.body).to.equal(failed!.body)
+      })
+    }
+
     it('dead-letters a terminal 4xx after one attempt, then delivers it on replay', async () => {
       let accept = false
       await start(() => accept ? { status: 200 } : { status: 422, body: 'unprocessable' })
