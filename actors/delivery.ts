@@ -42,6 +42,9 @@ export const RELAY_BATCH_MAX = 500
 export const LIST_PAGE_MAX = 500
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
+/** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */
+export const RELAY_RETRY_MIN_MS = 1000
+export const RELAY_RETRY_MAX_MS = 30_000
 /** How often due schedules are looked for. */
 export const SCHEDULE_TICK_MS = 1000
 
@@ -143,6 +146,9 @@ export class DeliveryHub {
    */
   private readonly live = new Map<string, DeliveryRecord>()
   private relaying: Promise<void> | null = null
+  /** A relay pass that failed is tried again after this (doubling up to RELAY_RETRY_MAX_MS). */
+  private relayRetryMs = RELAY_RETRY_MIN_MS
+  private relayTimer: NodeJS.Timeout | null = null
   /** Requests waiting for the first attempt of their sync deliveries. */
   private readonly syncWaits = new Set<SyncWait>()
   /** The highest outbox seq the relay has handed to the queue. */
@@ -247,7 +253,20 @@ export class DeliveryHub {
       this.again = true
       return
     }
-    this.relaying = this.store.root.committed.then(() => this.relay()).catch(logFailure).finally(() => {
+    this.relaying = this.store.root.committed.then(() => this.relay()).then(() => {
+      this.relayRetryMs = RELAY_RETRY_MIN_MS
+    }, (error: unknown) => {
+      // The rows stay in the outbox (the queue did not take them: NATS away). Try again later even if
+      // no new row comes to wake the relay.
+      logFailure(error)
+      if (this.stopped || this.relayTimer !== null) return
+      this.relayTimer = setTimeout(() => {
+        this.relayTimer = null
+        this.relaySoon()
+      }, this.relayRetryMs)
+      this.relayTimer.unref()
+      this.relayRetryMs = Math.min(this.relayRetryMs * 2, RELAY_RETRY_MAX_MS)
+    }).finally(() => {
       this.relaying = null
       if (this.again) {
         this.again = false
@@ -457,6 +476,7 @@ export class DeliveryHub {
   async stop (): Promise<void> {
     this.stopped = true
     if (this.scheduleTimer !== null) clearInterval(this.scheduleTimer)
+    if (this.relayTimer !== null) clearTimeout(this.relayTimer)
     await this.scheduling
     this.store.onOutboxAppend = null
     await this.settled()

@@ -88,7 +88,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
     ],
-    onError: (error, request) => log.error({ err: error, method: request?.method, url: request?.url }, 'request failed'),
+    onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
   const port = await server.listen()

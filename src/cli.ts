@@ -33,8 +33,8 @@ const COMMANDS: Record<string, Command> = {
   start: {
     options: {},
     async run () {
-      const { start } = await import('./start.js')
-      await start()
+      const { runServer } = await import('./start.js')
+      runServer()
     },
   },
   'admin-key': {

@@ -7,6 +7,14 @@ import { resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
 
+/** Start Beacon as this process's job; a failure to start is logged and exits with code 1. */
+export function runServer (): void {
+  start().catch((error: unknown) => {
+    log.fatal({ err: error }, 'beacon failed to start')
+    process.exit(1)
+  })
+}
+
 export async function start (): Promise<void> {
   let config: Config
   try {

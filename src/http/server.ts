@@ -58,7 +58,8 @@ export interface ServerOptions {
   maxBodyBytes: number
   inflightMax: number
   routes: Route[]
-  onError: (error: unknown, request: Request | null) => void
+  /** A handler threw something other than an ApiError (a bug): told the method and route pattern, never the URL (ids). */
+  onError: (error: unknown, method: string, route: string) => void
   /**
    * Asked once per route at construction (and for UNMATCHED, and each pattern's 405) for the observer of
    * its requests; null (or no `observe`) means that route pays nothing per request, not even a clock read.
@@ -270,18 +271,18 @@ export class HttpServer {
     try {
       out = route.handler(request)
     } catch (error) {
-      return this.finish(exchange, this.failure(error, request), false)
+      return this.finish(exchange, this.failure(error, request, route), false)
     }
     if (out instanceof Promise) {
-      out.then(reply => this.finish(exchange, reply, false), error => this.finish(exchange, this.failure(error, request), false))
+      out.then(reply => this.finish(exchange, reply, false), error => this.finish(exchange, this.failure(error, request, route), false))
     } else {
       this.finish(exchange, out, false)
     }
   }
 
-  private failure (error: unknown, request: Request): Reply {
+  private failure (error: unknown, request: Request, route: Route): Reply {
     if (error instanceof ApiError) return errorReply(error)
-    this.options.onError(error, request)
+    this.options.onError(error, request.method, route.pattern)
     return errorReply(new ApiError('internal'))
   }
 

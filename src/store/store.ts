@@ -55,6 +55,8 @@ export class Store {
     mkdirSync(path, { recursive: true })
     this.root = open({
       path,
+      // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
+      noSubdir: false,
       separateFlushed: true,
       maxDbs: 16,
       ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),

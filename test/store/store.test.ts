@@ -45,4 +45,19 @@ describe('Store', () => {
       removeDir(other)
     }
   })
+
+  it('opens a data folder whose name has a dot', async () => {
+    const parent = tempDir()
+    const dir = parent + '/beacon.data'
+    try {
+      let store = new Store({ path: dir, durability: 'flushed' })
+      await store.save(store.accounts, 'a', { name: 'x' })
+      await store.close()
+      store = new Store({ path: dir, durability: 'flushed' })
+      expect(store.accounts.get('a')).to.deep.equal({ name: 'x' })
+      await store.close()
+    } finally {
+      removeDir(parent)
+    }
+  })
 })
