@@ -99,6 +99,14 @@ export const JETSTREAM_DEFAULTS = {
   goneRetries: 5,
 } as const
 
+/**
+ * What a stopping node hands back is nak'd with this delay: a plain nak is redelivered at once, and
+ * the server may hand it straight back to this node's pull request that is still open while the
+ * connection drains, where it would wait out ack_wait. Measured: 1 record in ~320 took 30 s to come
+ * back to the next start with a plain nak (test/ops/shutdown.test.ts).
+ */
+const STOP_NAK_DELAY_MS = 2_000
+
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
 const CONSUMER_NOT_FOUND = 10014
@@ -558,9 +566,9 @@ export class JetStreamQueue implements DeliveryQueue {
 
   private onMessage (msg: JsMsg): void {
     if (this.stopped || this.feed === null) {
-      // Pulled while stopping: back to the stream at once (the connection drains before it closes),
-      // for another node or the next start, rather than after ack_wait.
-      msg.nak()
+      // Pulled while stopping: back to the stream (the connection drains before it closes), for
+      // another node or the next start, rather than after ack_wait.
+      msg.nak(STOP_NAK_DELAY_MS)
       return
     }
     let record: DeliveryRecord
@@ -642,7 +650,7 @@ export class JetStreamQueue implements DeliveryQueue {
     const messages = this.messages
     if (messages !== null) await withTimeout(messages.close(), 2_000)
     await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
-    for (const held of this.held.values()) held.msg.nak()
+    for (const held of this.held.values()) held.msg.nak(STOP_NAK_DELAY_MS)
     this.held.clear()
     this.retrying.clear()
     const batches = new Set<PublishBatch>()
