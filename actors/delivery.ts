@@ -45,6 +45,11 @@ export const SCHEDULE_PAGE_MAX = 1000
 /** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */
 export const RELAY_RETRY_MIN_MS = 1000
 export const RELAY_RETRY_MAX_MS = 30_000
+/** How often delivered records past their retention are deleted, and how many at most a pass. */
+export const PRUNE_EVERY_MS = 60_000
+export const PRUNE_BATCH_MAX = 10_000
+/** A full worker queue (embedded) is offered its records left pending again after this. */
+export const REFILL_AFTER_MS = 250
 /** How often due schedules are looked for. */
 export const SCHEDULE_TICK_MS = 1000
 
@@ -97,7 +102,8 @@ export class EmbeddedQueue implements DeliveryQueue {
     this.store = store
   }
 
-  // A record left 'busy' or 'gone' stays pending on disk: the next start or a replay picks it up.
+  // A record left 'busy' stays pending on disk until the hub's refill offers it again; one left 'gone'
+  // (its webhook deleted) stays as it is, replayable.
   async start (feed: Feed): Promise<void> {
     this.feed = feed
     for (const { value } of this.store.deliveries.getRange()) {
@@ -129,6 +135,10 @@ export interface DeliveryHubOptions {
   onAttempt?: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
   /** Resolves when the account's members index is complete (no re-indexing pass under way). */
   membersReady?: (account: string) => Promise<void>
+  /** Items a worker holds at most (DELIVERY_LIMITS.queueItemsMaxDefault; smaller in tests). */
+  workerQueueItemsMax?: number
+  /** Delivered records older than this (by their last update) are deleted; 0 keeps them. Default 7 days. */
+  retentionMs?: number
 }
 
 export class DeliveryHub {
@@ -149,6 +159,12 @@ export class DeliveryHub {
   /** A relay pass that failed is tried again after this (doubling up to RELAY_RETRY_MAX_MS). */
   private relayRetryMs = RELAY_RETRY_MIN_MS
   private relayTimer: NodeJS.Timeout | null = null
+  /** Per webhook whose worker refused records (embedded), the oldest seq left pending. */
+  private readonly overflow = new Map<string, { account: string, webhookId: string, fromSeq: number }>()
+  private refillTimer: NodeJS.Timeout | null = null
+  private readonly workerQueueItemsMax: number | undefined
+  private readonly retentionMs: number
+  private pruneTimer: NodeJS.Timeout | null = null
   /** Requests waiting for the first attempt of their sync deliveries. */
   private readonly syncWaits = new Set<SyncWait>()
   /** The highest outbox seq the relay has handed to the queue. */
@@ -160,7 +176,7 @@ export class DeliveryHub {
   private again = false
   private stopped = false
 
-  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {} }: DeliveryHubOptions) {
+  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax, retentionMs = 7 * 86_400_000 }: DeliveryHubOptions) {
     this.store = store
     this.registry = registry
     this.clock = clock
@@ -168,6 +184,8 @@ export class DeliveryHub {
     this.queue = queue ?? new EmbeddedQueue(store)
     this.onAttempt = onAttempt
     this.membersReady = membersReady
+    this.workerQueueItemsMax = workerQueueItemsMax
+    this.retentionMs = retentionMs
   }
 
   /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
@@ -179,6 +197,33 @@ export class DeliveryHub {
     this.relaySoon()
     this.scheduleTimer = setInterval(() => { this.runSchedules().catch(logFailure) }, SCHEDULE_TICK_MS)
     this.scheduleTimer.unref()
+    if (this.retentionMs > 0) {
+      this.pruneTimer = setInterval(() => { this.prune().catch(logFailure) }, PRUNE_EVERY_MS)
+      this.pruneTimer.unref()
+    }
+  }
+
+  /**
+   * Delete the delivered records whose last update is older than the retention, at most
+   * PRUNE_BATCH_MAX a pass. A webhook's records are in sequence order, which is creation order, so
+   * its scan stops at the first record created inside the retention. Resolves with how many went.
+   */
+  async prune (): Promise<number> {
+    if (this.retentionMs <= 0) return 0
+    const cutoffMs = this.clock.nowMs() - this.retentionMs
+    let removed = 0
+    let last: Promise<boolean> | null = null
+    for (const webhook of this.registry.allWebhooks()) {
+      for (const { key, value } of this.store.deliveries.getRange({ start: [webhook.account, webhook.id, 0], end: [webhook.account, webhook.id, Number.MAX_SAFE_INTEGER] })) {
+        const record = value as DeliveryRecord
+        if (record.createdAtMs >= cutoffMs || removed === PRUNE_BATCH_MAX) break
+        if (record.status !== 'delivered' || record.updatedAtMs >= cutoffMs || this.live.has(record.id)) continue
+        last = this.store.deliveries.remove(key)
+        removed++
+      }
+    }
+    if (last !== null) await this.store.durable(last)
+    return removed
   }
 
   /**
@@ -356,12 +401,52 @@ export class DeliveryHub {
     try {
       worker.enqueue([record.item], record.attempt, record.attempts, record.dueMs)
     } catch (error) {
-      log.warn({ err: error, webhook: record.webhookId }, 'delivery queue full; record left pending')
+      if (this.queue.retriesInMemory) this.noteOverflow(record, error)
       return 'busy'
     }
     // Settled from here even on a node whose store never held it (a record another node published).
     if (!this.live.has(record.id)) this.live.set(record.id, record)
     return 'taken'
+  }
+
+  /**
+   * Embedded: a worker's queue was full, so this record stays pending on disk. The refill pass feeds
+   * the webhook's records from there on again once its worker has room (JetStream hands a refused
+   * record back by itself).
+   */
+  private noteOverflow (record: DeliveryRecord, error: unknown): void {
+    const key = slot(record.account, record.webhookId)
+    const known = this.overflow.get(key)
+    if (known === undefined) log.warn({ err: error, webhook: record.webhookId }, 'delivery queue full; records left pending until it has room')
+    if (known === undefined || record.seq < known.fromSeq) this.overflow.set(key, { account: record.account, webhookId: record.webhookId, fromSeq: record.seq })
+    if (this.refillTimer === null && !this.stopped) {
+      this.refillTimer = setTimeout(() => {
+        this.refillTimer = null
+        this.refill()
+      }, REFILL_AFTER_MS)
+      this.refillTimer.unref()
+    }
+  }
+
+  /** Feed the records left pending by a full queue, oldest first, until the queue is full again. */
+  private refill (): void {
+    for (const [key, entry] of [...this.overflow]) {
+      if (!this.workers.has(key)) {
+        this.overflow.delete(key)
+        continue
+      }
+      let busyAt: number | null = null
+      for (const { value } of this.store.deliveries.getRange({ start: [entry.account, entry.webhookId, entry.fromSeq], end: [entry.account, entry.webhookId, Number.MAX_SAFE_INTEGER] })) {
+        const record = value as DeliveryRecord
+        if ((record.status !== 'pending' && record.status !== 'failed') || this.live.has(record.id)) continue
+        if (this.enqueue(record) === 'busy') {
+          busyAt = record.seq
+          break
+        }
+      }
+      if (busyAt === null) this.overflow.delete(key)
+      else entry.fromSeq = busyAt
+    }
   }
 
   private worker (webhook: CompiledWebhook): DeliveryWorker {
@@ -371,6 +456,7 @@ export class DeliveryHub {
       clock: this.clock,
       scheduler: systemScheduler,
       retryInMemory: this.queue.retriesInMemory,
+      ...(this.workerQueueItemsMax === undefined ? {} : { queueItemsMax: this.workerQueueItemsMax }),
       onDelivered: (items, attempt) => this.settle(webhook, items, 'delivered', [attempt], 0),
       onRetry: (items, delayMs, attempt, next: NextAttempt) => {
         this.settle(webhook, items, 'retry', [attempt], delayMs, next.attempt)
@@ -477,6 +563,8 @@ export class DeliveryHub {
     this.stopped = true
     if (this.scheduleTimer !== null) clearInterval(this.scheduleTimer)
     if (this.relayTimer !== null) clearTimeout(this.relayTimer)
+    if (this.refillTimer !== null) clearTimeout(this.refillTimer)
+    if (this.pruneTimer !== null) clearInterval(this.pruneTimer)
     await this.scheduling
     this.store.onOutboxAppend = null
     await this.settled()

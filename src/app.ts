@@ -32,6 +32,8 @@ export interface Beacon {
   sweepSegments (): Promise<number>
   /** Run the schedule webhooks that are due (the periodic tick, on demand: tests). */
   runSchedules (): Promise<number>
+  /** Delete the delivered records past their retention (the periodic pass, on demand: tests). */
+  pruneDeliveries (): Promise<number>
   stop (): Promise<void>
 }
 
@@ -62,6 +64,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, membersReady: account => maintenance.idle(account),
+    retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
@@ -100,6 +103,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     deliveries,
     sweepSegments: () => maintenance.sweep(),
     runSchedules: () => deliveries.runSchedules(),
+    pruneDeliveries: () => deliveries.prune(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()

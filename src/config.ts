@@ -18,6 +18,8 @@ export interface Config {
   inflightMax: number
   mapSizeBytes: number
   segmentSweepMs: number
+  /** BEACON_DELIVERY_RETENTION_MS: delivered webhook delivery records older than this are deleted; 0 keeps them. */
+  deliveryRetentionMs: number
   webhookAllowPrivate: boolean
   /** BEACON_METRICS: whether requests and internals are counted for GET /metrics. */
   metrics: boolean
@@ -126,6 +128,7 @@ export function loadConfig (env: Env = process.env): Config {
     inflightMax: integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems),
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
+    deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),

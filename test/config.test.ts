@@ -3,7 +3,12 @@ import { ConfigError, loadConfig } from '../src/config.js'
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
-    expect(loadConfig({})).to.include({ host: '0.0.0.0', port: 8080, dataDir: './data', adminKey: null, maxBodyBytes: 65536, durability: 'flushed' })
+    expect(loadConfig({})).to.include({ host: '0.0.0.0', port: 8080, dataDir: './data', adminKey: null, maxBodyBytes: 65536, durability: 'flushed', deliveryRetentionMs: 604_800_000 })
+  })
+
+  it('reads BEACON_DELIVERY_RETENTION_MS, 0 keeping delivered records', () => {
+    expect(loadConfig({ BEACON_DELIVERY_RETENTION_MS: '0' }).deliveryRetentionMs).to.equal(0)
+    expect(() => loadConfig({ BEACON_DELIVERY_RETENTION_MS: '-5' })).to.throw(ConfigError, 'BEACON_DELIVERY_RETENTION_MS="-5": expected a whole number')
   })
 
   it('reads every BEACON_* setting', () => {

@@ -29,6 +29,39 @@ describe('webhook configuration', () => {
   })
 })
 
+describe('delivery records', () => {
+  it('deletes delivered ones past BEACON_DELIVERY_RETENTION_MS, keeps dead ones and recent ones', async () => {
+    const receiver = await startReceiver(request => request.body.includes('o-dead') ? { status: 422 } : { status: 200 })
+    const beacon = await startInProcess(undefined, { BEACON_DELIVERY_RETENTION_MS: String(86_400_000) })
+    try {
+      beacon.clock.advance(Date.now() - beacon.clock.nowMs())
+      const tenant = await createTenant(beacon.url)
+      await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+        name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}}' },
+        delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+      })
+      const purchase = (orderId: string) => post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId })
+      const list = async (status: string): Promise<unknown[]> => (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/orders/deliveries?status=${status}`)).body.deliveries
+      await purchase('o-old')
+      await purchase('o-dead')
+      await until('two attempts', () => receiver.requests.length === 2)
+      for (let i = 0; i < 100 && ((await list('delivered')).length < 1 || (await list('dead')).length < 1); i++) await new Promise(resolve => setTimeout(resolve, 20))
+      beacon.clock.advance(2 * 86_400_000)
+      await purchase('o-new')
+      await until('the third', () => receiver.requests.length === 3)
+      for (let i = 0; i < 100 && (await list('delivered')).length < 2; i++) await new Promise(resolve => setTimeout(resolve, 20))
+      expect(await beacon.beacon.pruneDeliveries()).to.equal(1)
+      const delivered = await list('delivered') as { item: { context: { eventFields: { orderId: string } } } }[]
+      expect(delivered.map(d => d.item.context.eventFields.orderId)).to.deep.equal(['o-new'])
+      expect(await list('dead')).to.have.length(1)
+    } finally {
+      await beacon.close()
+      await receiver.close()
+    }
+  })
+})
+
 describe('webhooks survive a crash', () => {
   it('delivers every one of 5,000 events at least once across a SIGKILL mid-stream, duplicates with the same webhook-id', async function () {
     this.timeout(120_000)
