@@ -34,6 +34,8 @@ export interface Route {
   body: boolean
   /** Checked before the body is read (admin key): throws an ApiError to refuse. */
   guard?: (authorization: string) => void
+  /** Still answered while draining (health and metrics: a load balancer reads why it is taken out). */
+  whileDraining?: boolean
   handler: Handler
 }
 
@@ -191,7 +193,7 @@ export class HttpServer {
   private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
     const exchange = new Exchange(this, res, req, paramCount, observer)
     res.onAborted(onAbort.bind(exchange))
-    if (this.draining) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
+    if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
     if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
     this.inflight++
     exchange.counted = true
