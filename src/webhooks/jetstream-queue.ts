@@ -107,6 +107,24 @@ export const JETSTREAM_DEFAULTS = {
  */
 const STOP_NAK_DELAY_MS = 2_000
 
+/** A message carries at most this many records, and this many bytes of them (max_payload is 1 MiB by default). */
+export const PUBLISH_RECORDS_MAX = 100
+export const PUBLISH_BYTES_MAX = 256 * 1024
+
+/** Records of one subject published as one message. */
+interface Chunk {
+  subject: string
+  /** The first record's message id: the message's id is it, plus `+<count>` for several. */
+  msgId: string
+  parts: Uint8Array[]
+  bytes: number
+}
+
+/** The msgpack header of an array of n items: encoded records after it make the array. */
+function arrayHeader (n: number): Uint8Array {
+  return n < 16 ? Uint8Array.of(0x90 | n) : Uint8Array.of(0xdc, n >> 8, n & 0xff)
+}
+
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
 const CONSUMER_NOT_FOUND = 10014
@@ -142,11 +160,22 @@ interface PublishBatch {
   timer: NodeJS.Timeout
 }
 
-/** A message held here: fed to a worker, not yet settled. */
-interface Held {
+/** A message held here: its records fed to local workers, not all settled yet. */
+interface Carrier {
   msg: JsMsg
-  sinceMs: number
+  /** Records the message carries: 1 is settled by its own ack, nak or term; more by one ack once all are done. */
+  size: number
+  /** Records not settled yet. */
+  left: number
   lastBeatMs: number
+  /** A record of a batch could not be handed back on its own: the whole message goes back instead. */
+  failed: boolean
+}
+
+/** A record fed to a local worker, and the message it came in. */
+interface Held {
+  carrier: Carrier
+  sinceMs: number
 }
 
 /** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
@@ -195,6 +224,7 @@ export class JetStreamQueue implements DeliveryQueue {
   private messages: ConsumerMessages | null = null
   private consuming: Promise<void> | null = null
   private readonly held = new Map<string, Held>()
+  private readonly carriers = new Set<Carrier>()
   private readonly retrying = new Map<string, Retrying>()
   private ensuring: Promise<void> | null = null
   private lastEnsureMs = 0
@@ -300,22 +330,77 @@ export class JetStreamQueue implements DeliveryQueue {
         reject,
         timer: setTimeout(() => this.giveUp(batch, `not all of ${records.length} records were stored by JetStream within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
       }
-      for (const record of records) {
-        const msgId = messageIdOf(record, this.nodeId)
-        const token = (this.nextToken++).toString(36)
-        let data: Uint8Array
-        try {
-          data = pack(record)
-        } catch (error) {
-          this.giveUp(batch, `a delivery record could not be encoded: ${errorText(error)}`)
-          return
-        }
-        const out: Outgoing = { token, subject: this.subjectOf(record), data, msgId, sentAtMs: 0, inFlight: false, batch }
-        this.outgoing.set(token, out)
-        this.toSend.push(out)
+      let chunks: Chunk[]
+      try {
+        chunks = this.chunksOf(records)
+      } catch (error) {
+        this.giveUp(batch, `a delivery record could not be encoded: ${errorText(error)}`)
+        return
+      }
+      batch.left = chunks.length
+      for (const chunk of chunks) {
+        const n = chunk.parts.length
+        this.queueSend(batch, chunk.subject, n === 1 ? chunk.parts[0]! : Buffer.concat([arrayHeader(n), ...chunk.parts]), n === 1 ? chunk.msgId : `${chunk.msgId}+${n}`)
       }
       this.pumpSends()
     })
+  }
+
+  /**
+   * The records as messages: consecutive records of one subject travel together, up to
+   * PUBLISH_RECORDS_MAX records and PUBLISH_BYTES_MAX bytes a message (one publish, PubAck, pull
+   * and ack for the lot: per-record messages spent most of the transport's time in NATS traffic).
+   */
+  private chunksOf (records: readonly DeliveryRecord[]): Chunk[] {
+    const chunks: Chunk[] = []
+    const open = new Map<string, Chunk>()
+    for (const record of records) {
+      const data = pack(record)
+      const subject = this.subjectOf(record)
+      let chunk = open.get(subject)
+      if (chunk === undefined || chunk.parts.length === PUBLISH_RECORDS_MAX || chunk.bytes + data.length > PUBLISH_BYTES_MAX) {
+        chunk = { subject, msgId: messageIdOf(record, this.nodeId), parts: [], bytes: 0 }
+        chunks.push(chunk)
+        open.set(subject, chunk)
+      }
+      chunk.parts.push(data)
+      chunk.bytes += data.length
+    }
+    return chunks
+  }
+
+  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string): void {
+    const token = (this.nextToken++).toString(36)
+    const out: Outgoing = { token, subject, data, msgId, sentAtMs: 0, inFlight: false, batch }
+    this.outgoing.set(token, out)
+    this.toSend.push(out)
+  }
+
+  /**
+   * A record of a batch message that must come back on its own (a retry, a busy worker): published
+   * alone under a message id of its own (the duplicate window must not take it for its first publish).
+   */
+  private handBack (record: DeliveryRecord, carrier: Carrier): void {
+    const publish = this.stopped
+      ? Promise.reject(new Error('stopped'))
+      : new Promise<void>((resolve, reject) => {
+        const batch: PublishBatch = {
+          left: 1, done: false, resolve, reject,
+          timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
+        }
+        this.queueSend(batch, this.subjectOf(record), pack(record), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
+        this.pumpSends()
+      })
+    publish.then(() => this.release(carrier, false), () => this.release(carrier, true))
+  }
+
+  /** One record of a batch message is done here; the message is acked once all are (nak'd if one could not be handed back). */
+  private release (carrier: Carrier, failed: boolean): void {
+    if (failed) carrier.failed = true
+    if (--carrier.left > 0 || !this.carriers.has(carrier)) return
+    this.carriers.delete(carrier)
+    if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : this.feedRetryMs)
+    else carrier.msg.ack()
   }
 
   private pumpSends (): void {
@@ -397,10 +482,10 @@ export class JetStreamQueue implements DeliveryQueue {
       }
       if (resend) this.pumpSends()
       const beatMs = this.ackWaitMs / 3
-      for (const held of this.held.values()) {
-        if (nowMs - held.lastBeatMs < beatMs) continue
-        held.lastBeatMs = nowMs
-        held.msg.working()
+      for (const carrier of this.carriers) {
+        if (nowMs - carrier.lastBeatMs < beatMs) continue
+        carrier.lastBeatMs = nowMs
+        carrier.msg.working()
       }
     }
     for (const [id, entry] of this.retrying) if (entry.forgetAtMs <= nowMs) this.retrying.delete(id)
@@ -571,26 +656,51 @@ export class JetStreamQueue implements DeliveryQueue {
       msg.nak(STOP_NAK_DELAY_MS)
       return
     }
-    let record: DeliveryRecord
+    let records: DeliveryRecord[]
     try {
-      record = unpack(msg.data) as DeliveryRecord
-      if (typeof record?.id !== 'string') throw new Error('no record id')
+      const value = unpack(msg.data) as DeliveryRecord | DeliveryRecord[]
+      records = Array.isArray(value) ? value : [value]
+      if (records.length === 0 || records.some(record => typeof record?.id !== 'string')) throw new Error('no record id')
     } catch (error) {
       this.log.error({ err: error, subject: msg.subject, seq: msg.seq }, 'undecodable message in the delivery stream; dropped')
       msg.term()
       return
     }
     const nowMs = Date.now()
-    const held = this.held.get(record.id)
-    if (held !== undefined) {
-      if (held.msg.seq === msg.seq) {
-        // Handed out again while a local worker still has it (ack_wait passed): keep the newer handle.
-        held.msg = msg
-        held.lastBeatMs = nowMs
-      } else {
-        // Another message of the same record (a replay) while the first is here: after it.
-        msg.nak(this.feedRetryMs)
+    for (const record of records) {
+      const held = this.held.get(record.id)
+      if (held !== undefined && held.carrier.msg.seq === msg.seq) {
+        // Handed out again while local workers still have it (ack_wait passed): keep the newer handle.
+        held.carrier.msg = msg
+        held.carrier.lastBeatMs = nowMs
+        return
       }
+    }
+    if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs)
+    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false }
+    this.carriers.add(carrier)
+    const deliveries = deliveryCountOf(msg)
+    for (let record of records) {
+      // The same record held from another message (a replay of it) is already on its way.
+      if (this.held.has(record.id)) {
+        this.release(carrier, false)
+        continue
+      }
+      if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
+      this.held.set(record.id, { carrier, sinceMs: nowMs })
+      const answer = this.tryFeed(record)
+      if (answer !== 'busy' && answer !== 'gone') continue
+      if (this.held.get(record.id)?.carrier !== carrier) continue
+      this.held.delete(record.id)
+      this.handBack(record, carrier)
+    }
+  }
+
+  /** A message of one record: settled by its own ack, nak (with the retry's delay) or term. */
+  private onRecord (msg: JsMsg, record: DeliveryRecord, nowMs: number): void {
+    if (this.held.has(record.id)) {
+      // Another message of the same record (a replay) while the first is here: after it.
+      msg.nak(this.feedRetryMs)
       return
     }
     const retrying = this.retrying.get(record.id)
@@ -601,17 +711,14 @@ export class JetStreamQueue implements DeliveryQueue {
     // Deliveries of this message that did not end here (a crash, another node) count as attempts.
     const deliveries = deliveryCountOf(msg)
     if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
-    this.held.set(record.id, { msg, sinceMs: nowMs, lastBeatMs: nowMs })
-    let answer: FeedAnswer
-    try {
-      answer = this.feed(record)
-    } catch (error) {
-      this.log.error({ err: error, id: record.id }, 'feeding a delivery failed')
-      answer = 'busy'
-    }
+    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
+    this.carriers.add(carrier)
+    this.held.set(record.id, { carrier, sinceMs: nowMs })
+    const answer = this.tryFeed(record)
     if (answer !== 'busy' && answer !== 'gone') return
-    if (this.held.get(record.id)?.msg !== msg) return
+    if (this.held.get(record.id)?.carrier !== carrier) return
     this.held.delete(record.id)
+    this.carriers.delete(carrier)
     if (answer === 'busy') {
       msg.nak(this.feedRetryMs)
     } else if (deliveries <= this.goneRetries) {
@@ -622,19 +729,37 @@ export class JetStreamQueue implements DeliveryQueue {
     }
   }
 
+  private tryFeed (record: DeliveryRecord): FeedAnswer {
+    try {
+      return this.feed!(record)
+    } catch (error) {
+      this.log.error({ err: error, id: record.id }, 'feeding a delivery failed')
+      return 'busy'
+    }
+  }
+
   settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void {
     const held = this.held.get(record.id)
     if (held === undefined) return
     this.held.delete(record.id)
+    const carrier = held.carrier
+    if (carrier.size > 1) {
+      // In a batch message: a retry comes back on its own, due at record.dueMs (its worker holds it
+      // until then); delivered and dead ones are done.
+      if (outcome === 'retry') this.handBack(record, carrier)
+      else this.release(carrier, false)
+      return
+    }
+    this.carriers.delete(carrier)
     if (outcome === 'delivered') {
-      held.msg.ack()
+      carrier.msg.ack()
     } else if (outcome === 'dead') {
-      held.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
+      carrier.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
     } else {
       const waitMs = Math.max(0, Math.round(delayMs))
       this.retrying.set(record.id, { record, forgetAtMs: Date.now() + waitMs + 2 * this.ackWaitMs + 60_000 })
       // nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means.
-      held.msg.nak(waitMs)
+      carrier.msg.nak(waitMs)
     }
   }
 
@@ -650,7 +775,8 @@ export class JetStreamQueue implements DeliveryQueue {
     const messages = this.messages
     if (messages !== null) await withTimeout(messages.close(), 2_000)
     await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
-    for (const held of this.held.values()) held.msg.nak(STOP_NAK_DELAY_MS)
+    for (const carrier of this.carriers) carrier.msg.nak(STOP_NAK_DELAY_MS)
+    this.carriers.clear()
     this.held.clear()
     this.retrying.clear()
     const batches = new Set<PublishBatch>()
