@@ -2,21 +2,28 @@
 // records to a JetStream stream shared by every node, and every node's delivery actors pull them from
 // one durable consumer, ack after the receiver's 2xx, nak with a delay to retry, and term a dead one.
 //
-// Stream: file storage, subjects `<prefix>.<account>.<webhook>` (both tokens base64url, so an id
-// holding '.', '*' or '>' stays one token), message id = delivery record id (plus the replay time for a
-// replay): a relay that publishes the same rows again after a crash is absorbed by the stream's
-// duplicate window. The relay removes outbox rows only once publish() resolved, i.e. once every
-// record has its PubAck; while NATS is away publish() waits and re-sends (same message ids), and it
-// rejects only after publishGiveUpMs, leaving the rows in the outbox for a later relay pass.
+// Stream: file storage, work-queue retention, subjects `<prefix>.<account>.<webhook>` (both tokens
+// base64url, so an id holding '.', '*' or '>' stays one token). A publish sends the records of one
+// subject as messages of up to PUBLISH_RECORDS_MAX records; message id = the first record's id (plus
+// the replay time for a replay, plus `+<count>` for several): a relay that publishes the same rows
+// again after a crash is absorbed by the stream's duplicate window. The relay removes outbox rows only
+// once publish() resolved, i.e. once every message has its PubAck; while NATS is away publish() waits
+// and re-sends (same message ids), and it rejects only after publishGiveUpMs, leaving the rows in the
+// outbox for a later relay pass.
 //
 // Consumer: one durable pull consumer (explicit ack) that every node pulls from, created with the
-// stream when missing. Records held by a local worker (waiting for their delay, the rate, a slot, or
-// in flight) get an in-progress heartbeat, so ack_wait only redelivers the records of a node that is
-// gone. A record the consumer hands out again while it is still held here is not fed twice.
+// stream when missing. Messages whose records are held by local workers (waiting for their delay, the
+// rate, a slot, or in flight) get an in-progress heartbeat, so ack_wait only redelivers the messages
+// of a node that is gone. A record the consumer hands out again while it is still held here is not
+// fed twice.
 //
-// Attempts: a retry is a nak with the retry delay; when it comes back to the node that nak'd it, the
-// record as last settled (attempt number, history) is fed. Elsewhere, or after a crash, the attempt
-// is the larger of the record's own and the message's delivery count.
+// Settling: a one-record message is acked, nak'd with the retry delay, or termed. A message of several
+// is acked once each of its records is delivered, dead, or handed back: a retry (or a record its
+// worker cannot take) is published again alone and comes back at once, its worker holding it until due.
+//
+// Attempts: when a nak'd retry comes back to the node that nak'd it, the record as last settled
+// (attempt number, history) is fed. Elsewhere, or after a crash, the attempt is the larger of the
+// record's own and the message's delivery count.
 //
 // NATS restarts: nats.js reconnects forever; publishing pauses while disconnected and re-sends what
 // had no PubAck on reconnect; the consume loop is restarted (with backoff) whenever it ends, and the
