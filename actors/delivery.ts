@@ -67,16 +67,16 @@ interface OutboxRow {
 }
 
 /**
- * Where delivery records wait between the relay and the delivery workers: in-process (embedded, the
- * deliveries db is the queue) or a JetStream stream shared by every node.
- */
-/**
  * What feeding a record to the local workers answers: 'taken' (a worker has it), 'busy' (its worker
  * is full: hand it out again later) or 'gone' (no such webhook here).
  */
 export type FeedAnswer = 'taken' | 'busy' | 'gone'
 export type Feed = (record: DeliveryRecord) => FeedAnswer
 
+/**
+ * Where delivery records wait between the relay and the delivery workers: in-process (embedded, the
+ * deliveries db is the queue) or a JetStream stream shared by every node.
+ */
 export interface DeliveryQueue {
   /**
    * Whether the workers keep their retries (the group of a batch together, so its webhook-id stays
@@ -214,7 +214,7 @@ export class DeliveryHub {
     let removed = 0
     let last: Promise<boolean> | null = null
     for (const webhook of this.registry.allWebhooks()) {
-      for (const { key, value } of this.store.deliveries.getRange({ start: [webhook.account, webhook.id, 0], end: [webhook.account, webhook.id, Number.MAX_SAFE_INTEGER] })) {
+      for (const { key, value } of this.recordsOf(webhook.account, webhook.id)) {
         const record = value as DeliveryRecord
         if (record.createdAtMs >= cutoffMs || removed === PRUNE_BATCH_MAX) break
         if (record.status !== 'delivered' || record.updatedAtMs >= cutoffMs || this.live.has(record.id)) continue
@@ -370,7 +370,7 @@ export class DeliveryHub {
       // The relay may have passed these rows already: their records not yet attempted count too.
       for (const webhook of this.registry.webhooksOf(account)) {
         if (webhook.mode !== 'sync') continue
-        for (const { value } of this.store.deliveries.getRange({ start: [account, webhook.id, fromSeq + 1], end: [account, webhook.id, toSeq + 1] })) {
+        for (const { value } of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
           const record = value as DeliveryRecord
           if (record.status === 'pending') wait.pending.add(record.id)
         }
@@ -436,7 +436,7 @@ export class DeliveryHub {
         continue
       }
       let busyAt: number | null = null
-      for (const { value } of this.store.deliveries.getRange({ start: [entry.account, entry.webhookId, entry.fromSeq], end: [entry.account, entry.webhookId, Number.MAX_SAFE_INTEGER] })) {
+      for (const { value } of this.recordsOf(entry.account, entry.webhookId, entry.fromSeq)) {
         const record = value as DeliveryRecord
         if ((record.status !== 'pending' && record.status !== 'failed') || this.live.has(record.id)) continue
         if (this.enqueue(record) === 'busy') {
@@ -510,13 +510,16 @@ export class DeliveryHub {
     }
   }
 
+  /** A webhook's delivery records in sequence (creation) order, seq in [fromSeq, toSeq). */
+  private recordsOf (account: string, webhookId: string, fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
+    return this.store.deliveries.getRange({ start: [account, webhookId, fromSeq], end: [account, webhookId, toSeq] })
+  }
+
   /** A page of a webhook's deliveries, oldest first, optionally of one status. */
   list (account: string, webhookId: string, status: DeliveryStatus | null, after: number, limit: number): { deliveries: DeliveryRecord[], next: number | null } {
     const deliveries: DeliveryRecord[] = []
     let next: number | null = null
-    for (const { key, value } of this.store.deliveries.getRange({ start: [account, webhookId, after + 1] })) {
-      const [a, w, seq] = key as [string, string, number]
-      if (a !== account || w !== webhookId) break
+    for (const { value } of this.recordsOf(account, webhookId, after + 1)) {
       const record = value as DeliveryRecord
       if (status !== null && record.status !== status) continue
       if (deliveries.length === limit) {
@@ -524,7 +527,6 @@ export class DeliveryHub {
         break
       }
       deliveries.push(record)
-      void seq
     }
     return { deliveries, next }
   }
@@ -534,7 +536,7 @@ export class DeliveryHub {
    * explicit ids delivered ones too (a receiver that lost data). Each starts again from attempt 1.
    */
   async replay (account: string, webhookId: string, ids: readonly string[] | null, fromMs: number, toMs: number): Promise<number> {
-    const webhook = this.registry.webhook(account, webhookId)
+    this.registry.webhook(account, webhookId) // 404 for an unknown webhook
     const nowMs = this.clock.nowMs()
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
@@ -544,9 +546,8 @@ export class DeliveryHub {
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
     } else {
-      for (const { value } of this.store.deliveries.getRange({ start: [account, webhookId, 0] })) {
+      for (const { value } of this.recordsOf(account, webhookId)) {
         const record = value as DeliveryRecord
-        if (record.account !== account || record.webhookId !== webhookId) break
         if (record.status === 'dead' && record.item.occurredAtMs >= fromMs && record.item.occurredAtMs < toMs) chosen.push(record)
       }
     }
@@ -554,7 +555,6 @@ export class DeliveryHub {
     const requeued = chosen.map(record => ({ ...record, status: 'pending' as const, attempt: 1, dueMs: 0, updatedAtMs: nowMs, replayedAtMs: nowMs }))
     for (const record of requeued) last = this.store.deliveries.put([account, webhookId, record.seq], record)
     if (last !== null) await this.store.durable(last)
-    void webhook
     await this.queue.publish(requeued.map(record => ({ ...record, attempts: [] })))
     return requeued.length
   }

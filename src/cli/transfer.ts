@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { BUILT_IN_EVENTS } from '../store/registry.js'
 import { VERSION } from '../ops/version.js'
-import { RefusedError, segment, type AdminClient } from './client.js'
+import { segment, type AdminClient } from './client.js'
 import { CliError } from './errors.js'
 import { pretty } from './accounts.js'
 import type { Output } from './admin-key.js'
@@ -42,14 +42,7 @@ export async function exportAccount (client: AdminClient, account: string, out: 
     .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
   const campaigns = (await client.request<{ campaigns: Item[] }>('GET', `${base}/campaigns`)).campaigns
   const segments = (await client.request<{ segments: Item[] }>('GET', `${base}/segments`)).segments
-  let webhooks: Item[] = []
-  try {
-    webhooks = (await client.request<{ webhooks: Item[] }>('GET', `${base}/webhooks`)).webhooks
-  } catch (error) {
-    // A server without the webhook API answers the path with not_found: export the rest.
-    if (!(error instanceof RefusedError && error.code === 'not_found')) throw error
-    output.err('note: this server has no webhook API; the export has no webhooks\n')
-  }
+  const webhooks = (await client.request<{ webhooks: Item[] }>('GET', `${base}/webhooks`)).webhooks
   const doc: ExportDocument = {
     beacon: { format: EXPORT_FORMAT, version: VERSION },
     exportedAt: new Date().toISOString(),

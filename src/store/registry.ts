@@ -274,9 +274,8 @@ export class Registry {
     if (!entry.defs.has(name) && entry.defs.size >= SEGMENT_DEFS_MAX) {
       throw new ApiError('conflict', `An account has at most ${SEGMENT_DEFS_MAX} segments; delete some first.`)
     }
-    const version = Math.max(entry.version + 1, this.clock.nowMs())
     this.store.config.put([account, 'segment', name], def).catch(noop)
-    await this.store.save(this.store.config, [account, 'segments-version'], version)
+    const version = await this.newSegmentsVersion(account, entry)
     entry.defs.set(name, def)
     this.segmentsChanged(account, entry, version)
   }
@@ -284,9 +283,8 @@ export class Registry {
   async deleteSegment (account: string, name: string): Promise<void> {
     this.getSegment(account, name)
     const entry = this.segmentsOf(account)
-    const version = Math.max(entry.version + 1, this.clock.nowMs())
     this.store.config.remove([account, 'segment', name]).catch(noop)
-    await this.store.save(this.store.config, [account, 'segments-version'], version)
+    const version = await this.newSegmentsVersion(account, entry)
     entry.defs.delete(name)
     this.segmentsChanged(account, entry, version)
   }
@@ -326,9 +324,17 @@ export class Registry {
    */
   private async relist (account: string): Promise<void> {
     const entry = this.segmentsOf(account)
+    this.segmentsChanged(account, entry, await this.newSegmentsVersion(account, entry))
+  }
+
+  /**
+   * Save the account's next segments version; called in the event turn of the configuration write
+   * that causes it, both commit together. Entities evaluated under an older version re-evaluate.
+   */
+  private async newSegmentsVersion (account: string, entry: AccountSegments): Promise<number> {
     const version = Math.max(entry.version + 1, this.clock.nowMs())
     await this.store.save(this.store.config, [account, 'segments-version'], version)
-    this.segmentsChanged(account, entry, version)
+    return version
   }
 
   /** The account's compiled webhooks (configuration with secrets: never return it as is). */

@@ -40,6 +40,7 @@ import type { DeliveryQueue, DeliveryRecord, Feed, FeedAnswer } from '../../acto
 
 export type { Feed, FeedAnswer }
 import { log as defaultLog } from '../log.js'
+import { redactUrl } from '../config.js'
 
 /** What the queue logs through (pino's shape). */
 export interface QueueLogger {
@@ -60,9 +61,9 @@ export interface JetStreamQueueOptions {
   duplicateWindowMs?: number
   /** Unacked records of a node that stopped heartbeating come back after this. Default 30 s. */
   ackWaitMs?: number
-  /** Records handed out and not yet acked, over every node (retries waiting out their nak delay count). */
+  /** Messages handed out and not yet acked, over every node (retries waiting out their nak delay count). */
   maxAckPending?: number
-  /** Records one pull asks for (the local buffer). */
+  /** Messages one pull asks for (the local buffer). */
   pullBatch?: number
   /** PubAcks awaited at once. */
   publishWindow?: number
@@ -290,7 +291,7 @@ export class JetStreamQueue implements DeliveryQueue {
       return new JetStreamQueue(nc, jsm, options)
     } catch (error) {
       await nc.close().catch(() => {})
-      throw new Error(`NATS at ${redact(options.url)} has no JetStream: ${errorText(error)}`)
+      throw new Error(`NATS at ${redactUrl(options.url)} has no JetStream: ${errorText(error)}`)
     }
   }
 
@@ -504,11 +505,11 @@ export class JetStreamQueue implements DeliveryQueue {
       if (status.type === Events.Disconnect) {
         this.connected = false
         this.onConnection(false)
-        this.log.warn({ server: redact(String(status.data)) }, 'NATS disconnected; webhook deliveries wait for it')
+        this.log.warn({ server: redactUrl(String(status.data)) }, 'NATS disconnected; webhook deliveries wait for it')
       } else if (status.type === Events.Reconnect) {
         this.connected = true
         this.onConnection(true)
-        this.log.info({ server: redact(String(status.data)) }, 'NATS reconnected')
+        this.log.info({ server: redactUrl(String(status.data)) }, 'NATS reconnected')
         // PubAcks of the old connection are lost: send again everything not yet acknowledged.
         for (const out of this.outgoing.values()) {
           if (!out.inFlight) continue
@@ -881,11 +882,6 @@ function validateSubjectPrefix (prefix: string): void {
 
 function errorText (error: unknown): string {
   return error instanceof Error ? error.message : String(error)
-}
-
-/** Never log NATS credentials (nats://user:password@host). */
-function redact (text: string): string {
-  return text.replace(/\/\/[^@/,]*@/g, '//[redacted]@')
 }
 
 function sleep (ms: number): Promise<void> {

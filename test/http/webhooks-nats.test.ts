@@ -11,17 +11,10 @@ import { Webhook } from 'standardwebhooks'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
-import { startProxy, startReceiver, type Receiver, type Responder } from '../webhooks/helpers.js'
+import { startProxy, startReceiver, until, type Receiver, type Responder } from '../webhooks/helpers.js'
 
 const SECRET = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')
 
-async function until (what: string, test: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-}
 
 interface Transport {
   name: string

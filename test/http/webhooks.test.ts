@@ -4,15 +4,8 @@
 import { expect } from 'chai'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId } from '../helpers/beacon.js'
 import { startInProcess } from '../helpers/in-process.js'
-import { startReceiver } from '../webhooks/helpers.js'
+import { startReceiver, until } from '../webhooks/helpers.js'
 
-async function until (what: string, test: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-}
 
 describe('webhook configuration', () => {
   it('refuses an invalid webhook with 400 and the path of each problem, and answers 404 for an unknown one', async () => {

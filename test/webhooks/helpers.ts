@@ -206,6 +206,11 @@ export async function waitFor (condition: () => boolean, timeoutMs = 5000, what 
   }
 }
 
+/** waitFor, named first: `await until('all 400 delivered', () => …, 60_000)`. */
+export function until (what: string, condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  return waitFor(condition, timeoutMs, what)
+}
+
 /** Let pending microtasks and I/O callbacks run. */
 export async function settle (rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise(resolve => setImmediate(resolve))

@@ -5,8 +5,9 @@ import { connect, nanos, StorageType, AckPolicy, type NatsConnection, type JetSt
 import type { DeliveryRecord } from '../../actors/delivery.js'
 import { JetStreamQueue, messageIdOf, subjectToken, type Feed, type FeedAnswer, type JetStreamQueueOptions } from '../../src/webhooks/jetstream-queue.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
+import { until } from './helpers.js'
 
-const quiet = process.env.QLOG ? { debug: (o: object, m?: string) => console.log("D", m, JSON.stringify(o)), info: (o: object, m?: string) => console.log("I", m, JSON.stringify(o)), warn: (o: object, m?: string) => console.log("W", m, JSON.stringify(o)), error: (o: object, m?: string) => console.log("E", m, JSON.stringify(o)) } : { debug () {}, info () {}, warn () {}, error () {} }
+const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 
 let seq = 0
 function record (fields: Partial<DeliveryRecord> = {}): DeliveryRecord {
@@ -30,13 +31,6 @@ function record (fields: Partial<DeliveryRecord> = {}): DeliveryRecord {
   }
 }
 
-async function until (what: string, test: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
 
