@@ -139,6 +139,13 @@ export async function createToken (base: string, account: string, spec: Record<s
   return res.body.token as string
 }
 
+/** The secret part of an API token `bk_<16 hex id>_<secret>` (base64url: it may hold '_' itself). */
+export function tokenSecret (token: string): string {
+  const match = /^bk_[0-9a-f]{16}_(.+)$/.exec(token)
+  if (match === null) throw new Error(`not an API token: ${token}`)
+  return match[1]!
+}
+
 export function visitorId (): string {
   return randomUUID()
 }
