@@ -60,6 +60,8 @@ interface Scenario {
   server: 'bare' | 'beacon'
   /** Extra environment of the server process (BEACON_* for Beacon). */
   env?: Record<string, string>
+  /** Bare server only: also write each body to a fresh LMDB folder and answer once it is flushed. */
+  durable?: boolean
   /** Creates configuration through the admin API; returns environment variables for the wrk script. */
   setup?: (server: Server) => Promise<Record<string, string>>
   /** A file in bench/wrk. */
@@ -88,6 +90,16 @@ const SCENARIOS: Scenario[] = [
     path: '/campaigns/query',
     params: { BENCH_ACCOUNT: BARE_ACCOUNT },
     baseline: true,
+  },
+  // The ceiling the durability rule sets on this disk: the bare handler plus one LMDB write per
+  // request, answered once it is flushed, and nothing else.
+  {
+    name: 'bare uWS + flushed LMDB write (ceiling)',
+    server: 'bare',
+    durable: true,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    params: { BENCH_ACCOUNT: BARE_ACCOUNT },
   },
   {
     name: '/campaigns/query pageView',
@@ -249,9 +261,13 @@ async function startServer (scenario: Scenario): Promise<Server> {
   let portPattern: RegExp
   let dataDir: string | null = null
   if (scenario.server === 'bare') {
-    child = spawn(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', BARE_SERVER], {
-      cwd: ROOT, env: { ...base, BENCH_BARE_HOST: '127.0.0.1', BENCH_BARE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const env: Record<string, string> = { ...base, BENCH_BARE_HOST: '127.0.0.1', BENCH_BARE_PORT: '0' }
+    if (scenario.durable === true) {
+      dataDir = mkdtempSync(join(tmpdir(), 'beacon-bench-bare-'))
+      tempDirs.add(dataDir)
+      env.BENCH_BARE_DATA_DIR = dataDir
+    }
+    child = spawn(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', BARE_SERVER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
     portPattern = /^\{"port":(\d+)\}$/m
   } else {
     dataDir = mkdtempSync(join(tmpdir(), 'beacon-bench-'))
