@@ -5,10 +5,16 @@
 // must travel with it (outbox, later) are atomic. A put's promise resolves at commit; with
 // `separateFlushed` it also carries `.flushed`, resolved once the OS reports the sync. Which of the two
 // a write waits for before it is acknowledged is BEACON_DURABILITY.
+//
+// Values are msgpack records. The rows written on every event (visitors, profiles, outbox, deliveries)
+// share their record structures: each shape of Beacon's own records is described once, in the meta db,
+// instead of in every value (half the bytes, about twice as fast to encode and three times to decode).
+// Only shapes made of Beacon's field names are shared (a db holds 32 at most): maps keyed by site data
+// (attributes, counts, event fields) describe their keys in the value itself.
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
 
 export type Key = string | (string | number)[]
@@ -61,16 +67,16 @@ export class Store {
       maxDbs: 16,
       ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
     })
+    this.meta = this.root.openDB('meta', {})
     this.accounts = this.root.openDB('accounts', {})
     this.tokens = this.root.openDB('tokens', {})
     this.config = this.root.openDB('config', {})
-    this.visitors = this.root.openDB('visitors', {})
-    this.profiles = this.root.openDB('profiles', {})
-    this.outbox = this.root.openDB('outbox', {})
+    this.visitors = this.root.openDB('visitors', sharedStructures(this.meta, 'visitors'))
+    this.profiles = this.root.openDB('profiles', sharedStructures(this.meta, 'profiles'))
+    this.outbox = this.root.openDB('outbox', sharedStructures(this.meta, 'outbox'))
     this.expiries = this.root.openDB('expiries', {})
-    this.deliveries = this.root.openDB('deliveries', {})
+    this.deliveries = this.root.openDB('deliveries', sharedStructures(this.meta, 'deliveries'))
     this.members = this.root.openDB('members', {})
-    this.meta = this.root.openDB('meta', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.
@@ -141,6 +147,43 @@ export class Store {
     await this.root.flushed
     await this.root.close()
   }
+}
+
+/**
+ * The field names of Beacon's own records (entity state, outbox rows, delivery records and what they
+ * nest): an object whose keys are all among them may take one of the db's shared structures. A field
+ * missing here only costs speed (its record describes itself in every value).
+ */
+const RECORD_FIELDS = new Set([
+  // EntityState, VisitorState, ProfileState, DeviceSummary, ImpressionHistory
+  'attributes', 'segments', 'computed', 'segmentsVersion', 'expiresAtMs', 'indexed', 'profileId', 'firstSeenMs',
+  'lastSeenMs', 'counts', 'lastPlatform', 'lastDevice', 'lastPath', 'viewedSkus', 'viewedCategories', 'purchasedSkus',
+  'purchases', 'totalSpent', 'orderIds', 'impressions', 'windows', 'attributeTimes', 'visitors', 'devices', 'moves',
+  'metrics', 'n', 't',
+  // VisitorMetrics
+  'pageViews', 'productViews',
+  // outbox rows
+  'id', 'kind', 'account', 'event', 'segment', 'change', 'visitorId', 'fields', 'occurredAt', 'occurredAtMs',
+  // DeliveryRecord, DeliveryItem, DeliveryContext, AttemptRecord
+  'webhookId', 'seq', 'status', 'item', 'attempt', 'attempts', 'dueMs', 'createdAtMs', 'updatedAtMs', 'replayedAtMs',
+  'node', 'context', 'eventFields', 'audience', 'atMs', 'latencyMs', 'error',
+])
+
+/** Options of a db whose values share record structures, kept in `meta` under ['structures', name]. */
+function sharedStructures (meta: Database, name: string): DatabaseOptions {
+  const key = ['structures', name]
+  return {
+    getStructures: () => meta.get(key) ?? null,
+    // msgpackr calls this when a value brought a new shape; false makes it reload and encode again.
+    saveStructures: (structures: unknown[], isCompatible: number | ((existing: unknown) => boolean)) => meta.transactionSync(() => {
+      const existing = meta.get(key) as unknown[] | undefined
+      const compatible = typeof isCompatible === 'function' ? isCompatible(existing) : (existing?.length ?? 0) === isCompatible
+      if (!compatible) return false
+      meta.putSync(key, structures)
+      return true
+    }),
+    shouldShareStructure: (keys: string[]) => keys.every(field => RECORD_FIELDS.has(field)),
+  } as DatabaseOptions
 }
 
 const SEQ_RESERVED_KEY = 'seq-reserved'

@@ -1,5 +1,8 @@
 import { expect } from 'chai'
+import type { Database } from 'lmdb'
 import { Store } from '../../src/store/store.js'
+import { emptyVisitor } from '../../actors/visitor.js'
+import type { DeliveryRecord } from '../../actors/delivery.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 
 describe('Store', () => {
@@ -58,6 +61,55 @@ describe('Store', () => {
       await store.close()
     } finally {
       removeDir(parent)
+    }
+  })
+
+  it("shares the record structures of Beacon's own rows, not of maps keyed by site data, and reads both back after a restart", async () => {
+    const dir = tempDir()
+    const account = '7d1f0c3e-2b4a-4e6f-9a8b-1c2d3e4f5a6b'
+    const visitor = (i: number) => ({
+      ...emptyVisitor(),
+      firstSeenMs: 1000 + i,
+      lastPath: `/p/${i}`,
+      // Keys of the site's own: a new set for every visitor.
+      attributes: { [`attr${i}`]: [{ value: i }], plan: [{ value: 'pro' }] },
+      attributeTimes: { [`attr${i}`]: i },
+      counts: { [`event${i}`]: i, pageView: 1 },
+      windows: { [`w${i}`]: [i, 1] },
+    })
+    const delivery = (i: number): DeliveryRecord => ({
+      id: `${i}.hook`, account, webhookId: 'hook', seq: i, status: 'delivered',
+      item: { id: `${i}.hook`, occurredAtMs: 5, context: { account, visitorId: `v${i}`, event: 'purchase', eventFields: { [`field${i}`]: i } } },
+      attempt: 2, attempts: [{ atMs: 6, status: 200, latencyMs: 1.5 }], dueMs: 0, createdAtMs: 5, updatedAtMs: 6, replayedAtMs: null, node: 'n',
+    })
+    const firstByte = (db: Database, value: unknown): number => (db as unknown as { encoder: { encode (v: unknown): Uint8Array } }).encoder.encode(value)[0]!
+    try {
+      let store = new Store({ path: dir, durability: 'flushed' })
+      let last: Promise<boolean> | null = null
+      for (let i = 0; i < 200; i++) {
+        last = store.visitors.put([account, `v${i}`], visitor(i))
+        store.deliveries.put([account, 'hook', i], delivery(i)).catch(() => {})
+        store.appendOutbox({ kind: 'event', account, event: 'purchase', visitorId: `v${i}`, fields: { [`field${i}`]: i }, occurredAtMs: i })
+      }
+      await store.durable(last!)
+      // The rows themselves are shared records (a msgpack record id, 0x40-0x5f, as their first byte)...
+      for (const [db, value] of [[store.visitors, visitor(0)], [store.deliveries, delivery(0)], [store.outbox, store.outbox.get(1)]] as const) {
+        expect(firstByte(db, value)).to.be.within(0x40, 0x5f)
+      }
+      // ...and 200 different sets of site keys took no shared structure.
+      for (const name of ['visitors', 'deliveries', 'outbox']) {
+        expect((store.meta.get(['structures', name]) as unknown[]).length).to.be.within(1, 8)
+      }
+      await store.close()
+      store = new Store({ path: dir, durability: 'flushed' })
+      for (let i = 0; i < 200; i++) {
+        expect(store.visitors.get([account, `v${i}`])).to.deep.equal(visitor(i))
+        expect(store.deliveries.get([account, 'hook', i])).to.deep.equal(delivery(i))
+      }
+      expect(store.outbox.get(200)).to.deep.include({ visitorId: 'v199', fields: { field199: 199 } })
+      await store.close()
+    } finally {
+      removeDir(dir)
     }
   })
 })
