@@ -171,8 +171,13 @@ export class HttpServer {
 
   listen (): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(this.options.host, this.options.port, (socket) => {
-        if (socket === false) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`))
+      // Exclusive: uWS otherwise binds with SO_REUSEPORT, so a second Beacon started on the same port
+      // would start "fine" and take half the connections (with registries of its own).
+      // (The typings have no host + options overload and no value for ListenOptions; both exist at runtime.)
+      const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (socket: uWS.us_listen_socket | false) => void) => void
+      const { LIBUS_LISTEN_EXCLUSIVE_PORT } = uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }
+      listen.call(this.app, this.options.host, this.options.port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
+        if (socket === false) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port} (in use by another process, or not permitted)`))
         this.listenSocket = socket
         resolve(uWS.us_socket_local_port(socket))
       })

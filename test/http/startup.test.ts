@@ -1,5 +1,7 @@
 import { expect } from 'chai'
 import { spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
@@ -18,6 +20,30 @@ describe('start and stop', () => {
     expect(run.stderr).to.include('BEACON_PORT="http": expected a whole number from 0 to 65535')
     expect(run.stderr).to.include('BEACON_DURABILITY="sometimes": expected one of flushed, committed')
     expect(run.stderr).to.include('BEACON_LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent')
+  })
+
+  it('refuses a port another Beacon listens on (exit code 1) instead of sharing it', async () => {
+    // A fixed port for both, as operators run it (a server that asked for port 0 shares nothing).
+    const free = createServer().listen(0, '127.0.0.1')
+    await once(free, 'listening')
+    const port = (free.address() as AddressInfo).port
+    await new Promise(resolve => free.close(resolve))
+    const first = await startBeacon({ env: { BEACON_PORT: String(port) } })
+    const dataDir = tempDir()
+    try {
+      const run = spawnSync(process.execPath, [MAIN], {
+        env: { PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: String(first.port), BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: 'k'.repeat(32) },
+        encoding: 'utf8',
+        timeout: 10_000,
+        killSignal: 'SIGKILL',
+      })
+      expect(run.status).to.equal(1)
+      expect(run.stdout + run.stderr).to.include(`cannot listen on 127.0.0.1:${first.port} (in use by another process`)
+    } finally {
+      await first.stop()
+      removeDir(first.dataDir)
+      removeDir(dataDir)
+    }
   })
 
   it('generates an admin key on first start, keeps it 0600 in the data folder and prints it only once', async () => {
