@@ -164,18 +164,19 @@ export type MembersListed = (account: string, segment: string) => boolean
  */
 export function indexMembership (ref: EntityRef, listed: MembersListed, state: EntityState, all: readonly string[]): void {
   const before = state.indexed
-  if (before.length === 0 && all.length === 0) return
-  const now = new Set<string>()
-  for (const segment of all) if (listed(ref.account, segment)) now.add(segment)
-  let changed = before.length !== now.size
+  // Most accounts have no schedule webhook: then nothing is listed and nothing is allocated per event.
+  let now: Set<string> | null = null
+  for (const segment of all) if (listed(ref.account, segment)) (now ??= new Set()).add(segment)
+  if (now === null && before.length === 0) return
+  let changed = before.length !== (now?.size ?? 0)
   for (const segment of before) {
-    if (!now.has(segment)) {
+    if (now === null || !now.has(segment)) {
       ref.store.members.remove([ref.account, segment, ref.kind, ref.id]).catch(noop)
       changed = true
     }
   }
-  if (now.size === 0) {
-    if (changed) state.indexed = []
+  if (now === null) {
+    state.indexed = []
     return
   }
   const had = new Set(before)

@@ -41,7 +41,7 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
-  /** The store's own bookkeeping: the sequence numbers reserved so far, the node id. */
+  /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
    * This data folder's id, made on its first start: sequence numbers are unique within one folder
