@@ -1,23 +1,27 @@
-// Webhook delivery, embedded transport: a relay turns outbox rows into delivery records (one per
-// matching webhook, written in the transaction that removes the row), and one delivery actor per
-// webhook (a DeliveryWorker: batching, rate, in-flight bound, delay, retries) sends them. Every
-// outcome is written back to the record, so a restart resumes exactly where delivery stood:
-// at-least-once, with the record's id as webhook-id on every attempt.
+// Webhook delivery: a relay turns outbox rows into delivery records (one per matching webhook) and
+// hands them to the queue (embedded, or JetStream), and one delivery actor per webhook (a
+// DeliveryWorker: batching, rate, in-flight bound, delay, retries) sends them. Every outcome is
+// written next to its record (an outcome row: what an attempt changes, not the whole record again),
+// so a restart resumes exactly where delivery stood: at-least-once, with the record's id as
+// webhook-id on every attempt.
 
 import type { Clock } from '../src/clock.js'
-import type { Store } from '../src/store/store.js'
+import type { Key, Store } from '../src/store/store.js'
 import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
-  DeliveryWorker, Sender, nextRunMs, systemScheduler,
+  DeliveryWorker, Sender, decodeRecord, encodeRecord, nextRunMs, systemScheduler,
   type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt,
 } from '../src/webhooks/index.js'
 
 export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
 export type DeliveryStatus = typeof DELIVERY_STATUSES[number]
 
-/** One delivery of one outbox row to one webhook. Key in the deliveries db: [account, webhookId, seq]. */
+/**
+ * One delivery of one outbox row to one webhook. Key in the deliveries db: [account, webhookId, seq];
+ * what its attempts changed since (an OutcomeRow) is kept under [account, webhookId, seq, OUTCOME_KEY].
+ */
 export interface DeliveryRecord {
   id: string
   account: string
@@ -36,6 +40,15 @@ export interface DeliveryRecord {
   /** The node (data folder, Store.nodeId) whose store holds the record; absent on records of older releases. */
   node?: string
 }
+
+/** What an attempt changes of a record: written on its own, next to the record, when an attempt ends. */
+type OutcomeRow = Pick<DeliveryRecord, 'status' | 'attempt' | 'attempts' | 'dueMs' | 'updatedAtMs'>
+
+/**
+ * The last element of an outcome row's key. The record's key is a prefix of it, so the outcome sorts
+ * right after its record and a range of records reads both in one pass.
+ */
+const OUTCOME_KEY = 0
 
 /** Outbox rows relayed per pass, and records listed per page at most. */
 export const RELAY_BATCH_MAX = 500
@@ -85,8 +98,11 @@ export interface DeliveryQueue {
   readonly retriesInMemory: boolean
   /** Start handing records to `feed` (the local workers): those waiting from before, then new ones. */
   start (feed: Feed): Promise<void>
-  /** Durably take new records; the relay removes their outbox rows once this resolves. */
-  publish (records: readonly DeliveryRecord[]): Promise<void>
+  /**
+   * Durably take new records; the relay removes their outbox rows once this resolves. `encoded`, when
+   * given, holds each record's bytes (encodeRecord): a queue that sends bytes need not encode again.
+   */
+  publish (records: readonly DeliveryRecord[], encoded?: readonly Uint8Array[]): Promise<void>
   /** An attempt of a record fed earlier ended: let it go, or keep it for another attempt after delayMs. */
   settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void
   stop (): Promise<void>
@@ -106,8 +122,7 @@ export class EmbeddedQueue implements DeliveryQueue {
   // (its webhook deleted) stays as it is, replayable.
   async start (feed: Feed): Promise<void> {
     this.feed = feed
-    for (const { value } of this.store.deliveries.getRange()) {
-      const record = value as DeliveryRecord
+    for (const record of recordsIn(this.store, {})) {
       if (record.status === 'pending' || record.status === 'failed') feed(record)
     }
   }
@@ -214,11 +229,11 @@ export class DeliveryHub {
     let removed = 0
     let last: Promise<boolean> | null = null
     for (const webhook of this.registry.allWebhooks()) {
-      for (const { key, value } of this.recordsOf(webhook.account, webhook.id)) {
-        const record = value as DeliveryRecord
+      for (const record of this.recordsOf(webhook.account, webhook.id)) {
         if (record.createdAtMs >= cutoffMs || removed === PRUNE_BATCH_MAX) break
         if (record.status !== 'delivered' || record.updatedAtMs >= cutoffMs || this.live.has(record.id)) continue
-        last = this.store.deliveries.remove(key)
+        this.store.deliveries.remove([record.account, record.webhookId, record.seq, OUTCOME_KEY]).catch(logFailure)
+        last = this.store.deliveries.remove([record.account, record.webhookId, record.seq])
         removed++
       }
     }
@@ -266,9 +281,7 @@ export class DeliveryHub {
       if (contexts.length === 0) return
       const nowMs = this.clock.nowMs()
       const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs, this.store.nodeId))
-      let last: Promise<boolean> | null = null
-      for (const record of records) last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
-      await this.store.durable(last!)
+      await this.store.durable(this.write(records)!)
       await this.queue.publish(records)
     }
     if (segments.length === 0) {
@@ -325,11 +338,20 @@ export class DeliveryHub {
     while (this.relaying !== null) await this.relaying
   }
 
+  /**
+   * Records written, then in the queue, and only then the rows go, in that order in LMDB's one
+   * write queue: a crash anywhere in between (even one that loses the last commits) leaves the rows,
+   * relayed again to the same record ids (the same db keys; in JetStream the same message ids, which
+   * the duplicate window absorbs). So no step waits for a sync to disk: the records are awaited at
+   * commit only (the refill reads them), and the removal not at all; the next pass reads on from the
+   * last row relayed.
+   */
   private async relay (): Promise<void> {
     for (;;) {
-      const rows = [...this.store.outbox.getRange({ limit: RELAY_BATCH_MAX })]
+      const rows = [...this.store.outbox.getRange({ start: this.relayedThrough + 1, limit: RELAY_BATCH_MAX })]
       if (rows.length === 0 || this.stopped) return
       const created: DeliveryRecord[] = []
+      const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
       let last: Promise<boolean> | null = null
       for (const { key, value } of rows) {
@@ -337,16 +359,15 @@ export class DeliveryHub {
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
           const record = newRecord(row, key as number, webhook, nowMs, this.store.nodeId)
-          last = this.store.deliveries.put([record.account, record.webhookId, record.seq], record)
+          const bytes = encodeRecord(record)
+          last = this.store.deliveries.put([record.account, record.webhookId, record.seq], bytes)
           created.push(record)
+          encoded.push(bytes)
         }
       }
-      // Records on disk, then in the queue, and only then the rows go: a crash in between relays a
-      // row again, to the same record ids (the stream's duplicate window, or the same db keys).
-      if (last !== null) await this.store.durable(last)
-      await this.queue.publish(created)
-      for (const { key } of rows) last = this.store.outbox.remove(key as number)
-      await this.store.durable(last!)
+      if (last !== null) await last
+      await this.queue.publish(created, encoded)
+      for (const { key } of rows) this.store.outbox.remove(key as number).catch(logFailure)
       this.relayedThrough = rows[rows.length - 1]!.key as number
       if (this.syncWaits.size > 0) this.noteRelayed(created)
     }
@@ -370,8 +391,7 @@ export class DeliveryHub {
       // The relay may have passed these rows already: their records not yet attempted count too.
       for (const webhook of this.registry.webhooksOf(account)) {
         if (webhook.mode !== 'sync') continue
-        for (const { value } of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
-          const record = value as DeliveryRecord
+        for (const record of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
           if (record.status === 'pending') wait.pending.add(record.id)
         }
       }
@@ -436,8 +456,7 @@ export class DeliveryHub {
         continue
       }
       let busyAt: number | null = null
-      for (const { value } of this.recordsOf(entry.account, entry.webhookId, entry.fromSeq)) {
-        const record = value as DeliveryRecord
+      for (const record of this.recordsOf(entry.account, entry.webhookId, entry.fromSeq)) {
         if ((record.status !== 'pending' && record.status !== 'failed') || this.live.has(record.id)) continue
         if (this.enqueue(record) === 'busy') {
           busyAt = record.seq
@@ -472,19 +491,21 @@ export class DeliveryHub {
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
     if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0)
     for (const item of items) {
-      const key = [webhook.account, webhook.id, seqOf(item.id)]
-      const record = this.live.get(item.id) ?? this.store.deliveries.get(key) as DeliveryRecord | undefined
+      const seq = seqOf(item.id)
+      const record = this.live.get(item.id) ?? this.read(webhook.account, webhook.id, seq)
       if (record === undefined) continue
-      const next: DeliveryRecord = {
-        ...record,
+      const change: OutcomeRow = {
         status,
-        attempts: replaceAttempts ? attempts : [...record.attempts, ...attempts],
         attempt: nextAttempt ?? record.attempt + 1,
+        attempts: replaceAttempts ? attempts : [...record.attempts, ...attempts],
         dueMs: outcome === 'retry' ? nowMs + delayMs : 0,
         updatedAtMs: nowMs,
       }
+      const next: DeliveryRecord = { ...record, ...change }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
-      if (next.node === undefined || next.node === this.store.nodeId) this.store.deliveries.put(key, next).catch(logFailure)
+      if (next.node === undefined || next.node === this.store.nodeId) {
+        this.store.deliveries.put([webhook.account, webhook.id, seq, OUTCOME_KEY], change).catch(logFailure)
+      }
       if (outcome === 'retry') this.live.set(next.id, next)
       else this.live.delete(next.id)
       this.queue.settle(next, outcome, delayMs)
@@ -504,23 +525,41 @@ export class DeliveryHub {
     // What the old worker had not sent yet goes to the new one (or stays pending on disk if deleted).
     for (const group of await old.stop()) {
       for (const item of group.items) {
-        const record = this.store.deliveries.get([account, id, seqOf(item.id)]) as DeliveryRecord | undefined
+        const record = this.read(account, id, seqOf(item.id))
         if (record !== undefined) this.enqueue(record)
       }
     }
   }
 
-  /** A webhook's delivery records in sequence (creation) order, seq in [fromSeq, toSeq). */
-  private recordsOf (account: string, webhookId: string, fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
-    return this.store.deliveries.getRange({ start: [account, webhookId, fromSeq], end: [account, webhookId, toSeq] })
+  /** A webhook's delivery records as last settled, in sequence (creation) order, seq in [fromSeq, toSeq). */
+  private recordsOf (account: string, webhookId: string, fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Iterable<DeliveryRecord> {
+    return recordsIn(this.store, { start: [account, webhookId, fromSeq], end: [account, webhookId, toSeq] })
+  }
+
+  /** One delivery record as last settled. */
+  private read (account: string, webhookId: string, seq: number): DeliveryRecord | undefined {
+    const record = recordOf(this.store.deliveries.get([account, webhookId, seq]))
+    if (record === undefined) return undefined
+    const outcome = this.store.deliveries.get([account, webhookId, seq, OUTCOME_KEY]) as OutcomeRow | undefined
+    return outcome === undefined ? record : { ...record, ...outcome }
+  }
+
+  /** Write records as they are now, replacing any outcome written before. Resolves with the last write. */
+  private write (records: readonly DeliveryRecord[]): Promise<boolean> | null {
+    let last: Promise<boolean> | null = null
+    for (const record of records) {
+      const key = [record.account, record.webhookId, record.seq]
+      this.store.deliveries.remove([...key, OUTCOME_KEY]).catch(logFailure)
+      last = this.store.deliveries.put(key, encodeRecord(record))
+    }
+    return last
   }
 
   /** A page of a webhook's deliveries, oldest first, optionally of one status. */
   list (account: string, webhookId: string, status: DeliveryStatus | null, after: number, limit: number): { deliveries: DeliveryRecord[], next: number | null } {
     const deliveries: DeliveryRecord[] = []
     let next: number | null = null
-    for (const { value } of this.recordsOf(account, webhookId, after + 1)) {
-      const record = value as DeliveryRecord
+    for (const record of this.recordsOf(account, webhookId, after + 1)) {
       if (status !== null && record.status !== status) continue
       if (deliveries.length === limit) {
         next = deliveries[deliveries.length - 1]!.seq
@@ -541,19 +580,17 @@ export class DeliveryHub {
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
       for (const id of ids) {
-        const record = this.store.deliveries.get([account, webhookId, seqOf(id)]) as DeliveryRecord | undefined
+        const record = this.read(account, webhookId, seqOf(id))
         if (record === undefined || record.id !== id) throw new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
     } else {
-      for (const { value } of this.recordsOf(account, webhookId)) {
-        const record = value as DeliveryRecord
+      for (const record of this.recordsOf(account, webhookId)) {
         if (record.status === 'dead' && record.item.occurredAtMs >= fromMs && record.item.occurredAtMs < toMs) chosen.push(record)
       }
     }
-    let last: Promise<boolean> | null = null
     const requeued = chosen.map(record => ({ ...record, status: 'pending' as const, attempt: 1, dueMs: 0, updatedAtMs: nowMs, replayedAtMs: nowMs }))
-    for (const record of requeued) last = this.store.deliveries.put([account, webhookId, record.seq], record)
+    const last = this.write(requeued)
     if (last !== null) await this.store.durable(last)
     await this.queue.publish(requeued.map(record => ({ ...record, attempts: [] })))
     return requeued.length
@@ -574,6 +611,32 @@ export class DeliveryHub {
     await this.queue.stop()
     await this.sender.close()
   }
+}
+
+/**
+ * The delivery records of a range of the deliveries db as last settled: each record with the outcome
+ * row that follows it laid over it. Records written by releases before outcome rows read as they are.
+ */
+function * recordsIn (store: Store, range: { start?: unknown[], end?: unknown[] }): Generator<DeliveryRecord> {
+  let record: DeliveryRecord | null = null
+  for (const { key, value } of store.deliveries.getRange(range as { start?: Key, end?: Key })) {
+    if ((key as unknown[]).length === 3) {
+      if (record !== null) yield record
+      record = recordOf(value) ?? null
+    } else if (record !== null && (key as unknown[])[2] === record.seq) {
+      yield { ...record, ...(value as OutcomeRow) }
+      record = null
+    }
+  }
+  if (record !== null) yield record
+}
+
+/**
+ * A stored delivery record: the bytes the relay encoded (a Buffer, as LMDB gives a msgpack bin), or a
+ * record an earlier release stored as a plain msgpack value. Decoded at once: LMDB reuses its buffer.
+ */
+function recordOf (value: unknown): DeliveryRecord | undefined {
+  return value instanceof Uint8Array ? decodeRecord(value) as DeliveryRecord : value as DeliveryRecord | undefined
 }
 
 interface SyncWait {
@@ -608,11 +671,8 @@ function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs
   if (row.profileId !== undefined) context.profileId = row.profileId
   if (row.kind === 'event') {
     context.event = row.event!
-    if (row.fields !== undefined) {
-      context.eventFields = row.fields
-      const attributes = row.fields.attributes
-      if (typeof attributes === 'object' && attributes !== null && !Array.isArray(attributes)) context.attributes = attributes as Record<string, unknown>
-    }
+    // `attribute.<name>` reads the event's own `attributes` field (template.ts): not stored twice.
+    if (row.fields !== undefined) context.eventFields = row.fields
   } else {
     context.audience = row.segment!
     context.change = row.change!

@@ -221,7 +221,7 @@ async function main (): Promise<void> {
     const counting: DeliveryQueue = {
       retriesInMemory: inner.retriesInMemory,
       start: (feed) => inner.start(feed),
-      publish: (records: readonly DeliveryRecord[]) => inner.publish(records),
+      publish: (records: readonly DeliveryRecord[], encoded?: readonly Uint8Array[]) => inner.publish(records, encoded),
       settle (record, outcome, delayMs) {
         if (outcome === 'delivered') delivered++
         else if (outcome === 'retry') retried++

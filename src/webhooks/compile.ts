@@ -3,7 +3,7 @@
 // constant headers, the schedule, the SSRF verdict on IP-literal hosts. Nothing here runs per delivery.
 
 import { Webhook } from 'standardwebhooks'
-import { assertWebhook, type HttpMethod, type ValidateOptions, type WebhookConfig } from './config.js'
+import { assertWebhook, originEndOf, type HttpMethod, type ValidateOptions, type WebhookConfig } from './config.js'
 import { CONFIG_LIMITS } from './limits.js'
 import { parseCron, parseEvery, type Schedule } from './schedule.js'
 import { literalRefusal, type TargetRefusedError } from './ssrf.js'
@@ -31,6 +31,10 @@ export interface CompiledWebhook {
   /** POST and PUT carry the payload as the body; GET and DELETE carry it in the query. */
   readonly hasBody: boolean
   readonly url: Template
+  /** The url's origin (scheme, host, port), where requests go: placeholders are not allowed in it. */
+  readonly origin: string
+  /** The url as written up to its path: every rendered url starts with it, the request target follows. */
+  readonly urlPrefix: string
   /** Host of the url as URL.hostname spells it (IPv6 literals keep their brackets). */
   readonly targetHostname: string
   /** When the target host is an IP literal or localhost name that the SSRF guard refuses. */
@@ -80,6 +84,8 @@ export function compileWebhook (id: string, account: string, body: unknown, opti
     method: request.method,
     hasBody,
     url: compileTemplate(request.url, 'url'),
+    origin: target.origin,
+    urlPrefix: request.url.slice(0, originEndOf(request.url)),
     targetHostname: target.hostname,
     targetRefusal: literalRefusal(target.hostname),
     staticHeaders: constantHeaders,

@@ -262,8 +262,7 @@ function requestProblems (request: Record<string, unknown>, allowPrivate: boolea
 function urlProblems (url: string, allowPrivate: boolean, problems: Problems): void {
   const template = templateOrProblem(url, 'url', '/request/url', problems)
   if (template === null) return
-  const schemeEnd = url.indexOf('://')
-  const originEnd = firstOf(url, '/?#', schemeEnd < 0 ? 0 : schemeEnd + 3)
+  const originEnd = originEndOf(url)
   if (template.placeholders.length > 0 && url.indexOf('{{') < originEnd) {
     problems.invalid('/request/url', 'Placeholders are allowed in the path and query of the url, not in its scheme, host or port.')
     return
@@ -395,13 +394,14 @@ function parseUrl (text: string): URL | null {
   }
 }
 
-function firstOf (text: string, chars: string, from: number): number {
-  let end = text.length
-  for (const c of chars) {
-    const at = text.indexOf(c, from)
-    if (at >= 0 && at < end) end = at
+/** Where the origin of a url ends: at the first '/', '?' or '#' after its '://'. */
+export function originEndOf (url: string): number {
+  const schemeEnd = url.indexOf('://')
+  for (let i = schemeEnd < 0 ? 0 : schemeEnd + 3; i < url.length; i++) {
+    const c = url[i]
+    if (c === '/' || c === '?' || c === '#') return i
   }
-  return end
+  return url.length
 }
 
 function pointerEscape (key: string): string {

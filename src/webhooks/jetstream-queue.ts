@@ -29,7 +29,6 @@
 // had no PubAck on reconnect; the consume loop is restarted (with backoff) whenever it ends, and the
 // stream and consumer are created again if the server lost them.
 
-import { Packr, unpack } from 'msgpackr'
 import {
   AckPolicy, DeliverPolicy, Events, ReplayPolicy, RetentionPolicy, StorageType,
   connect as natsConnect, createInbox, headers as natsHeaders, nanos,
@@ -41,6 +40,7 @@ import type { DeliveryQueue, DeliveryRecord, Feed, FeedAnswer } from '../../acto
 export type { Feed, FeedAnswer }
 import { log as defaultLog } from '../log.js'
 import { redactUrl } from '../config.js'
+import { decodeMessage, encodeMessage, encodeRecord } from './record-codec.js'
 
 /** What the queue logs through (pino's shape). */
 export interface QueueLogger {
@@ -119,19 +119,12 @@ const STOP_NAK_DELAY_MS = 2_000
 export const PUBLISH_RECORDS_MAX = 100
 export const PUBLISH_BYTES_MAX = 256 * 1024
 
-/** Records of one subject published as one message. */
+/** Records of one subject published as one message, with their bytes (record-codec.ts). */
 interface Chunk {
   subject: string
   records: DeliveryRecord[]
+  parts: Uint8Array[]
 }
-
-/**
- * Messages are msgpack with records: each shape (a delivery record, its item, its context) is
- * described once in the message and its values follow, so a message of 100 records is half the bytes
- * of plain maps and decodes about four times faster. Every message describes its own shapes: any
- * node decodes it on its own, whatever it received before.
- */
-const messagePackr = new Packr({ useRecords: true })
 
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
@@ -327,7 +320,7 @@ export class JetStreamQueue implements DeliveryQueue {
   // ---------------------------------------------------------------------------------------------
   // Publishing
 
-  publish (records: readonly DeliveryRecord[]): Promise<void> {
+  publish (records: readonly DeliveryRecord[], encoded?: readonly Uint8Array[]): Promise<void> {
     if (records.length === 0) return Promise.resolve()
     if (this.stopped) return Promise.reject(new Error('JetStreamQueue is stopped'))
     return new Promise<void>((resolve, reject) => {
@@ -340,7 +333,7 @@ export class JetStreamQueue implements DeliveryQueue {
       }
       let messages: { subject: string, data: Uint8Array, msgId: string }[]
       try {
-        messages = this.chunksOf(records).flatMap(chunk => this.messagesOf(chunk.subject, chunk.records))
+        messages = this.chunksOf(records, encoded).flatMap(chunk => this.messagesOf(chunk.subject, chunk.records, chunk.parts))
       } catch (error) {
         this.giveUp(batch, `a delivery record could not be encoded: ${errorText(error)}`)
         return
@@ -356,18 +349,20 @@ export class JetStreamQueue implements DeliveryQueue {
    * PUBLISH_RECORDS_MAX records and PUBLISH_BYTES_MAX bytes a message (one publish, PubAck, pull
    * and ack for the lot: per-record messages spent most of the transport's time in NATS traffic).
    */
-  private chunksOf (records: readonly DeliveryRecord[]): Chunk[] {
+  private chunksOf (records: readonly DeliveryRecord[], encoded: readonly Uint8Array[] | undefined): Chunk[] {
     const chunks: Chunk[] = []
     const open = new Map<string, Chunk>()
-    for (const record of records) {
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!
       const subject = this.subjectOf(record)
       let chunk = open.get(subject)
       if (chunk === undefined || chunk.records.length === PUBLISH_RECORDS_MAX) {
-        chunk = { subject, records: [] }
+        chunk = { subject, records: [], parts: [] }
         chunks.push(chunk)
         open.set(subject, chunk)
       }
       chunk.records.push(record)
+      chunk.parts.push(encoded?.[i] ?? encodeRecord(record))
     }
     return chunks
   }
@@ -376,15 +371,16 @@ export class JetStreamQueue implements DeliveryQueue {
    * One message for the records, or, over PUBLISH_BYTES_MAX, halves of them until each fits (a record
    * alone goes as it is). Its id: the first record's, plus `+<count>` when it carries several.
    */
-  private messagesOf (subject: string, records: readonly DeliveryRecord[]): { subject: string, data: Uint8Array, msgId: string }[] {
+  private messagesOf (subject: string, records: readonly DeliveryRecord[], parts: readonly Uint8Array[]): { subject: string, data: Uint8Array, msgId: string }[] {
     const n = records.length
-    const data = messagePackr.pack(n === 1 ? records[0] : records)
-    if (data.length > PUBLISH_BYTES_MAX && n > 1) {
+    let bytes = 0
+    for (const part of parts) bytes += part.length
+    if (bytes > PUBLISH_BYTES_MAX && n > 1) {
       const half = Math.ceil(n / 2)
-      return [...this.messagesOf(subject, records.slice(0, half)), ...this.messagesOf(subject, records.slice(half))]
+      return [...this.messagesOf(subject, records.slice(0, half), parts.slice(0, half)), ...this.messagesOf(subject, records.slice(half), parts.slice(half))]
     }
     const msgId = messageIdOf(records[0]!, this.nodeId)
-    return [{ subject, data, msgId: n === 1 ? msgId : `${msgId}+${n}` }]
+    return [{ subject, data: encodeMessage(parts), msgId: n === 1 ? msgId : `${msgId}+${n}` }]
   }
 
   private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string): void {
@@ -406,7 +402,7 @@ export class JetStreamQueue implements DeliveryQueue {
           left: 1, done: false, resolve, reject,
           timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
         }
-        this.queueSend(batch, this.subjectOf(record), messagePackr.pack(record), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
+        this.queueSend(batch, this.subjectOf(record), encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
         this.pumpSends()
       })
     publish.then(() => this.release(carrier, false), () => this.release(carrier, true))
@@ -676,8 +672,7 @@ export class JetStreamQueue implements DeliveryQueue {
     }
     let records: DeliveryRecord[]
     try {
-      const value = unpack(msg.data) as DeliveryRecord | DeliveryRecord[]
-      records = Array.isArray(value) ? value : [value]
+      records = decodeMessage(msg.data) as DeliveryRecord[]
       if (records.length === 0 || records.some(record => typeof record?.id !== 'string')) throw new Error('no record id')
     } catch (error) {
       this.log.error({ err: error, subject: msg.subject, seq: msg.seq }, 'undecodable message in the delivery stream; dropped')

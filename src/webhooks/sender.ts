@@ -21,7 +21,7 @@
 
 import { rootCertificates } from 'node:tls'
 import { performance } from 'node:perf_hooks'
-import { Agent, ProxyAgent, request, type Dispatcher } from 'undici'
+import { Agent, ProxyAgent, type Dispatcher } from 'undici'
 import { systemClock, type Clock } from '../clock.js'
 import type { CompiledWebhook } from './compile.js'
 import { DELIVERY_LIMITS } from './limits.js'
@@ -43,6 +43,11 @@ export interface SenderOptions {
   /** Extra CA certificates (PEM) trusted for https targets and proxies, besides Node's root store. */
   ca?: readonly string[]
 }
+
+/** The response body bytes kept for an error excerpt: UTF-8 takes at most 4 bytes a character. */
+const EXCERPT_BYTES_MAX = DELIVERY_LIMITS.errorExcerptLengthMax * 4
+/** A rendered path undici takes as it is (printable ASCII); anything else goes through URL first. */
+const PLAIN_PATH = /^[/?][\x21-\x7e]*$/
 
 const RETRYABLE_ERROR_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 
@@ -98,20 +103,20 @@ export class Sender {
       dispatcher = this.proxyAgent(webhook.proxy, trusted)
     }
     this.sign(webhook, rendered)
+    let path: string
     try {
-      const response = await request(rendered.url, {
-        dispatcher,
-        method: rendered.method,
-        headers: rendered.headers,
-        body: rendered.body,
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-      return await this.classify(response, deliveryId, atMs, started)
+      path = pathOf(webhook, rendered.url)
     } catch (err) {
-      const { outcome, code } = classifyError(err)
-      const text = code === 'timeout' ? `timed out after ${timeoutMs} ms` : messageOf(err)
-      return failure(outcome, code, deliveryId, atMs, started, text)
+      return failure('terminal', 'invalid_request', deliveryId, atMs, started, `cannot build the request: ${messageOf(err)}`)
     }
+    return new Promise<SendResult>(resolve => {
+      const exchange = new Exchange(resolve, this.clock, deliveryId, atMs, started, timeoutMs)
+      try {
+        dispatcher.dispatch({ origin: webhook.origin, path, method: rendered.method, headers: rendered.headers, body: rendered.body }, exchange)
+      } catch (err) {
+        exchange.onResponseError(null, err as Error)
+      }
+    })
   }
 
   /** Close the pool and every proxy agent; in-flight requests finish first. */
@@ -130,30 +135,6 @@ export class Sender {
     headers['webhook-id'] = rendered.deliveryId
     headers['webhook-timestamp'] = String(Math.floor(nowMs / 1000))
     if (webhook.signer !== null) headers['webhook-signature'] = webhook.signer.sign(rendered.deliveryId, new Date(nowMs), rendered.body ?? '')
-  }
-
-  private async classify (response: Dispatcher.ResponseData, deliveryId: string, atMs: number, started: number): Promise<SendResult> {
-    const status = response.statusCode
-    if (status >= 200 && status < 300) {
-      await drain(response.body)
-      return { outcome: 'delivered', deliveryId, atMs, status, latencyMs: elapsedMs(started) }
-    }
-    const excerpt = await excerptOf(response.body)
-    const retryable = status === 408 || status === 429 || status >= 500
-    const result: SendResult = {
-      outcome: retryable ? 'retry' : 'terminal',
-      deliveryId,
-      atMs,
-      status,
-      latencyMs: elapsedMs(started),
-      error: clip(excerpt === '' ? `HTTP ${status}` : `HTTP ${status}: ${excerpt}`),
-      errorCode: 'http_status',
-    }
-    if (retryable) {
-      const retryAfterMs = parseRetryAfterMs(response.headers['retry-after'], this.clock.nowMs())
-      if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs
-    }
-    return result
   }
 
   private proxyAgent (proxy: string, trusted: boolean): ProxyAgent {
@@ -208,39 +189,128 @@ function classifyError (err: unknown): { outcome: 'retry' | 'terminal', code: Se
   return { outcome: 'retry', code: 'connection' }
 }
 
+/**
+ * One exchange, as an undici dispatch handler: the outcome is decided by the status line, the body is
+ * read and discarded up to the drain limit (kept up to an excerpt on a failure status) so the socket
+ * goes back to the pool, and a timer bounds the whole exchange (waiting for a socket, connect,
+ * headers, body). No response stream, no promise per stage, no AbortSignal: AbortSignal.timeout
+ * cannot be cancelled, so every request left a timer and a weakly held signal alive for the whole
+ * timeout, which halved the request rate (bench/README.md).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private readonly resolve: (result: SendResult) => void
+  private readonly clock: Clock
+  private readonly deliveryId: string
+  private readonly atMs: number
+  private readonly started: number
+  private readonly timeoutMs: number
+  private readonly timer: NodeJS.Timeout
+  private controller: Dispatcher.DispatchController | null = null
+  private status = 0
+  private retryAfter: string | string[] | undefined = undefined
+  private read = 0
+  private excerpt: Buffer[] | null = null
+  private kept = 0
+  private done = false
+
+  constructor (resolve: (result: SendResult) => void, clock: Clock, deliveryId: string, atMs: number, started: number, timeoutMs: number) {
+    this.resolve = resolve
+    this.clock = clock
+    this.deliveryId = deliveryId
+    this.atMs = atMs
+    this.started = started
+    this.timeoutMs = timeoutMs
+    this.timer = setTimeout(() => this.timeout(), timeoutMs)
+  }
+
+  onRequestStart (controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    // Timed out while waiting for a socket: the result is given already; do not send.
+    if (this.done) controller.abort(new Error('timed out'))
+  }
+
+  onResponseStart (_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[]>): void {
+    if (statusCode < 200 || this.done) return // 1xx: the real answer follows
+    this.status = statusCode
+    if (statusCode >= 300) this.excerpt = []
+    if (statusCode === 429 || statusCode === 503 || statusCode >= 500 || statusCode === 408) this.retryAfter = headers['retry-after']
+  }
+
+  onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.read += chunk.length
+    if (this.excerpt !== null && this.kept < EXCERPT_BYTES_MAX) {
+      this.excerpt.push(chunk)
+      this.kept += chunk.length
+    }
+    // Past the drain limit the socket is not worth keeping: answer now and close it.
+    if (this.read > DELIVERY_LIMITS.responseDrainBytesMax && !this.done) {
+      this.answered()
+      controller.abort(new Error('response body over the drain limit'))
+    }
+  }
+
+  onResponseEnd (): void {
+    if (!this.done) this.answered()
+  }
+
+  onResponseError (_controller: Dispatcher.DispatchController | null, err: Error): void {
+    if (this.done) return
+    // A body that fails after the status line does not change the outcome the status decided.
+    if (this.status !== 0) return this.answered()
+    const { outcome, code } = classifyError(err)
+    this.finish(failure(outcome, code, this.deliveryId, this.atMs, this.started, code === 'timeout' ? `timed out after ${this.timeoutMs} ms` : messageOf(err)))
+  }
+
+  private timeout (): void {
+    if (this.done) return
+    if (this.status !== 0) this.answered()
+    else this.finish(failure('retry', 'timeout', this.deliveryId, this.atMs, this.started, `timed out after ${this.timeoutMs} ms`))
+    this.controller?.abort(new Error('timed out'))
+  }
+
+  /** The result the status line decided. */
+  private answered (): void {
+    const status = this.status
+    const latencyMs = elapsedMs(this.started)
+    if (status < 300) return this.finish({ outcome: 'delivered', deliveryId: this.deliveryId, atMs: this.atMs, status, latencyMs })
+    const excerpt = Buffer.concat(this.excerpt ?? []).toString('utf8').replace(/\s+/g, ' ').trim()
+    const retryable = status === 408 || status === 429 || status >= 500
+    const result: SendResult = {
+      outcome: retryable ? 'retry' : 'terminal',
+      deliveryId: this.deliveryId,
+      atMs: this.atMs,
+      status,
+      latencyMs,
+      error: clip(excerpt === '' ? `HTTP ${status}` : `HTTP ${status}: ${excerpt}`),
+      errorCode: 'http_status',
+    }
+    if (retryable) {
+      const retryAfterMs = parseRetryAfterMs(this.retryAfter, this.clock.nowMs())
+      if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs
+    }
+    this.finish(result)
+  }
+
+  private finish (result: SendResult): void {
+    this.done = true
+    clearTimeout(this.timer)
+    this.resolve(result)
+  }
+}
+
+/** The request target (path and query) of a rendered url whose origin is the webhook's. */
+function pathOf (webhook: CompiledWebhook, url: string): string {
+  if (url.startsWith(webhook.urlPrefix)) {
+    const rest = url.slice(webhook.urlPrefix.length)
+    if (rest === '') return '/'
+    if (PLAIN_PATH.test(rest)) return rest[0] === '/' ? rest : '/' + rest
+  }
+  const parsed = new URL(url)
+  return parsed.pathname + parsed.search
+}
+
 function failure (outcome: 'retry' | 'terminal', code: SendErrorCode, deliveryId: string, atMs: number, started: number, message: string): SendResult {
   return { outcome, deliveryId, atMs, latencyMs: elapsedMs(started), error: clip(message), errorCode: code }
-}
-
-/** Read and discard a body up to the drain limit, so the socket goes back to the pool; beyond it, close. */
-async function drain (body: Dispatcher.ResponseData['body']): Promise<void> {
-  try {
-    await body.dump({ limit: DELIVERY_LIMITS.responseDrainBytesMax })
-  } catch {
-    // The status already decided the outcome; a body that fails to drain only costs its socket.
-  }
-}
-
-/** The start of an error body (for the attempt record), and the rest drained like drain(). */
-async function excerptOf (body: Dispatcher.ResponseData['body']): Promise<string> {
-  const chunks: Buffer[] = []
-  let kept = 0
-  let read = 0
-  const keepBytes = DELIVERY_LIMITS.errorExcerptLengthMax * 4 // UTF-8: at most 4 bytes a character
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      read += chunk.length
-      if (kept < keepBytes) {
-        chunks.push(chunk)
-        kept += chunk.length
-      }
-      if (read > DELIVERY_LIMITS.responseDrainBytesMax) break
-    }
-  } catch {
-    // Keep what was read.
-  }
-  if (read > DELIVERY_LIMITS.responseDrainBytesMax) body.destroy()
-  return Buffer.concat(chunks).toString('utf8').replace(/\s+/g, ' ').trim()
 }
 
 function clip (text: string): string {

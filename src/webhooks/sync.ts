@@ -23,7 +23,7 @@ export async function deliverSync (sender: AttemptSender, webhook: CompiledWebho
     if (items.length === 0 || items.length > webhook.batchSize) {
       return { outcome: 'terminal', deliveryId: '', atMs, latencyMs: 0, errorCode: 'invalid_request', error: `A sync call carries 1 to ${webhook.batchSize} items, not ${items.length}.` }
     }
-    // The request itself is bounded by its AbortSignal; the race also bounds what runs before it
+    // The request itself is bounded by its own timer; the race also bounds what runs before it
     // (the DNS check of a target behind a proxy).
     const late = new Promise<SendResult>(resolve => {
       timer = setTimeout(resolve, boundMs + DELIVERY_LIMITS.syncGraceMs, lateResult(items, atMs, boundMs))

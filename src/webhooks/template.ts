@@ -195,9 +195,15 @@ function valueOf (slot: number, key: string | null, item: DeliveryItem): unknown
     case SLOT.timestamp: return item.occurredAtMs
     case SLOT.occurredAt: return isoTime(item.occurredAtMs)
     case SLOT.eventField: return ownValue(context.eventFields, key as string)
-    case SLOT.attribute: return ownValue(context.attributes, key as string)
+    case SLOT.attribute: return ownValue(context.attributes ?? attributesOf(context.eventFields), key as string)
     default: return undefined
   }
+}
+
+/** The `attributes` field of an event (what `attribute.<name>` reads when the context has none of its own). */
+function attributesOf (fields: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const attributes = fields === undefined || !Object.hasOwn(fields, 'attributes') ? undefined : fields.attributes
+  return typeof attributes === 'object' && attributes !== null && !Array.isArray(attributes) ? attributes as Record<string, unknown> : undefined
 }
 
 // Own properties only: a field named "constructor" must not read Object.prototype.constructor.

@@ -6,6 +6,7 @@ import { Store } from '../../src/store/store.js'
 import { Registry } from '../../src/store/registry.js'
 import { systemClock } from '../../src/clock.js'
 import { DeliveryHub, EmbeddedQueue, type DeliveryQueue, type DeliveryRecord } from '../../actors/delivery.js'
+import { decodeRecord } from '../../src/webhooks/index.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 import { ACCOUNT, config, startReceiver, waitFor } from './helpers.js'
 
@@ -60,6 +61,50 @@ describe('outbox relay', () => {
       await waitFor(() => receiver.requests.length >= 200, 15_000, 'all 200 delivered')
       const ids = new Set(receiver.requests.map(r => r.headers['webhook-id']))
       expect(ids.size).to.equal(200)
+    } finally {
+      await hub.stop()
+      await store.close()
+      await receiver.close()
+      removeDir(dir)
+    }
+  })
+
+  it('writes an attempt\'s outcome as a row of its own next to the record, and reads the two as one', async () => {
+    const receiver = await startReceiver()
+    const { dir, store, registry } = await openStore(`${receiver.url}/in`)
+    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue: new EmbeddedQueue(store) })
+    try {
+      await hub.start()
+      const seqs = [1, 2, 3].map(() => Number(store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: 'v', fields: {}, occurredAtMs: Date.now() })))
+      await waitFor(() => hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries.length === 3, 5000, 'three delivered')
+      for (const seq of seqs) {
+        // The record as the relay wrote it (the bytes it published too), and what the attempt changed beside it.
+        const stored = store.deliveries.get([ACCOUNT, 'orders', seq]) as Uint8Array
+        expect(stored).to.be.instanceOf(Uint8Array)
+        expect(decodeRecord(stored)).to.include({ status: 'pending', attempt: 1 })
+        const outcome = store.deliveries.get([ACCOUNT, 'orders', seq, 0]) as DeliveryRecord
+        expect(outcome).to.have.keys('status', 'attempt', 'attempts', 'dueMs', 'updatedAtMs')
+        expect(outcome).to.include({ status: 'delivered', attempt: 2 })
+      }
+      const [first] = hub.list(ACCOUNT, 'orders', 'delivered', 0, 1).deliveries
+      expect(first).to.include({ id: `${seqs[0]}.orders`, status: 'delivered', attempt: 2 })
+      expect(first!.attempts).to.have.length(1)
+      expect(first!.item.context.event).to.equal('purchase')
+      expect(hub.list(ACCOUNT, 'orders', 'pending', 0, 10).deliveries).to.have.length(0)
+
+      // A record written whole (an earlier release), dead: listed as it is, replayed, delivered.
+      const old: DeliveryRecord = {
+        ...first!, id: '900.orders', seq: 900, item: { ...first!.item, id: '900.orders' }, status: 'dead', attempt: 3,
+        attempts: [{ atMs: 1, status: 500, latencyMs: 1 }, { atMs: 2, status: 500, latencyMs: 1 }], dueMs: 0,
+      }
+      await store.save(store.deliveries, [ACCOUNT, 'orders', 900], old)
+      expect(hub.list(ACCOUNT, 'orders', 'dead', 0, 10).deliveries).to.deep.equal([old])
+      expect(await hub.replay(ACCOUNT, 'orders', ['900.orders'], 0, 0)).to.equal(1)
+      await waitFor(() => receiver.requests.length === 4, 5000, 'the replay delivered')
+      await waitFor(() => hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries.length === 4, 5000, 'the replay settled')
+      const replayed = hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries[3]!
+      expect(replayed).to.include({ id: '900.orders', status: 'delivered', attempt: 2 })
+      expect(replayed.attempts).to.have.length(1) // a replay starts again from attempt 1
     } finally {
       await hub.stop()
       await store.close()

@@ -181,6 +181,50 @@ describe('Sender.sendOnce', () => {
     })
   })
 
+  describe('the exchange', () => {
+    it('answers once a response body passes the drain limit, and closes that socket instead of reading on', async () => {
+      const big = 'x'.repeat(200_000)
+      const r = await receiver(() => ({ status: 200, body: big }))
+      const hook = compiled(r.url)
+      expect((await sender.sendOnce(hook, [item()])).outcome).to.equal('delivered')
+      await settle()
+      expect((await sender.sendOnce(hook, [item()])).outcome).to.equal('delivered')
+      expect(new Set(r.requests.map(x => x.remotePort)).size).to.equal(2)
+    })
+
+    it('keeps an excerpt of a large error body', async () => {
+      const r = await receiver(() => ({ status: 500, body: 'boom '.repeat(50_000) }))
+      const result = await sender.sendOnce(compiled(r.url), [item()])
+      expect(result).to.include({ outcome: 'retry', status: 500, errorCode: 'http_status' })
+      expect(result.error).to.match(/^HTTP 500: boom boom/)
+      expect(result.error!.length).to.be.at.most(500)
+    })
+
+    it('bounds the wait for a free socket by timeoutMs as well', async () => {
+      const narrow = new Sender({ allowPrivate: true, connectionsPerOrigin: 1 })
+      const r = await receiver(() => 'hang')
+      try {
+        const hook = compiled(r.url, { delivery: { timeoutMs: 300 } })
+        const started = Date.now()
+        const [first, second] = await Promise.all([narrow.sendOnce(hook, [item()]), narrow.sendOnce(hook, [item()])])
+        expect(first).to.include({ outcome: 'retry', errorCode: 'timeout' })
+        expect(second).to.include({ outcome: 'retry', errorCode: 'timeout' })
+        expect(Date.now() - started).to.be.below(2000)
+        expect(r.requests).to.have.length(1) // the second never got a socket
+      } finally {
+        r.release()
+        await narrow.close()
+      }
+    })
+
+    it('sends a path written with characters outside ASCII percent-encoded, as URL does', async () => {
+      const r = await receiver()
+      const result = await sender.sendOnce(compiled(r.url + '/über/{{profileId}}?q=ä'), [item({ profileId: 'p 1' })])
+      expect(result.outcome).to.equal('delivered')
+      expect(r.requests[0]!.url).to.equal('/%C3%BCber/p%201?q=%C3%A4')
+    })
+  })
+
   describe('through a proxy', () => {
     it('forwards an http target through the proxy in absolute form', async () => {
       const r = await receiver()

@@ -36,6 +36,14 @@ describe('webhook templates', () => {
       expect(t.render(itemWith({ eventFields: {}, attributes: { plan: 'pro' } }))).to.equal('[null,"pro",null]')
     })
 
+    it('reads attributes from the event\'s own attributes field when the context has none', () => {
+      const t = compileTemplate('[{{attribute.plan}},{{attribute.toString}}]', 'json')
+      expect(t.render(itemWith({ eventFields: { attributes: { plan: 'pro' } } }))).to.equal('["pro",null]')
+      expect(t.render(itemWith({ eventFields: { attributes: ['pro'] } }))).to.equal('[null,null]')
+      expect(t.render(itemWith({ eventFields: Object.create({ attributes: { plan: 'inherited' } }) as Record<string, unknown> }))).to.equal('[null,null]')
+      expect(t.render(itemWith({ eventFields: { attributes: { plan: 'event' } }, attributes: { plan: 'own' } }))).to.equal('["own",null]')
+    })
+
     it('has the seed sample shape as the default payload', () => {
       const t = compileTemplate(DEFAULT_PAYLOAD, 'json')
       expect(JSON.parse(t.render(itemWith({ profileId: 'p1', audience: 'vip', event: 'purchase' })))).to.deep.equal({
