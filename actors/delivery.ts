@@ -61,6 +61,8 @@ export const RELAY_RETRY_MAX_MS = 30_000
 /** How often delivered records past their retention are deleted, and how many at most a pass. */
 export const PRUNE_EVERY_MS = 60_000
 export const PRUNE_BATCH_MAX = 10_000
+/** Outcome rows of attempts that end within this long of each other are written in one transaction. */
+export const OUTCOME_WRITE_DELAY_MS = 1
 /** A full worker queue (embedded) is offered its records left pending again after this. */
 export const REFILL_AFTER_MS = 250
 /** How often due schedules are looked for. */
@@ -189,6 +191,10 @@ export class DeliveryHub {
   private scheduling: Promise<number> | null = null
   private scheduleTimer: NodeJS.Timeout | null = null
   private again = false
+  /** Outcome rows not written yet (key, row, key, row, …): see writeOutcome. */
+  private outcomes: unknown[] = []
+  private outcomeTimer: NodeJS.Timeout | null = null
+  private readonly flushOutcomesBound = (): void => this.flushOutcomes()
   private stopped = false
 
   constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax, retentionMs = 7 * 86_400_000 }: DeliveryHubOptions) {
@@ -367,7 +373,7 @@ export class DeliveryHub {
       }
       if (last !== null) await last
       await this.queue.publish(created, encoded)
-      for (const { key } of rows) this.store.outbox.remove(key as number).catch(logFailure)
+      for (const { key } of rows) this.store.ignoreFailure(this.store.outbox.remove(key as number), logFailure)
       this.relayedThrough = rows[rows.length - 1]!.key as number
       if (this.syncWaits.size > 0) this.noteRelayed(created)
     }
@@ -497,14 +503,14 @@ export class DeliveryHub {
       const change: OutcomeRow = {
         status,
         attempt: nextAttempt ?? record.attempt + 1,
-        attempts: replaceAttempts ? attempts : [...record.attempts, ...attempts],
+        attempts: replaceAttempts || record.attempts.length === 0 ? attempts : [...record.attempts, ...attempts],
         dueMs: outcome === 'retry' ? nowMs + delayMs : 0,
         updatedAtMs: nowMs,
       }
       const next: DeliveryRecord = { ...record, ...change }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
       if (next.node === undefined || next.node === this.store.nodeId) {
-        this.store.deliveries.put([webhook.account, webhook.id, seq, OUTCOME_KEY], change).catch(logFailure)
+        this.writeOutcome([webhook.account, webhook.id, seq, OUTCOME_KEY], change)
       }
       if (outcome === 'retry') this.live.set(next.id, next)
       else this.live.delete(next.id)
@@ -513,6 +519,25 @@ export class DeliveryHub {
         if (wait.pending.delete(next.id) && wait.pending.size === 0 && this.relayedThrough >= wait.toSeq) wait.resolve()
       }
     }
+  }
+
+  /**
+   * Outcome rows are written together, OUTCOME_WRITE_DELAY_MS after the first of them: one LMDB
+   * transaction for the attempts that end in that time rather than one each (at batchSize 1 every
+   * response comes in an event turn of its own). A crash in between costs what it cost before the
+   * write committed: the attempt is made again (embedded), or its record lists as it was before it.
+   */
+  private writeOutcome (key: Key, row: OutcomeRow): void {
+    this.outcomes.push(key, row)
+    this.outcomeTimer ??= setTimeout(this.flushOutcomesBound, OUTCOME_WRITE_DELAY_MS)
+  }
+
+  private flushOutcomes (): void {
+    if (this.outcomeTimer !== null) clearTimeout(this.outcomeTimer)
+    this.outcomeTimer = null
+    const outcomes = this.outcomes
+    this.outcomes = []
+    for (let i = 0; i < outcomes.length; i += 2) this.store.ignoreFailure(this.store.deliveries.put(outcomes[i] as Key, outcomes[i + 1]), logFailure)
   }
 
   private async swap (account: string, id: string, webhook: CompiledWebhook | null): Promise<void> {
@@ -608,6 +633,7 @@ export class DeliveryHub {
     // Unsent items stay pending on disk (or unacknowledged in the stream): the next start resumes them.
     await Promise.all([...this.workers.values()].map(worker => worker.stop()))
     this.workers.clear()
+    this.flushOutcomes()
     await this.queue.stop()
     await this.sender.close()
   }

@@ -148,8 +148,8 @@ export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: 
   // index is written only when the expiry goes away, moves earlier, or is due: not on the many events
   // that merely move it later (a write per event otherwise, about a tenth of the throughput at 50 segments).
   if (next !== filed && (next === 0 || filed === 0 || next < filed || filed <= nowMs)) {
-    if (state.expiresAtMs !== 0) ref.store.expiries.remove([state.expiresAtMs, ref.account, ref.kind, ref.id]).catch(noop)
-    if (next !== 0) ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null).catch(noop)
+    if (state.expiresAtMs !== 0) ref.store.ignoreFailure(ref.store.expiries.remove([state.expiresAtMs, ref.account, ref.kind, ref.id]))
+    if (next !== 0) ref.store.ignoreFailure(ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null))
     state.expiresAtMs = next
   }
 }
@@ -171,7 +171,7 @@ export function indexMembership (ref: EntityRef, listed: MembersListed, state: E
   let changed = before.length !== (now?.size ?? 0)
   for (const segment of before) {
     if (now === null || !now.has(segment)) {
-      ref.store.members.remove([ref.account, segment, ref.kind, ref.id]).catch(noop)
+      ref.store.ignoreFailure(ref.store.members.remove([ref.account, segment, ref.kind, ref.id]))
       changed = true
     }
   }
@@ -182,7 +182,7 @@ export function indexMembership (ref: EntityRef, listed: MembersListed, state: E
   const had = new Set(before)
   for (const segment of now) {
     if (!had.has(segment)) {
-      ref.store.members.put([ref.account, segment, ref.kind, ref.id], null).catch(noop)
+      ref.store.ignoreFailure(ref.store.members.put([ref.account, segment, ref.kind, ref.id], null))
       changed = true
     }
   }

@@ -152,7 +152,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
         case 'erase': {
           // Never seen: nothing to erase (the caller answers 404).
           if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
-          if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]).catch(noop)
+          if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]))
           indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, [])
           const visitors = state.visitors
           actor.state = emptyProfile()

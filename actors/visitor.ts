@@ -271,7 +271,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
         case 'snapshot':
           return structuredClone(state)
         case 'erase': {
-          if (state.expiresAtMs !== 0) store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]).catch(noop)
+          if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           actor.state = emptyVisitor()
           actor.track(store.durable(db.remove([actor.account, actor.id])))

@@ -93,7 +93,7 @@ async function main (): Promise<void> {
   const { Registry } = await import('../src/store/registry.js')
   const { DeliveryHub, EmbeddedQueue } = await import('../actors/delivery.js')
   const { JetStreamQueue } = await import('../src/webhooks/jetstream-queue.js')
-  const { compileWebhook, renderRequest, DELIVERY_LIMITS, USER_AGENT } = await import('../src/webhooks/index.js')
+  const { compileWebhook, renderRequest, DELIVERY_LIMITS } = await import('../src/webhooks/index.js')
   const { startNatsServer } = await import('../test/helpers/nats-server.js')
   const { systemClock } = await import('../src/clock.js')
   type DeliveryQueue = import('../actors/delivery.js').DeliveryQueue
@@ -153,7 +153,7 @@ async function main (): Promise<void> {
     const rendered = renderRequest(compiled, [{ id, occurredAtMs: r.occurredAtMs as number, context: { account: ACCOUNT, visitorId: r.visitorId as string, event: 'purchase', eventFields: r.fields as Record<string, unknown> } }])
     return {
       body: rendered.body!,
-      headers: { ...rendered.headers, 'content-type': 'application/json', 'user-agent': USER_AGENT, 'webhook-id': id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)) },
+      headers: [...rendered.headers, 'webhook-id', id, 'webhook-timestamp', String(Math.floor(Date.now() / 1000))],
     }
   })
   for (const concurrency of [BASE_CONCURRENCY, 64]) {

@@ -56,6 +56,8 @@ export class Store {
   private outboxSeq: number
   private seqReserved: number
   private closed = false
+  private lastIgnored: Promise<boolean> | null = null
+  private lastReport: ((error: unknown) => void) | null = null
 
   constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
     mkdirSync(path, { recursive: true })
@@ -104,7 +106,7 @@ export class Store {
     const seq = ++this.outboxSeq
     if (seq > this.seqReserved) {
       this.seqReserved = seq + SEQ_RESERVE_BLOCK
-      this.meta.put(SEQ_RESERVED_KEY, this.seqReserved).catch(noop)
+      this.ignoreFailure(this.meta.put(SEQ_RESERVED_KEY, this.seqReserved))
     }
     return seq
   }
@@ -115,8 +117,9 @@ export class Store {
    */
   appendOutbox (row: Record<string, unknown>): string {
     const seq = this.allocateSeq()
-    // Its failure is the transaction's, reported through the state write it travels with.
-    this.outbox.put(seq, { id: String(seq), ...row }).catch(noop)
+    // Its failure is the transaction's, reported through the state write it travels with. The row's
+    // id is its key: not stored in it too.
+    this.ignoreFailure(this.outbox.put(seq, row))
     this.onOutboxAppend?.()
     return String(seq)
   }
@@ -132,6 +135,17 @@ export class Store {
     if (observe === null) return done
     const startMs = performance.now()
     return done.then(() => observe(performance.now() - startMs))
+  }
+
+  /**
+   * Writes issued in one event turn share one promise (their transaction's): it is given one handler,
+   * not one per write, and a failure is reported through `report` (default: through another write).
+   */
+  ignoreFailure (write: Promise<boolean>, report: (error: unknown) => void = noop): void {
+    if (write === this.lastIgnored && report === this.lastReport) return
+    this.lastIgnored = write
+    this.lastReport = report
+    write.catch(report)
   }
 
   /** Put one record and wait for it per the durability setting. */

@@ -41,6 +41,8 @@ export interface CompiledWebhook {
   readonly targetRefusal: TargetRefusedError | null
   /** Headers with no placeholders, lower-case names: content-type, user-agent, authorization, custom. */
   readonly staticHeaders: Readonly<Record<string, string>>
+  /** The same as a flat list (name, value, name, value, …): what a request starts from. */
+  readonly staticHeaderList: readonly string[]
   readonly headerTemplates: readonly HeaderTemplate[]
   readonly signer: Webhook | null
   readonly payload: Template
@@ -89,6 +91,7 @@ export function compileWebhook (id: string, account: string, body: unknown, opti
     targetHostname: target.hostname,
     targetRefusal: literalRefusal(target.hostname),
     staticHeaders: constantHeaders,
+    staticHeaderList: Object.entries(constantHeaders).flat(),
     headerTemplates,
     signer: request.signingSecret === undefined ? null : new Webhook(request.signingSecret),
     payload: compileTemplate(request.payload ?? DEFAULT_PAYLOAD, 'json'),

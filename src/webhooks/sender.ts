@@ -131,10 +131,8 @@ export class Sender {
 
   private sign (webhook: CompiledWebhook, rendered: RenderedRequest): void {
     const nowMs = this.clock.nowMs()
-    const headers = rendered.headers
-    headers['webhook-id'] = rendered.deliveryId
-    headers['webhook-timestamp'] = String(Math.floor(nowMs / 1000))
-    if (webhook.signer !== null) headers['webhook-signature'] = webhook.signer.sign(rendered.deliveryId, new Date(nowMs), rendered.body ?? '')
+    rendered.headers.push('webhook-id', rendered.deliveryId, 'webhook-timestamp', String(Math.floor(nowMs / 1000)))
+    if (webhook.signer !== null) rendered.headers.push('webhook-signature', webhook.signer.sign(rendered.deliveryId, new Date(nowMs), rendered.body ?? ''))
   }
 
   private proxyAgent (proxy: string, trusted: boolean): ProxyAgent {
