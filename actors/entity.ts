@@ -205,5 +205,3 @@ export function outboxEvent (ref: EntityRef, type: string, nowMs: number, fields
 }
 
 export { evaluateSegments }
-
-function noop (): void {}

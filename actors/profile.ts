@@ -227,5 +227,3 @@ export function unifiedMetrics (state: ProfileState): VisitorMetrics {
     viewedCategories: [...categories].slice(0, RECENT_LIST_MAX),
   }
 }
-
-function noop (): void {}
