@@ -211,8 +211,16 @@ function ownValue (record: Record<string, unknown> | undefined, key: string): un
   return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined
 }
 
+/** The last time rendered: deliveries of one burst of events mostly share their millisecond. */
+let isoMs = Number.NaN
+let isoText = ''
+
 function isoTime (ms: number): string | undefined {
-  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined
+  if (ms === isoMs) return isoText
+  if (!Number.isFinite(ms)) return undefined
+  isoText = new Date(ms).toISOString()
+  isoMs = ms
+  return isoText
 }
 
 function encode (mode: TemplateMode, value: unknown, inString: boolean): string {
