@@ -10,7 +10,7 @@
 // share their record structures: each shape of Beacon's own records is described once, in the meta db,
 // instead of in every value (half the bytes, about twice as fast to encode and three times to decode).
 // Only shapes made of Beacon's field names are shared (a db holds 32 at most): maps keyed by site data
-// (attributes, counts, event fields) describe their keys in the value itself.
+// (attributes, counts, event fields) are plain msgpack maps.
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
@@ -197,7 +197,17 @@ function sharedStructures (meta: Database, name: string): DatabaseOptions {
       return true
     }),
     shouldShareStructure: (keys: string[]) => keys.every(field => RECORD_FIELDS.has(field)),
+    // Maps keyed by site data are written as plain msgpack maps: as records they described their keys
+    // inline in every value, which cost more to write and to read.
+    useRecords: isOwnRecord,
+    mapsAsObjects: true,
   } as DatabaseOptions
+}
+
+/** One of Beacon's own records (its first field is one of Beacon's), not a map keyed by site data. */
+function isOwnRecord (value: object): boolean {
+  for (const key in value) return RECORD_FIELDS.has(key)
+  return false
 }
 
 const SEQ_RESERVED_KEY = 'seq-reserved'

@@ -3,9 +3,9 @@
 //
 // The encoding is msgpack with record structures that are compiled in (STRUCTURES): the same on
 // every node and every release, so any node decodes any record without the structures of the data
-// folder that wrote it, and each value is compact (no key names) and quick to decode. A shape that is
-// not listed (site-keyed maps such as event fields, records of an earlier release) is described inside
-// the value itself: still decodable anywhere, only larger.
+// folder that wrote it, and each value is compact (no key names) and quick to decode. Maps keyed by
+// site data (event fields, attributes) are plain msgpack maps; a record shape that is not listed is
+// described inside the value itself: still decodable anywhere, only larger.
 //
 // A message is MESSAGE_MAGIC followed by one record, or an array of records whose parts are the
 // records' own bytes. A message without the magic is of an earlier release (msgpack records described
@@ -44,7 +44,17 @@ function packr (): Packr {
     maxSharedStructures: STRUCTURES.length,
     // Nothing learnt at run time is shared: every other shape is described in its own value.
     shouldShareStructure: () => false,
+    // Beacon's own objects as records; site-keyed maps (event fields, attributes) as plain maps, which
+    // cost less to write than a record describing its keys inline, and decode as plain objects.
+    useRecords: isOwnRecord,
+    mapsAsObjects: true,
   })
+}
+
+/** A delivery record, item, context or attempt: each has one of these fields, site data seldom does. */
+function isOwnRecord (value: object): boolean {
+  const o = value as Record<string, unknown>
+  return o.webhookId !== undefined || o.context !== undefined || (o.account !== undefined && (o.event !== undefined || o.audience !== undefined)) || o.atMs !== undefined
 }
 
 // Two instances: decoding a value that describes its own shapes must not teach the encoder anything.

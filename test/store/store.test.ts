@@ -96,6 +96,11 @@ describe('Store', () => {
       for (const [db, value] of [[store.visitors, visitor(0)], [store.deliveries, delivery(0)], [store.outbox, store.outbox.get(1)]] as const) {
         expect(firstByte(db, value)).to.be.within(0x40, 0x5f)
       }
+      // ...the maps keyed by site data in them plain maps, not records describing their keys inline...
+      const encode = (db: Database, value: unknown): Buffer => Buffer.from((db as unknown as { encoder: { encode (v: unknown): Uint8Array } }).encoder.encode(value))
+      const inlineRecord = Buffer.from([0xd4, 0x72]) // msgpackr's record definition extension
+      expect(encode(store.visitors, visitor(0)).includes(inlineRecord)).to.equal(false)
+      expect(encode(store.outbox, store.outbox.get(1)).includes(inlineRecord)).to.equal(false)
       // ...and 200 different sets of site keys took no shared structure.
       for (const name of ['visitors', 'deliveries', 'outbox']) {
         expect((store.meta.get(['structures', name]) as unknown[]).length).to.be.within(1, 8)

@@ -26,7 +26,7 @@ describe('delivery record codec', () => {
     // STRUCTURES is append only: an edit that renumbers them would misread every stored record.
     expect(Buffer.from(encodeRecord(record(1, {}))).toString('hex')).to.equal(
       '40a8312e6f7264657273a56163632d31a66f726465727301a770656e64696e6741a8312e6f7264657273cb4278bcfe56801000' +
-      '42a56163632d31a3762d31a87075726368617365d4724e90019000cb4278bcfe56800000cb4278bcfe56800000c0a66e6f64652d31')
+      '42a56163632d31a3762d31a87075726368617365de0000019000cb4278bcfe56800000cb4278bcfe56800000c0a66e6f64652d31')
   })
 
   it('round-trips shapes it does not list, also site keys named like its own fields', () => {
