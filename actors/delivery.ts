@@ -52,6 +52,8 @@ const OUTCOME_KEY = 0
 
 /** Outbox rows relayed per pass, and records listed per page at most. */
 export const RELAY_BATCH_MAX = 500
+/** Relay passes under way at once (waiting for their commit and publish while the next one builds). */
+export const RELAY_PASSES_MAX = 4
 export const LIST_PAGE_MAX = 500
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
@@ -348,14 +350,21 @@ export class DeliveryHub {
    * Records written, then in the queue, and only then the rows go, in that order in LMDB's one
    * write queue: a crash anywhere in between (even one that loses the last commits) leaves the rows,
    * relayed again to the same record ids (the same db keys; in JetStream the same message ids, which
-   * the duplicate window absorbs). So no step waits for a sync to disk: the records are awaited at
-   * commit only (the refill reads them), and the removal not at all; the next pass reads on from the
-   * last row relayed.
+   * the duplicate window absorbs). So no step waits for a sync to disk, and the removal is not awaited.
+   *
+   * Passes overlap: while a pass waits for its records' commit and its publish, the next one reads
+   * and builds (at most RELAY_PASSES_MAX at once). They complete in order: a pass's rows go, and
+   * relayedThrough moves past them, once its records are committed and published and every pass
+   * before it completed. A pass that fails fails the passes after it too; the next relay reads again
+   * from the first row not relayed.
    */
   private async relay (): Promise<void> {
+    let readFrom = this.relayedThrough + 1
+    let previous: Promise<void> = Promise.resolve()
+    const passes: Promise<void>[] = []
     for (;;) {
-      const rows = [...this.store.outbox.getRange({ start: this.relayedThrough + 1, limit: RELAY_BATCH_MAX })]
-      if (rows.length === 0 || this.stopped) return
+      const rows = [...this.store.outbox.getRange({ start: readFrom, limit: RELAY_BATCH_MAX })]
+      if (rows.length === 0 || this.stopped) break
       const created: DeliveryRecord[] = []
       const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
@@ -371,12 +380,19 @@ export class DeliveryHub {
           encoded.push(bytes)
         }
       }
-      if (last !== null) await last
-      await this.queue.publish(created, encoded)
-      for (const { key } of rows) this.store.ignoreFailure(this.store.outbox.remove(key as number), logFailure)
-      this.relayedThrough = rows[rows.length - 1]!.key as number
-      if (this.syncWaits.size > 0) this.noteRelayed(created)
+      const through = rows[rows.length - 1]!.key as number
+      readFrom = through + 1
+      const pass = Promise.all([previous, last, this.queue.publish(created, encoded)]).then(() => {
+        for (const { key } of rows) this.store.ignoreFailure(this.store.outbox.remove(key as number), logFailure)
+        this.relayedThrough = through
+        if (this.syncWaits.size > 0) this.noteRelayed(created)
+      })
+      pass.catch(noop) // seen through `previous`: every later pass, and the last await below, wait on it
+      previous = pass
+      passes.push(pass)
+      if (passes.length === RELAY_PASSES_MAX) await passes.shift()
     }
+    await previous
   }
 
   /**
@@ -448,7 +464,8 @@ export class DeliveryHub {
     if (this.refillTimer === null && !this.stopped) {
       this.refillTimer = setTimeout(() => {
         this.refillTimer = null
-        this.refill()
+        // The relay feeds records before their commit: read once what it wrote is committed.
+        this.store.root.committed.then(() => this.refill(), logFailure)
       }, REFILL_AFTER_MS)
       this.refillTimer.unref()
     }
@@ -496,16 +513,21 @@ export class DeliveryHub {
     const nowMs = this.clock.nowMs()
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
     if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0)
+    const dueMs = outcome === 'retry' ? nowMs + delayMs : 0
+    // The records of a batch usually had the same past: one outcome row (written as the same bytes) for them all.
+    let shared: OutcomeRow | null = null
     for (const item of items) {
       const seq = seqOf(item.id)
       const record = this.live.get(item.id) ?? this.read(webhook.account, webhook.id, seq)
       if (record === undefined) continue
-      const change: OutcomeRow = {
-        status,
-        attempt: nextAttempt ?? record.attempt + 1,
-        attempts: replaceAttempts || record.attempts.length === 0 ? attempts : [...record.attempts, ...attempts],
-        dueMs: outcome === 'retry' ? nowMs + delayMs : 0,
-        updatedAtMs: nowMs,
+      const fresh = replaceAttempts || record.attempts.length === 0
+      const attempt = nextAttempt ?? record.attempt + 1
+      let change: OutcomeRow
+      if (fresh && shared !== null && shared.attempt === attempt) {
+        change = shared
+      } else {
+        change = { status, attempt, attempts: fresh ? attempts : [...record.attempts, ...attempts], dueMs, updatedAtMs: nowMs }
+        if (fresh) shared = change
       }
       const next: DeliveryRecord = { ...record, ...change }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
@@ -537,7 +559,15 @@ export class DeliveryHub {
     this.outcomeTimer = null
     const outcomes = this.outcomes
     this.outcomes = []
-    for (let i = 0; i < outcomes.length; i += 2) this.store.ignoreFailure(this.store.deliveries.put(outcomes[i] as Key, outcomes[i + 1]), logFailure)
+    let row: unknown = null
+    let bytes: Uint8Array | null = null
+    for (let i = 0; i < outcomes.length; i += 2) {
+      if (outcomes[i + 1] !== row) {
+        row = outcomes[i + 1]
+        bytes = encodeRecord(row as OutcomeRow)
+      }
+      this.store.ignoreFailure(this.store.deliveries.put(outcomes[i] as Key, bytes), logFailure)
+    }
   }
 
   private async swap (account: string, id: string, webhook: CompiledWebhook | null): Promise<void> {
@@ -547,8 +577,11 @@ export class DeliveryHub {
     this.workers.delete(key)
     if (webhook !== null) this.workers.set(key, this.worker(webhook))
     if (old === undefined) return
-    // What the old worker had not sent yet goes to the new one (or stays pending on disk if deleted).
-    for (const group of await old.stop()) {
+    // What the old worker had not sent yet goes to the new one (or stays pending on disk if deleted),
+    // read once what the relay wrote is committed.
+    const groups = await old.stop()
+    await this.store.root.committed
+    for (const group of groups) {
       for (const item of group.items) {
         const record = this.read(account, id, seqOf(item.id))
         if (record !== undefined) this.enqueue(record)
@@ -565,7 +598,7 @@ export class DeliveryHub {
   private read (account: string, webhookId: string, seq: number): DeliveryRecord | undefined {
     const record = recordOf(this.store.deliveries.get([account, webhookId, seq]))
     if (record === undefined) return undefined
-    const outcome = this.store.deliveries.get([account, webhookId, seq, OUTCOME_KEY]) as OutcomeRow | undefined
+    const outcome = recordOf(this.store.deliveries.get([account, webhookId, seq, OUTCOME_KEY])) as OutcomeRow | undefined
     return outcome === undefined ? record : { ...record, ...outcome }
   }
 
@@ -650,7 +683,7 @@ function * recordsIn (store: Store, range: { start?: unknown[], end?: unknown[] 
       if (record !== null) yield record
       record = recordOf(value) ?? null
     } else if (record !== null && (key as unknown[])[2] === record.seq) {
-      yield { ...record, ...(value as OutcomeRow) }
+      yield { ...record, ...(recordOf(value) as OutcomeRow | undefined) }
       record = null
     }
   }
@@ -658,8 +691,8 @@ function * recordsIn (store: Store, range: { start?: unknown[], end?: unknown[] 
 }
 
 /**
- * A stored delivery record: the bytes the relay encoded (a Buffer, as LMDB gives a msgpack bin), or a
- * record an earlier release stored as a plain msgpack value. Decoded at once: LMDB reuses its buffer.
+ * A stored delivery record or outcome row: the bytes encodeRecord made (a Buffer, as LMDB gives a
+ * msgpack bin), or a value stored as a plain msgpack record (a record of an earlier release).
  */
 function recordOf (value: unknown): DeliveryRecord | undefined {
   return value instanceof Uint8Array ? decodeRecord(value) as DeliveryRecord : value as DeliveryRecord | undefined
@@ -729,6 +762,8 @@ function scheduledRecord (seq: number, webhook: CompiledWebhook, context: Delive
     attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null, node,
   }
 }
+
+function noop (): void {}
 
 function logFailure (error: unknown): void {
   log.error({ err: error }, 'webhook delivery failed')

@@ -36,6 +36,8 @@ const STRUCTURES: readonly (readonly string[])[] = [
   ['atMs', 'latencyMs', 'status'],
   ['atMs', 'latencyMs', 'status', 'error'],
   ['atMs', 'latencyMs', 'error'],
+  // The outcome row kept beside a record (actors/delivery.ts)
+  ['status', 'attempt', 'attempts', 'dueMs', 'updatedAtMs'],
 ]
 
 function packr (): Packr {
@@ -51,10 +53,11 @@ function packr (): Packr {
   })
 }
 
-/** A delivery record, item, context or attempt: each has one of these fields, site data seldom does. */
+/** A delivery record, item, context, attempt or outcome: each has one of these fields, site data seldom does. */
 function isOwnRecord (value: object): boolean {
   const o = value as Record<string, unknown>
-  return o.webhookId !== undefined || o.context !== undefined || (o.account !== undefined && (o.event !== undefined || o.audience !== undefined)) || o.atMs !== undefined
+  return o.webhookId !== undefined || o.context !== undefined || o.updatedAtMs !== undefined || o.atMs !== undefined ||
+    (o.account !== undefined && (o.event !== undefined || o.audience !== undefined))
 }
 
 // Two instances: decoding a value that describes its own shapes must not teach the encoder anything.

@@ -82,7 +82,7 @@ describe('outbox relay', () => {
         const stored = store.deliveries.get([ACCOUNT, 'orders', seq]) as Uint8Array
         expect(stored).to.be.instanceOf(Uint8Array)
         expect(decodeRecord(stored)).to.include({ status: 'pending', attempt: 1 })
-        const outcome = store.deliveries.get([ACCOUNT, 'orders', seq, 0]) as DeliveryRecord
+        const outcome = decodeRecord(store.deliveries.get([ACCOUNT, 'orders', seq, 0]) as Uint8Array) as DeliveryRecord
         expect(outcome).to.have.keys('status', 'attempt', 'attempts', 'dueMs', 'updatedAtMs')
         expect(outcome).to.include({ status: 'delivered', attempt: 2 })
       }
