@@ -51,6 +51,38 @@ describe('outbox relay', () => {
     }
   })
 
+  it('relays every row when one of several overlapping passes fails: it and those after it are read again', async () => {
+    const { dir, store, registry } = await openStore('http://127.0.0.1:9/in')
+    const published = new Set<number>()
+    let calls = 0
+    const queue: DeliveryQueue = {
+      retriesInMemory: true,
+      start: async () => {},
+      publish: async records => {
+        // The second pass fails after a while, when the passes after it were published already.
+        if (++calls === 2) {
+          await new Promise(resolve => setTimeout(resolve, 50))
+          throw new Error('NATS is away')
+        }
+        for (const record of records) published.add(record.seq)
+      },
+      settle: () => {},
+      stop: async () => {},
+    }
+    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue })
+    try {
+      for (let i = 0; i < 2100; i++) store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: `v${i}`, fields: {}, occurredAtMs: Date.now() })
+      await hub.start()
+      await waitFor(() => published.size === 2100, 10_000, 'every row published')
+      await waitFor(() => store.outbox.getCount() === 0, 5000, 'every row removed')
+      expect(calls).to.be.above(5) // the failed pass and those after it were published again
+    } finally {
+      await hub.stop()
+      await store.close()
+      removeDir(dir)
+    }
+  })
+
   it('offers the records a full worker queue refused again once it has room (embedded)', async () => {
     const receiver = await startReceiver()
     const { dir, store, registry } = await openStore(`${receiver.url}/in`)
