@@ -173,12 +173,6 @@ interface Carrier {
   failed: boolean
 }
 
-/** A record fed to a local worker, and the message it came in. */
-interface Held {
-  carrier: Carrier
-  sinceMs: number
-}
-
 /** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
 interface Retrying {
   record: DeliveryRecord
@@ -215,6 +209,10 @@ export class JetStreamQueue implements DeliveryQueue {
   private readonly toSend = new Fifo<Outgoing>()
   /** Subjects by account and webhook (bounded: cleared when it grows past SUBJECTS_CACHED). */
   private readonly subjects = new Map<string, string>()
+  /** The subject asked for last (records come in runs of one webhook). */
+  private lastSubjectAccount: string | null = null
+  private lastSubjectWebhook = ''
+  private lastSubject = ''
   private inFlight = 0
   private nextToken = 0
   private connected = true
@@ -224,7 +222,8 @@ export class JetStreamQueue implements DeliveryQueue {
   private feed: Feed | null = null
   private messages: ConsumerMessages | null = null
   private consuming: Promise<void> | null = null
-  private readonly held = new Map<string, Held>()
+  /** The records fed to local workers and not settled yet, with the message each came in. */
+  private readonly held = new Map<string, Carrier>()
   private readonly carriers = new Set<Carrier>()
   private readonly retrying = new Map<string, Retrying>()
   private ensuring: Promise<void> | null = null
@@ -290,6 +289,7 @@ export class JetStreamQueue implements DeliveryQueue {
 
   /** The subject of a record's messages. */
   subjectOf (record: DeliveryRecord): string {
+    if (record.account === this.lastSubjectAccount && record.webhookId === this.lastSubjectWebhook) return this.lastSubject
     const key = record.account + '\u0000' + record.webhookId
     let subject = this.subjects.get(key)
     if (subject === undefined) {
@@ -297,6 +297,9 @@ export class JetStreamQueue implements DeliveryQueue {
       if (this.subjects.size >= SUBJECTS_CACHED) this.subjects.clear()
       this.subjects.set(key, subject)
     }
+    this.lastSubjectAccount = record.account
+    this.lastSubjectWebhook = record.webhookId
+    this.lastSubject = subject
     return subject
   }
 
@@ -682,10 +685,10 @@ export class JetStreamQueue implements DeliveryQueue {
     const nowMs = Date.now()
     for (const record of records) {
       const held = this.held.get(record.id)
-      if (held !== undefined && held.carrier.msg.seq === msg.seq) {
+      if (held !== undefined && held.msg.seq === msg.seq) {
         // Handed out again while local workers still have it (ack_wait passed): keep the newer handle.
-        held.carrier.msg = msg
-        held.carrier.lastBeatMs = nowMs
+        held.msg = msg
+        held.lastBeatMs = nowMs
         return
       }
     }
@@ -700,10 +703,10 @@ export class JetStreamQueue implements DeliveryQueue {
         continue
       }
       if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
-      this.held.set(record.id, { carrier, sinceMs: nowMs })
+      this.held.set(record.id, carrier)
       const answer = this.tryFeed(record)
       if (answer !== 'busy' && answer !== 'gone') continue
-      if (this.held.get(record.id)?.carrier !== carrier) continue
+      if (this.held.get(record.id) !== carrier) continue
       this.held.delete(record.id)
       this.handBack(record, carrier)
     }
@@ -726,10 +729,10 @@ export class JetStreamQueue implements DeliveryQueue {
     if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
     const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
     this.carriers.add(carrier)
-    this.held.set(record.id, { carrier, sinceMs: nowMs })
+    this.held.set(record.id, carrier)
     const answer = this.tryFeed(record)
     if (answer !== 'busy' && answer !== 'gone') return
-    if (this.held.get(record.id)?.carrier !== carrier) return
+    if (this.held.get(record.id) !== carrier) return
     this.held.delete(record.id)
     this.carriers.delete(carrier)
     if (answer === 'busy') {
@@ -752,10 +755,9 @@ export class JetStreamQueue implements DeliveryQueue {
   }
 
   settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void {
-    const held = this.held.get(record.id)
-    if (held === undefined) return
+    const carrier = this.held.get(record.id)
+    if (carrier === undefined) return
     this.held.delete(record.id)
-    const carrier = held.carrier
     if (carrier.size > 1) {
       // In a batch message: a retry comes back on its own, due at record.dueMs (its worker holds it
       // until then); delivered and dead ones are done.

@@ -159,7 +159,7 @@ export class DeliveryWorker {
       for (const item of items) dueMs = Math.max(dueMs, this.dueOf(item))
       this.hold({ items: [...items], attempt, history: [...history], dueMs, seq: this.seq++, fixed: true })
     } else {
-      for (const item of items) this.hold({ items: [item], attempt: 1, history: [], dueMs: Math.max(notBeforeMs, this.dueOf(item)), seq: this.seq++, fixed: false })
+      for (const item of items) this.hold({ items: [item], attempt: 1, history: NO_HISTORY, dueMs: Math.max(notBeforeMs, this.dueOf(item)), seq: this.seq++, fixed: false })
     }
     this.schedulePump()
   }
@@ -284,6 +284,9 @@ export class DeliveryWorker {
     this.timerDueMs = Infinity
   }
 }
+
+/** The history of every fresh item: read, never written (a retry makes a new one). */
+const NO_HISTORY = Object.freeze([]) as unknown as AttemptRecord[]
 
 function logCallbackError (err: unknown): void {
   log.error({ err }, 'a webhook delivery callback threw')
