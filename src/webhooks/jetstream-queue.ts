@@ -118,6 +118,8 @@ const STOP_NAK_DELAY_MS = 2_000
 /** A message carries at most this many records, and this many bytes of them (max_payload is 1 MiB by default). */
 export const PUBLISH_RECORDS_MAX = 100
 export const PUBLISH_BYTES_MAX = 256 * 1024
+/** Records of messages this node published and did not consume yet, kept to feed without decoding. */
+const PUBLISHED_CACHED_RECORDS = 20_000
 
 /** Records of one subject published as one message, with their bytes (record-codec.ts). */
 interface Chunk {
@@ -146,6 +148,8 @@ interface Outgoing {
   token: string
   subject: string
   data: Uint8Array
+  /** The records the message carries, kept for this node's consumer once the stream stored it. */
+  records: DeliveryRecord[]
   msgId: string
   sentAtMs: number
   /** Sent on the current connection and waiting for its PubAck. */
@@ -224,6 +228,9 @@ export class JetStreamQueue implements DeliveryQueue {
   private consuming: Promise<void> | null = null
   /** The records fed to local workers and not settled yet, with the message each came in. */
   private readonly held = new Map<string, Carrier>()
+  /** See keepPublished. */
+  private readonly published = new Map<number, { data: Uint8Array, records: DeliveryRecord[] }>()
+  private publishedRecords = 0
   private readonly carriers = new Set<Carrier>()
   private readonly retrying = new Map<string, Retrying>()
   private ensuring: Promise<void> | null = null
@@ -334,7 +341,7 @@ export class JetStreamQueue implements DeliveryQueue {
         reject,
         timer: setTimeout(() => this.giveUp(batch, `not all of ${records.length} records were stored by JetStream within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
       }
-      let messages: { subject: string, data: Uint8Array, msgId: string }[]
+      let messages: { subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[] }[]
       try {
         messages = this.chunksOf(records, encoded).flatMap(chunk => this.messagesOf(chunk.subject, chunk.records, chunk.parts))
       } catch (error) {
@@ -342,7 +349,7 @@ export class JetStreamQueue implements DeliveryQueue {
         return
       }
       batch.left = messages.length
-      for (const message of messages) this.queueSend(batch, message.subject, message.data, message.msgId)
+      for (const message of messages) this.queueSend(batch, message.subject, message.data, message.msgId, message.records)
       this.pumpSends()
     })
   }
@@ -374,7 +381,7 @@ export class JetStreamQueue implements DeliveryQueue {
    * One message for the records, or, over PUBLISH_BYTES_MAX, halves of them until each fits (a record
    * alone goes as it is). Its id: the first record's, plus `+<count>` when it carries several.
    */
-  private messagesOf (subject: string, records: readonly DeliveryRecord[], parts: readonly Uint8Array[]): { subject: string, data: Uint8Array, msgId: string }[] {
+  private messagesOf (subject: string, records: DeliveryRecord[], parts: readonly Uint8Array[]): { subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[] }[] {
     const n = records.length
     let bytes = 0
     for (const part of parts) bytes += part.length
@@ -383,12 +390,12 @@ export class JetStreamQueue implements DeliveryQueue {
       return [...this.messagesOf(subject, records.slice(0, half), parts.slice(0, half)), ...this.messagesOf(subject, records.slice(half), parts.slice(half))]
     }
     const msgId = messageIdOf(records[0]!, this.nodeId)
-    return [{ subject, data: encodeMessage(parts), msgId: n === 1 ? msgId : `${msgId}+${n}` }]
+    return [{ subject, data: encodeMessage(parts), msgId: n === 1 ? msgId : `${msgId}+${n}`, records }]
   }
 
-  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string): void {
+  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[]): void {
     const token = (this.nextToken++).toString(36)
-    const out: Outgoing = { token, subject, data, msgId, sentAtMs: 0, inFlight: false, batch }
+    const out: Outgoing = { token, subject, data, records, msgId, sentAtMs: 0, inFlight: false, batch }
     this.outgoing.set(token, out)
     this.toSend.push(out)
   }
@@ -405,7 +412,7 @@ export class JetStreamQueue implements DeliveryQueue {
           left: 1, done: false, resolve, reject,
           timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
         }
-        this.queueSend(batch, this.subjectOf(record), encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`)
+        this.queueSend(batch, this.subjectOf(record), encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`, [record])
         this.pumpSends()
       })
     publish.then(() => this.release(carrier, false), () => this.release(carrier, true))
@@ -462,6 +469,7 @@ export class JetStreamQueue implements DeliveryQueue {
       return
     }
     this.outgoing.delete(out.token)
+    this.keepPublished(msg.data, out)
     const batch = out.batch
     if (!batch.done && --batch.left === 0) {
       batch.done = true
@@ -469,6 +477,38 @@ export class JetStreamQueue implements DeliveryQueue {
       batch.resolve()
     }
     this.pumpSends()
+  }
+
+  /**
+   * The records of a message the stream stored, by its stream sequence: when this node's consumer
+   * gets the message, it feeds them as they are instead of decoding the bytes (most messages are
+   * consumed where they were published). They are fed only for a message of the very same bytes,
+   * so a sequence number given again (a stream made again) cannot feed them for another message. At
+   * most PUBLISHED_CACHED_RECORDS records are kept; a message past that, consumed elsewhere, or
+   * delivered before its PubAck came, is decoded.
+   */
+  private keepPublished (pubAck: Uint8Array, out: Outgoing): void {
+    if (this.publishedRecords + out.records.length > PUBLISHED_CACHED_RECORDS) return
+    const seq = pubAckSeqOf(pubAck)
+    if (seq === 0 || this.published.has(seq)) return
+    this.published.set(seq, { data: out.data, records: out.records })
+    this.publishedRecords += out.records.length
+  }
+
+  /** The records of a message as published here (see keepPublished), or undefined. */
+  private takePublished (msg: JsMsg): DeliveryRecord[] | undefined {
+    const seq = streamSeqOf(msg)
+    const kept = seq === 0 ? undefined : this.published.get(seq)
+    if (kept === undefined) return undefined
+    this.published.delete(seq)
+    this.publishedRecords -= kept.records.length
+    return Buffer.from(kept.data.buffer, kept.data.byteOffset, kept.data.byteLength).equals(msg.data) ? kept.records : undefined
+  }
+
+  /** A stream made again (a server back without its store) numbers its messages from 1 again. */
+  private forgetPublished (): void {
+    this.published.clear()
+    this.publishedRecords = 0
   }
 
   private giveUp (batch: PublishBatch, why: string): void {
@@ -519,6 +559,7 @@ export class JetStreamQueue implements DeliveryQueue {
         this.connected = true
         this.onConnection(true)
         this.log.info({ server: redactUrl(String(status.data)) }, 'NATS reconnected')
+        this.forgetPublished()
         // PubAcks of the old connection are lost: send again everything not yet acknowledged.
         for (const out of this.outgoing.values()) {
           if (!out.inFlight) continue
@@ -539,6 +580,7 @@ export class JetStreamQueue implements DeliveryQueue {
   /** Create the stream and the consumer if missing; reuse them otherwise. True when it created one. */
   async ensure (): Promise<boolean> {
     const stream = await this.ensureStream()
+    if (stream) this.forgetPublished()
     const consumer = await this.ensureConsumer()
     return stream || consumer
   }
@@ -675,7 +717,7 @@ export class JetStreamQueue implements DeliveryQueue {
     }
     let records: DeliveryRecord[]
     try {
-      records = decodeMessage(msg.data) as DeliveryRecord[]
+      records = (this.published.size === 0 ? undefined : this.takePublished(msg)) ?? decodeMessage(msg.data) as DeliveryRecord[]
       if (records.length === 0 || records.some(record => typeof record?.id !== 'string')) throw new Error('no record id')
     } catch (error) {
       this.log.error({ err: error, subject: msg.subject, seq: msg.seq }, 'undecodable message in the delivery stream; dropped')
@@ -793,6 +835,7 @@ export class JetStreamQueue implements DeliveryQueue {
     for (const carrier of this.carriers) carrier.msg.nak(STOP_NAK_DELAY_MS)
     this.carriers.clear()
     this.held.clear()
+    this.forgetPublished()
     this.retrying.clear()
     const batches = new Set<PublishBatch>()
     for (const out of this.outgoing.values()) batches.add(out.batch)
@@ -839,23 +882,39 @@ const PUBACK_PREFIX = Buffer.from('{"stream":"', 'latin1')
 
 /**
  * The delivery count of a JetStream message, read from its reply subject without building the whole
- * DeliveryInfo: `$JS.ACK.<stream>.<consumer>.<count>.…` (9 tokens) or
- * `$JS.ACK.<domain>.<hash>.<stream>.<consumer>.<count>.…` (11 or 12 tokens).
+ * DeliveryInfo: `$JS.ACK.<stream>.<consumer>.<count>.<stream seq>.…` (9 tokens) or
+ * `$JS.ACK.<domain>.<hash>.<stream>.<consumer>.<count>.<stream seq>.…` (11 or 12 tokens).
  */
 export function deliveryCountOf (msg: JsMsg): number {
+  return ackToken(msg, 0) || msg.info.deliveryCount
+}
+
+/** The stream sequence of a JetStream message, the same way (0 when the reply subject is not one). */
+export function streamSeqOf (msg: JsMsg): number {
+  return ackToken(msg, 1)
+}
+
+/** The positive whole number at `offset` tokens after the delivery count in the reply subject, or 0. */
+function ackToken (msg: JsMsg, offset: number): number {
   const reply = (msg as unknown as { reply?: unknown }).reply
-  if (typeof reply === 'string') {
-    let dots = 0
-    for (let i = reply.indexOf('.'); i !== -1; i = reply.indexOf('.', i + 1)) dots++
-    const index = dots === 8 ? 4 : dots === 10 || dots === 11 ? 6 : -1
-    if (index !== -1) {
-      let start = 0
-      for (let i = 0; i < index; i++) start = reply.indexOf('.', start) + 1
-      const count = Number(reply.slice(start, reply.indexOf('.', start)))
-      if (Number.isInteger(count) && count > 0) return count
-    }
-  }
-  return msg.info.deliveryCount
+  if (typeof reply !== 'string') return 0
+  let dots = 0
+  for (let i = reply.indexOf('.'); i !== -1; i = reply.indexOf('.', i + 1)) dots++
+  const index = dots === 8 ? 4 : dots === 10 || dots === 11 ? 6 : -1
+  if (index === -1) return 0
+  let start = 0
+  for (let i = 0; i < index + offset; i++) start = reply.indexOf('.', start) + 1
+  const value = Number(reply.slice(start, reply.indexOf('.', start)))
+  return Number.isInteger(value) && value > 0 ? value : 0
+}
+
+/** The `seq` of a PubAck (`{"stream":"…","seq":42,…}`), or 0 when it has none. */
+function pubAckSeqOf (data: Uint8Array): number {
+  const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('latin1')
+  const at = text.indexOf('"seq":')
+  if (at === -1) return 0
+  const value = parseInt(text.slice(at + 6), 10)
+  return Number.isInteger(value) && value > 0 ? value : 0
 }
 
 function pubAckProblem (msg: Msg): string | null {

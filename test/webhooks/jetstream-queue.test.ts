@@ -112,6 +112,40 @@ describe('JetStreamQueue (real nats-server)', function () {
     expect(Object.keys(stream.state.subjects ?? {}).sort()).to.deep.equal([queue.subjectOf(dotted), queue.subjectOf(plain)].sort())
   })
 
+  it('feeds the records it published itself as they are, without decoding, and decodes those of another node', async () => {
+    const queue = await open()
+    const other = await open()
+    const c = collector()
+    await queue.start(c.feed)
+    const mine = record()
+    await queue.publish([mine])
+    await until('its own record', () => c.got.length === 1)
+    expect(c.got[0]).to.equal(mine) // the very object
+    const theirs = record()
+    await other.publish([theirs])
+    await until('the other node\'s record', () => c.got.length === 2)
+    expect(c.got[1]).not.to.equal(theirs)
+    expect(c.got[1]).to.deep.equal(theirs)
+  })
+
+  it('never feeds a record kept from before for another message once the stream is made again', async () => {
+    const queue = await open()
+    // Published, kept by stream sequence, never consumed: then the server loses its store.
+    const before = [record(), record(), record()]
+    for (const r of before) await queue.publish([r])
+    await nats.stop()
+    const { rmSync } = await import('node:fs')
+    rmSync(nats.storeDir, { recursive: true, force: true })
+    await nats.restart()
+    const c = collector()
+    await until('reconnected', () => queue.isConnected, 20_000)
+    await queue.start(c.feed)
+    const after = [record(), record(), record()] // stream sequences 1, 2, 3 again
+    for (const r of after) await queue.publish([r])
+    await until('three records', () => c.got.length === 3, 20_000)
+    expect(c.got.map(r => r.id).sort()).to.deep.equal(after.map(r => r.id).sort())
+  })
+
   it('absorbs a re-publish of the same record (message id = record id), but not a replay of it', async () => {
     const queue = await open({ feedRetryMs: 200 })
     const c = collector()
