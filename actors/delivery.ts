@@ -107,7 +107,10 @@ export interface DeliveryQueue {
    * given, holds each record's bytes (encodeRecord): a queue that sends bytes need not encode again.
    */
   publish (records: readonly DeliveryRecord[], encoded?: readonly Uint8Array[]): Promise<void>
-  /** An attempt of a record fed earlier ended: let it go, or keep it for another attempt after delayMs. */
+  /**
+   * An attempt of a record fed earlier ended: let it go, or keep it for another attempt after delayMs.
+   * For a retry, `record` is as settled (its next attempt and history); otherwise as it was fed.
+   */
   settle (record: DeliveryRecord, outcome: 'delivered' | 'retry' | 'dead', delayMs: number): void
   stop (): Promise<void>
 }
@@ -517,9 +520,9 @@ export class DeliveryHub {
     // The records of a batch usually had the same past: one outcome row (written as the same bytes) for them all.
     let shared: OutcomeRow | null = null
     for (const item of items) {
-      const seq = seqOf(item.id)
-      const record = this.live.get(item.id) ?? this.read(webhook.account, webhook.id, seq)
+      const record = this.live.get(item.id) ?? this.read(webhook.account, webhook.id, seqOf(item.id))
       if (record === undefined) continue
+      const seq = record.seq
       const fresh = replaceAttempts || record.attempts.length === 0
       const attempt = nextAttempt ?? record.attempt + 1
       let change: OutcomeRow
@@ -529,16 +532,20 @@ export class DeliveryHub {
         change = { status, attempt, attempts: fresh ? attempts : [...record.attempts, ...attempts], dueMs, updatedAtMs: nowMs }
         if (fresh) shared = change
       }
-      const next: DeliveryRecord = { ...record, ...change }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
-      if (next.node === undefined || next.node === this.store.nodeId) {
+      if (record.node === undefined || record.node === this.store.nodeId) {
         this.writeOutcome([webhook.account, webhook.id, seq, OUTCOME_KEY], change)
       }
-      if (outcome === 'retry') this.live.set(next.id, next)
-      else this.live.delete(next.id)
-      this.queue.settle(next, outcome, delayMs)
+      if (outcome === 'retry') {
+        const next: DeliveryRecord = { ...record, ...change }
+        this.live.set(next.id, next)
+        this.queue.settle(next, outcome, delayMs)
+      } else {
+        this.live.delete(record.id)
+        this.queue.settle(record, outcome, delayMs)
+      }
       for (const wait of this.syncWaits) {
-        if (wait.pending.delete(next.id) && wait.pending.size === 0 && this.relayedThrough >= wait.toSeq) wait.resolve()
+        if (wait.pending.delete(record.id) && wait.pending.size === 0 && this.relayedThrough >= wait.toSeq) wait.resolve()
       }
     }
   }
