@@ -1,11 +1,12 @@
 // Delivery records as bytes. The relay encodes each record once; those bytes are both its LMDB value
 // and its part of a JetStream message, so a record is not encoded a second time to be published.
 //
-// The encoding is msgpack with record structures that are compiled in (STRUCTURES): the same on
-// every node and every release, so any node decodes any record without the structures of the data
-// folder that wrote it, and each value is compact (no key names) and quick to decode. Maps keyed by
-// site data (event fields, attributes) are plain msgpack maps; a record shape that is not listed is
-// described inside the value itself: still decodable anywhere, only larger.
+// The encoding is msgpack: a record as a tuple of its fields (see encodeRecord), and what it nests
+// (attempts) or what is not a record (outcome rows) with record structures that are compiled in
+// (STRUCTURES): the same on every node and every release, so any node decodes any record without the
+// structures of the data folder that wrote it. Maps keyed by site data (event fields, attributes) are
+// plain msgpack maps; a record shape that is not listed is described inside the value itself: still
+// decodable anywhere, only larger.
 //
 // A message is MESSAGE_MAGIC followed by one record, or an array of records whose parts are the
 // records' own bytes. A message without the magic is of an earlier release (msgpack records described
@@ -68,13 +69,84 @@ const decoder = packr()
 const MESSAGE_MAGIC = 0xc1
 const MESSAGE_VERSION = 1
 
+/**
+ * A delivery record is written as a tuple, [TUPLE, seq, webhookId, account, node, status, attempt,
+ * attempts, dueMs, createdAtMs, updatedAtMs, replayedAtMs, occurredAtMs, visitorId, profileId, event,
+ * eventFields, audience, change, attributes]: no field names at all, and what its ids repeat (the id
+ * `<seq>.<webhookId>`, the item's id, the context's account) not written twice. A record those do not
+ * hold for, and any other value (an outcome row), is written as it is.
+ */
+const TUPLE = 1
+
+interface RecordShape {
+  id: string
+  account: string
+  webhookId: string
+  seq: number
+  status: string
+  attempt: number
+  attempts: unknown[]
+  dueMs: number
+  createdAtMs: number
+  updatedAtMs: number
+  replayedAtMs: number | null
+  node?: string
+  item: { id: string, occurredAtMs: number, context: ContextShape }
+}
+
+interface ContextShape {
+  account: string
+  visitorId?: string
+  profileId?: string
+  event?: string
+  eventFields?: Record<string, unknown>
+  audience?: string
+  change?: string
+  attributes?: Record<string, unknown>
+}
+
 /** A record's bytes: its LMDB value, and its part of a message. */
-export function encodeRecord (record: object): Uint8Array {
-  return encoder.pack(record)
+export function encodeRecord (value: object): Uint8Array {
+  const record = value as RecordShape
+  const item = record.item
+  const context = item?.context
+  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== `${record.seq}.${record.webhookId}`) {
+    return encoder.pack(value)
+  }
+  return encoder.pack([
+    TUPLE, record.seq, record.webhookId, record.account, record.node ?? null, record.status, record.attempt,
+    record.attempts, record.dueMs, record.createdAtMs, record.updatedAtMs, record.replayedAtMs, item.occurredAtMs,
+    context.visitorId ?? null, context.profileId ?? null, context.event ?? null, context.eventFields ?? null,
+    context.audience ?? null, context.change ?? null, context.attributes ?? null,
+  ])
 }
 
 export function decodeRecord (bytes: Uint8Array): unknown {
-  return decoder.unpack(bytes)
+  return fromStored(decoder.unpack(bytes))
+}
+
+/** A value as decoded: a record tuple made a record again, anything else as it is. */
+function fromStored (value: unknown): unknown {
+  if (!Array.isArray(value) || value[0] !== TUPLE) return value
+  const t = value as unknown[]
+  const account = t[3] as string
+  const id = `${t[1] as number}.${t[2] as string}`
+  const context: ContextShape = { account }
+  if (t[13] !== null) context.visitorId = t[13] as string
+  if (t[14] !== null) context.profileId = t[14] as string
+  if (t[15] !== null) context.event = t[15] as string
+  if (t[16] !== null) context.eventFields = t[16] as Record<string, unknown>
+  if (t[17] !== null) context.audience = t[17] as string
+  if (t[18] !== null) context.change = t[18] as string
+  if (t[19] !== null) context.attributes = t[19] as Record<string, unknown>
+  const record: RecordShape = {
+    id, account, webhookId: t[2] as string, seq: t[1] as number, status: t[5] as string,
+    item: { id, occurredAtMs: t[12] as number, context },
+    attempt: t[6] as number, attempts: t[7] as unknown[], dueMs: t[8] as number, createdAtMs: t[9] as number,
+    updatedAtMs: t[10] as number, replayedAtMs: t[11] as number | null,
+  }
+  if (t[4] !== null) record.node = t[4] as string
+  return record
 }
 
 /** A message of records already encoded by encodeRecord: one record as it is, several as an array. */
@@ -111,5 +183,7 @@ export function decodeMessage (data: Uint8Array): unknown[] {
   }
   if (data[1] !== MESSAGE_VERSION) throw new Error(`unknown delivery message version ${data[1]}`)
   const value = decoder.unpack(data.subarray(2)) as unknown
-  return Array.isArray(value) ? value : [value]
+  // One record (a tuple, or a record as it is), or an array of them.
+  if (!Array.isArray(value) || value[0] === TUPLE) return [fromStored(value)]
+  return value.map(fromStored)
 }

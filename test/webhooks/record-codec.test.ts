@@ -14,19 +14,31 @@ function record (seq: number, eventFields: Record<string, unknown> = { orderId: 
 }
 
 describe('delivery record codec', () => {
-  it('round-trips a record with no key names of Beacon\'s own records in its bytes', () => {
+  it('round-trips a record with no key names of Beacon\'s own records in its bytes, and its ids once', () => {
     const bytes = encodeRecord(record(7))
     expect(decodeRecord(bytes)).to.deep.equal(record(7))
     const text = Buffer.from(bytes).toString('latin1')
     for (const key of ['webhookId', 'occurredAtMs', 'createdAtMs', 'eventFields', 'visitorId']) expect(text).not.to.include(key)
+    expect(text.split('acc-1')).to.have.length(2) // the account once, not again in the context
+    expect(text).not.to.include('7.orders') // the id is the seq and the webhook id
     expect(text).to.include('orderId') // site data describes its own keys
   })
 
   it('keeps the structure ids of stored records: the bytes of a known record do not change', () => {
     // STRUCTURES is append only: an edit that renumbers them would misread every stored record.
     expect(Buffer.from(encodeRecord(record(1, {}))).toString('hex')).to.equal(
-      '40a8312e6f7264657273a56163632d31a66f726465727301a770656e64696e6741a8312e6f7264657273cb4278bcfe56801000' +
-      '42a56163632d31a3762d31a87075726368617365de0000019000cb4278bcfe56800000cb4278bcfe56800000c0a66e6f64652d31')
+      'dc00140101a66f7264657273a56163632d31a66e6f64652d31a770656e64696e67019000cb4278bcfe56800000cb4278bcfe56800000c0' +
+      'cb4278bcfe56801000a3762d31c0a87075726368617365de0000c0c0c0')
+  })
+
+  it('writes a record whose ids do not follow the usual pattern as it is, and reads it back the same', () => {
+    const odd = { ...record(5), id: 'custom' }
+    const otherAccount = { ...record(6), account: 'acc-2' } // its context still says acc-1
+    for (const value of [odd, otherAccount, { ...record(7), node: undefined }]) {
+      const back = decodeRecord(encodeRecord(value))
+      expect(back).to.deep.equal(JSON.parse(JSON.stringify(value)))
+    }
+    expect(encodeRecord(otherAccount).length).to.be.above(encodeRecord(record(8)).length)
   })
 
   it('round-trips shapes it does not list, also site keys named like its own fields', () => {
