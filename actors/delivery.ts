@@ -243,7 +243,7 @@ export class DeliveryHub {
       for (const record of this.recordsOf(webhook.account, webhook.id)) {
         if (record.createdAtMs >= cutoffMs || removed === PRUNE_BATCH_MAX) break
         if (record.status !== 'delivered' || record.updatedAtMs >= cutoffMs || this.live.has(record.id)) continue
-        this.store.deliveries.remove([record.account, record.webhookId, record.seq, OUTCOME_KEY]).catch(logFailure)
+        this.store.ignoreFailure(this.store.deliveries.remove([record.account, record.webhookId, record.seq, OUTCOME_KEY]), logFailure)
         last = this.store.deliveries.remove([record.account, record.webhookId, record.seq])
         removed++
       }
@@ -611,10 +611,12 @@ export class DeliveryHub {
 
   /** Write records as they are now, replacing any outcome written before. Resolves with the last write. */
   private write (records: readonly DeliveryRecord[]): Promise<boolean> | null {
+    // Outcomes still waiting to be written go first: none may land over these records afterwards.
+    this.flushOutcomes()
     let last: Promise<boolean> | null = null
     for (const record of records) {
       const key = [record.account, record.webhookId, record.seq]
-      this.store.deliveries.remove([...key, OUTCOME_KEY]).catch(logFailure)
+      this.store.ignoreFailure(this.store.deliveries.remove([...key, OUTCOME_KEY]), logFailure)
       last = this.store.deliveries.put(key, encodeRecord(record))
     }
     return last

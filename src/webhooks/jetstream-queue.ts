@@ -484,13 +484,18 @@ export class JetStreamQueue implements DeliveryQueue {
    * gets the message, it feeds them as they are instead of decoding the bytes (most messages are
    * consumed where they were published). They are fed only for a message of the very same bytes,
    * so a sequence number given again (a stream made again) cannot feed them for another message. At
-   * most PUBLISHED_CACHED_RECORDS records are kept; a message past that, consumed elsewhere, or
-   * delivered before its PubAck came, is decoded.
+   * most PUBLISHED_CACHED_RECORDS records are kept, the oldest going first (with several nodes, the
+   * messages another node consumed); a message not kept, or delivered before its PubAck came, is
+   * decoded.
    */
   private keepPublished (pubAck: Uint8Array, out: Outgoing): void {
-    if (this.publishedRecords + out.records.length > PUBLISHED_CACHED_RECORDS) return
     const seq = pubAckSeqOf(pubAck)
-    if (seq === 0 || this.published.has(seq)) return
+    if (seq === 0 || this.published.has(seq) || out.records.length > PUBLISHED_CACHED_RECORDS) return
+    while (this.publishedRecords + out.records.length > PUBLISHED_CACHED_RECORDS) {
+      const [oldest, kept] = this.published.entries().next().value as [number, { records: DeliveryRecord[] }]
+      this.published.delete(oldest)
+      this.publishedRecords -= kept.records.length
+    }
     this.published.set(seq, { data: out.data, records: out.records })
     this.publishedRecords += out.records.length
   }

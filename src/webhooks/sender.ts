@@ -231,7 +231,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (statusCode < 200 || this.done) return // 1xx: the real answer follows
     this.status = statusCode
     if (statusCode >= 300) this.excerpt = []
-    if (statusCode === 429 || statusCode === 503 || statusCode >= 500 || statusCode === 408) this.retryAfter = headers['retry-after']
+    if (statusCode === 408 || statusCode === 429 || statusCode >= 500) this.retryAfter = headers['retry-after']
   }
 
   onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
