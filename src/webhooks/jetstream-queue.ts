@@ -79,6 +79,8 @@ export interface JetStreamQueueOptions {
    * from the stream (the record stays in its node's store, replayable).
    */
   goneRetries?: number
+  /** Records of messages this node published and did not consume yet, kept to feed without decoding. */
+  publishedCacheRecords?: number
   /**
    * Prefixed to message ids, for clusters where record ids are per node (an outbox seq): each node's
    * ids must not absorb another's. Empty (default): the record id alone.
@@ -105,6 +107,7 @@ export const JETSTREAM_DEFAULTS = {
   publishGiveUpMs: 30_000,
   feedRetryMs: 5_000,
   goneRetries: 5,
+  publishedCacheRecords: 20_000,
 } as const
 
 /**
@@ -118,8 +121,6 @@ const STOP_NAK_DELAY_MS = 2_000
 /** A message carries at most this many records, and this many bytes of them (max_payload is 1 MiB by default). */
 export const PUBLISH_RECORDS_MAX = 100
 export const PUBLISH_BYTES_MAX = 256 * 1024
-/** Records of messages this node published and did not consume yet, kept to feed without decoding. */
-const PUBLISHED_CACHED_RECORDS = 20_000
 
 /** Records of one subject published as one message, with their bytes (record-codec.ts). */
 interface Chunk {
@@ -203,6 +204,7 @@ export class JetStreamQueue implements DeliveryQueue {
   private readonly publishGiveUpMs: number
   private readonly feedRetryMs: number
   private readonly goneRetries: number
+  private readonly publishedCacheRecords: number
   private readonly nodeId: string
 
   // Publishing.
@@ -257,6 +259,7 @@ export class JetStreamQueue implements DeliveryQueue {
     this.publishGiveUpMs = options.publishGiveUpMs ?? JETSTREAM_DEFAULTS.publishGiveUpMs
     this.feedRetryMs = options.feedRetryMs ?? JETSTREAM_DEFAULTS.feedRetryMs
     this.goneRetries = options.goneRetries ?? JETSTREAM_DEFAULTS.goneRetries
+    this.publishedCacheRecords = options.publishedCacheRecords ?? JETSTREAM_DEFAULTS.publishedCacheRecords
     this.nodeId = options.nodeId ?? ''
     this.onConnection = options.onConnection ?? noop
     this.onConnection(true)
@@ -484,14 +487,14 @@ export class JetStreamQueue implements DeliveryQueue {
    * gets the message, it feeds them as they are instead of decoding the bytes (most messages are
    * consumed where they were published). They are fed only for a message of the very same bytes,
    * so a sequence number given again (a stream made again) cannot feed them for another message. At
-   * most PUBLISHED_CACHED_RECORDS records are kept, the oldest going first (with several nodes, the
+   * most publishedCacheRecords records are kept, the oldest going first (with several nodes, the
    * messages another node consumed); a message not kept, or delivered before its PubAck came, is
    * decoded.
    */
   private keepPublished (pubAck: Uint8Array, out: Outgoing): void {
     const seq = pubAckSeqOf(pubAck)
-    if (seq === 0 || this.published.has(seq) || out.records.length > PUBLISHED_CACHED_RECORDS) return
-    while (this.publishedRecords + out.records.length > PUBLISHED_CACHED_RECORDS) {
+    if (seq === 0 || this.published.has(seq) || out.records.length > this.publishedCacheRecords) return
+    while (this.publishedRecords + out.records.length > this.publishedCacheRecords) {
       const [oldest, kept] = this.published.entries().next().value as [number, { records: DeliveryRecord[] }]
       this.published.delete(oldest)
       this.publishedRecords -= kept.records.length

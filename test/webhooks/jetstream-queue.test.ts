@@ -128,6 +128,20 @@ describe('JetStreamQueue (real nats-server)', function () {
     expect(c.got[1]).to.deep.equal(theirs)
   })
 
+  it('keeps at most publishedCacheRecords records of its own messages, the oldest going first', async () => {
+    const queue = await open({ publishedCacheRecords: 2 })
+    const records = [record(), record(), record()]
+    for (const r of records) await queue.publish([r]) // the first is dropped to keep the last two
+    const c = collector()
+    await queue.start(c.feed)
+    await until('three records', () => c.got.length === 3)
+    const fed = (r: DeliveryRecord): DeliveryRecord => c.got.find(x => x.id === r.id)!
+    expect(fed(records[0]!)).not.to.equal(records[0]) // decoded
+    expect(fed(records[0]!)).to.deep.equal(records[0])
+    expect(fed(records[1]!)).to.equal(records[1])
+    expect(fed(records[2]!)).to.equal(records[2])
+  })
+
   it('never feeds a record kept from before for another message once the stream is made again', async () => {
     const queue = await open()
     // Published, kept by stream sequence, never consumed: then the server loses its store.
