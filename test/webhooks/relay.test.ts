@@ -5,10 +5,10 @@ import { expect } from 'chai'
 import { Store } from '../../src/store/store.js'
 import { Registry } from '../../src/store/registry.js'
 import { systemClock } from '../../src/clock.js'
-import { DeliveryHub, EmbeddedQueue, type DeliveryQueue, type DeliveryRecord } from '../../actors/delivery.js'
+import { DeliveryHub, EmbeddedQueue, type DeliveryHubOptions, type DeliveryQueue, type DeliveryRecord } from '../../actors/delivery.js'
 import { decodeRecord } from '../../src/webhooks/index.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
-import { ACCOUNT, config, startReceiver, waitFor } from './helpers.js'
+import { ACCOUNT, config, startReceiver, waitFor, type Receiver } from './helpers.js'
 
 async function openStore (webhookUrl: string): Promise<{ dir: string, store: Store, registry: Registry }> {
   const dir = tempDir()
@@ -20,94 +20,90 @@ async function openStore (webhookUrl: string): Promise<{ dir: string, store: Sto
   return { dir, store, registry }
 }
 
+/** A hub over a fresh store whose webhook `orders` posts to `webhookUrl`; hub, store and folder go after `body`. */
+async function withHub (webhookUrl: string, options: (store: Store) => Partial<DeliveryHubOptions>, body: (hub: DeliveryHub, store: Store) => Promise<void>): Promise<void> {
+  const { dir, store, registry } = await openStore(webhookUrl)
+  const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, ...options(store) })
+  try {
+    await body(hub, store)
+  } finally {
+    await hub.stop()
+    await store.close()
+    removeDir(dir)
+  }
+}
+
+/** The same with a local receiver as the webhook's target, closed after `body` too. */
+async function withReceiver (options: (store: Store) => Partial<DeliveryHubOptions>, body: (hub: DeliveryHub, store: Store, receiver: Receiver) => Promise<void>): Promise<void> {
+  const receiver = await startReceiver()
+  try {
+    await withHub(`${receiver.url}/in`, options, (hub, store) => body(hub, store, receiver))
+  } finally {
+    await receiver.close()
+  }
+}
+
+/** A queue that only publishes, through `publish`. */
+function publishingQueue (publish: DeliveryQueue['publish']): DeliveryQueue {
+  return { retriesInMemory: true, start: async () => {}, publish, settle: () => {}, stop: async () => {} }
+}
+
+const purchase = (i: number, fields: Record<string, unknown> = {}): Record<string, unknown> =>
+  ({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: `v${i}`, fields, occurredAtMs: Date.now() })
+
 describe('outbox relay', () => {
   it('keeps the rows a refused publish left, and relays them on a later try with no new row', async () => {
-    const { dir, store, registry } = await openStore('http://127.0.0.1:9/in')
     const published: DeliveryRecord[] = []
     let refusals = 1
-    const queue: DeliveryQueue = {
-      retriesInMemory: true,
-      start: async () => {},
-      publish: async records => {
-        if (refusals-- > 0) throw new Error('NATS is away')
-        published.push(...records)
-      },
-      settle: () => {},
-      stop: async () => {},
-    }
-    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue })
-    try {
+    const queue = publishingQueue(async records => {
+      if (refusals-- > 0) throw new Error('NATS is away')
+      published.push(...records)
+    })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue }), async (hub, store) => {
       await hub.start()
-      store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: 'v', fields: {}, occurredAtMs: Date.now() })
+      store.appendOutbox(purchase(0))
       await waitFor(() => refusals === 0, 5000, 'the first, refused publish')
       expect(store.outbox.getCount()).to.equal(1)
       await waitFor(() => published.length === 1, 5000, 'the retried publish')
       await waitFor(() => store.outbox.getCount() === 0, 5000, 'the row removed')
       expect(published[0]!.item.context.event).to.equal('purchase')
-    } finally {
-      await hub.stop()
-      await store.close()
-      removeDir(dir)
-    }
+    })
   })
 
   it('relays every row when one of several overlapping passes fails: it and those after it are read again', async () => {
-    const { dir, store, registry } = await openStore('http://127.0.0.1:9/in')
     const published = new Set<number>()
     let calls = 0
-    const queue: DeliveryQueue = {
-      retriesInMemory: true,
-      start: async () => {},
-      publish: async records => {
-        // The second pass fails after a while, when the passes after it were published already.
-        if (++calls === 2) {
-          await new Promise(resolve => setTimeout(resolve, 50))
-          throw new Error('NATS is away')
-        }
-        for (const record of records) published.add(record.seq)
-      },
-      settle: () => {},
-      stop: async () => {},
-    }
-    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue })
-    try {
-      for (let i = 0; i < 2100; i++) store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: `v${i}`, fields: {}, occurredAtMs: Date.now() })
+    const queue = publishingQueue(async records => {
+      // The second pass fails after a while, when the passes after it were published already.
+      if (++calls === 2) {
+        await new Promise(resolve => setTimeout(resolve, 50))
+        throw new Error('NATS is away')
+      }
+      for (const record of records) published.add(record.seq)
+    })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue }), async (hub, store) => {
+      for (let i = 0; i < 2100; i++) store.appendOutbox(purchase(i))
       await hub.start()
       await waitFor(() => published.size === 2100, 10_000, 'every row published')
       await waitFor(() => store.outbox.getCount() === 0, 5000, 'every row removed')
       expect(calls).to.be.above(5) // the failed pass and those after it were published again
-    } finally {
-      await hub.stop()
-      await store.close()
-      removeDir(dir)
-    }
+    })
   })
 
   it('offers the records a full worker queue refused again once it has room (embedded)', async () => {
-    const receiver = await startReceiver()
-    const { dir, store, registry } = await openStore(`${receiver.url}/in`)
-    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue: new EmbeddedQueue(store), workerQueueItemsMax: 50 })
-    try {
+    await withReceiver(store => ({ queue: new EmbeddedQueue(store), workerQueueItemsMax: 50 }), async (hub, store, receiver) => {
       await hub.start()
-      for (let i = 0; i < 200; i++) store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: 'v', fields: { orderId: `o-${i}` }, occurredAtMs: Date.now() })
+      for (let i = 0; i < 200; i++) store.appendOutbox(purchase(0, { orderId: `o-${i}` }))
       await waitFor(() => receiver.requests.length >= 200, 15_000, 'all 200 delivered')
       const ids = new Set(receiver.requests.map(r => r.headers['webhook-id']))
       expect(ids.size).to.equal(200)
-    } finally {
-      await hub.stop()
-      await store.close()
-      await receiver.close()
-      removeDir(dir)
-    }
+    })
   })
 
   it('writes an attempt\'s outcome as a row of its own next to the record, and reads the two as one', async () => {
-    const receiver = await startReceiver()
-    const { dir, store, registry } = await openStore(`${receiver.url}/in`)
-    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue: new EmbeddedQueue(store) })
-    try {
+    await withReceiver(store => ({ queue: new EmbeddedQueue(store) }), async (hub, store, receiver) => {
       await hub.start()
-      const seqs = [1, 2, 3].map(() => Number(store.appendOutbox({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: 'v', fields: {}, occurredAtMs: Date.now() })))
+      const seqs = [1, 2, 3].map(i => Number(store.appendOutbox(purchase(i))))
       await waitFor(() => hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries.length === 3, 5000, 'three delivered')
       for (const seq of seqs) {
         // The record as the relay wrote it (the bytes it published too), and what the attempt changed beside it.
@@ -137,11 +133,6 @@ describe('outbox relay', () => {
       const replayed = hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries[3]!
       expect(replayed).to.include({ id: '900.orders', status: 'delivered', attempt: 2 })
       expect(replayed.attempts).to.have.length(1) // a replay starts again from attempt 1
-    } finally {
-      await hub.stop()
-      await store.close()
-      await receiver.close()
-      removeDir(dir)
-    }
+    })
   })
 })
