@@ -63,8 +63,17 @@ export const RELAY_RETRY_MAX_MS = 30_000
 /** How often delivered records past their retention are deleted, and how many at most a pass. */
 export const PRUNE_EVERY_MS = 60_000
 export const PRUNE_BATCH_MAX = 10_000
-/** Outcome rows of attempts that end within this long of each other are written in one transaction. */
-export const OUTCOME_WRITE_DELAY_MS = 1
+/**
+ * The hub's own writes (outcome rows, and the removal of relayed outbox rows) wait at most this long
+ * to go to LMDB together, in one transaction, or go with the next relay pass's. Every commit costs a
+ * sync of ten or so pages: at batchSize 1, one a millisecond took a third of the node's CPU.
+ */
+export const HUB_WRITE_DELAY_MS = 10
+/**
+ * Appended outbox rows wait this long for more before the relay reads them (one pass, one commit, for
+ * all). Rows whose sync webhooks a request waits for are relayed at once.
+ */
+export const RELAY_DELAY_MS = 5
 /** A full worker queue (embedded) is offered its records left pending again after this. */
 export const REFILL_AFTER_MS = 250
 /** How often due schedules are looked for. */
@@ -181,6 +190,12 @@ export class DeliveryHub {
   /** A relay pass that failed is tried again after this (doubling up to RELAY_RETRY_MAX_MS). */
   private relayRetryMs = RELAY_RETRY_MIN_MS
   private relayTimer: NodeJS.Timeout | null = null
+  /** The wait of RELAY_DELAY_MS before the next relay. */
+  private relayDelayTimer: NodeJS.Timeout | null = null
+  private readonly relayNowBound = (): void => {
+    this.relayDelayTimer = null
+    this.relaySoon()
+  }
   /** Per webhook whose worker refused records (embedded), the oldest seq left pending. */
   private readonly overflow = new Map<string, { account: string, webhookId: string, fromSeq: number }>()
   private refillTimer: NodeJS.Timeout | null = null
@@ -196,10 +211,14 @@ export class DeliveryHub {
   private scheduling: Promise<number> | null = null
   private scheduleTimer: NodeJS.Timeout | null = null
   private again = false
-  /** Outcome rows not written yet (key, row, key, row, …): see writeOutcome. */
+  /** Outcome rows not written yet (key, row, key, row, …): see flushWrites. */
   private outcomes: unknown[] = []
-  private outcomeTimer: NodeJS.Timeout | null = null
-  private readonly flushOutcomesBound = (): void => this.flushOutcomes()
+  /** Outbox rows relayed, to remove with the next hub writes. */
+  private relayedRows: number[] = []
+  /** Queue settles waiting for their outcome row's commit (record, outcome, delayMs, …). */
+  private settles: unknown[] = []
+  private writeTimer: NodeJS.Timeout | null = null
+  private readonly flushWritesBound = (): void => { this.flushWrites() }
   private stopped = false
 
   constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax, retentionMs = 7 * 86_400_000 }: DeliveryHubOptions) {
@@ -219,7 +238,7 @@ export class DeliveryHub {
     for (const webhook of this.registry.allWebhooks()) this.workers.set(slot(webhook.account, webhook.id), this.worker(webhook))
     this.registry.onWebhookChanged = (account, id, webhook) => { this.swap(account, id, webhook).catch(logFailure) }
     await this.queue.start(record => this.enqueue(record))
-    this.store.onOutboxAppend = () => this.relaySoon()
+    this.store.onOutboxAppend = () => this.relayLater()
     this.relaySoon()
     this.scheduleTimer = setInterval(() => { this.runSchedules().catch(logFailure) }, SCHEDULE_TICK_MS)
     this.scheduleTimer.unref()
@@ -315,12 +334,22 @@ export class DeliveryHub {
     await flush()
   }
 
+  /** Relay in RELAY_DELAY_MS, with whatever is appended meanwhile. */
+  private relayLater (): void {
+    if (this.relaying !== null) this.again = true
+    else if (this.relayDelayTimer === null && !this.stopped) this.relayDelayTimer = setTimeout(this.relayNowBound, RELAY_DELAY_MS)
+  }
+
   /** Relay once the writes that appended rows are committed (the relay reads committed rows only). */
   relaySoon (): void {
     if (this.stopped) return
     if (this.relaying !== null) {
       this.again = true
       return
+    }
+    if (this.relayDelayTimer !== null) {
+      clearTimeout(this.relayDelayTimer)
+      this.relayDelayTimer = null
     }
     this.relaying = this.store.root.committed.then(() => this.relay()).then(() => {
       this.relayRetryMs = RELAY_RETRY_MIN_MS
@@ -339,13 +368,15 @@ export class DeliveryHub {
       this.relaying = null
       if (this.again) {
         this.again = false
-        this.relaySoon()
+        if (this.syncWaits.size > 0) this.relaySoon()
+        else this.relayLater()
       }
     })
   }
 
   /** Resolves when everything appended so far has been relayed (tests, shutdown). */
   async settled (): Promise<void> {
+    if (this.relayDelayTimer !== null) this.relaySoon()
     while (this.relaying !== null) await this.relaying
   }
 
@@ -368,6 +399,8 @@ export class DeliveryHub {
     for (;;) {
       const rows = [...this.store.outbox.getRange({ start: readFrom, limit: RELAY_BATCH_MAX })]
       if (rows.length === 0 || this.stopped) break
+      // The hub's writes waiting go in this pass's transaction.
+      this.flushWrites()
       const created: DeliveryRecord[] = []
       const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
@@ -386,7 +419,8 @@ export class DeliveryHub {
       const through = rows[rows.length - 1]!.key as number
       readFrom = through + 1
       const pass = Promise.all([previous, last, this.queue.publish(created, encoded)]).then(() => {
-        for (const { key } of rows) this.store.ignoreFailure(this.store.outbox.remove(key as number), logFailure)
+        for (const { key } of rows) this.relayedRows.push(key as number)
+        this.writeSoon()
         this.relayedThrough = through
         if (this.syncWaits.size > 0) this.noteRelayed(created)
       })
@@ -406,23 +440,32 @@ export class DeliveryHub {
   awaitSync (account: string, fromSeq: number, toSeq: number, timeoutMs: number): Promise<void> {
     if (toSeq <= fromSeq) return Promise.resolve()
     return new Promise(resolve => {
+      let done = false
       const wait: SyncWait = { account, fromSeq, toSeq, pending: new Set(), resolve: () => {} }
       const timer = setTimeout(() => wait.resolve(), timeoutMs)
       wait.resolve = () => {
+        done = true
         clearTimeout(timer)
         this.syncWaits.delete(wait)
         resolve()
       }
-      // The relay may have passed these rows already: their records not yet attempted count too.
-      for (const webhook of this.registry.webhooksOf(account)) {
-        if (webhook.mode !== 'sync') continue
-        for (const record of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
-          if (record.status === 'pending') wait.pending.add(record.id)
+      // The relay may have passed these rows already: their records not yet attempted count too,
+      // read once the outcomes written so far are committed (those still waiting are in `settles`).
+      this.writesCommitted().then(() => {
+        if (done) return
+        for (const webhook of this.registry.webhooksOf(account)) {
+          if (webhook.mode !== 'sync') continue
+          for (const record of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
+            if (record.status === 'pending' && !this.settling(record.id)) wait.pending.add(record.id)
+          }
         }
-      }
-      this.syncWaits.add(wait)
-      if (this.relayedThrough >= toSeq && wait.pending.size === 0) wait.resolve()
-      else this.relaySoon()
+        this.syncWaits.add(wait)
+        if (this.relayedThrough >= toSeq && wait.pending.size === 0) wait.resolve()
+        else this.relaySoon()
+      }, (error: unknown) => {
+        logFailure(error)
+        wait.resolve()
+      })
     })
   }
 
@@ -467,8 +510,8 @@ export class DeliveryHub {
     if (this.refillTimer === null && !this.stopped) {
       this.refillTimer = setTimeout(() => {
         this.refillTimer = null
-        // The relay feeds records before their commit: read once what it wrote is committed.
-        this.store.root.committed.then(() => this.refill(), logFailure)
+        // The relay feeds records before their commit: read once what it and the hub wrote is committed.
+        this.writesCommitted().then(() => this.refill(), logFailure)
       }, REFILL_AFTER_MS)
       this.refillTimer.unref()
     }
@@ -532,17 +575,20 @@ export class DeliveryHub {
         change = { status, attempt, attempts: fresh ? attempts : [...record.attempts, ...attempts], dueMs, updatedAtMs: nowMs }
         if (fresh) shared = change
       }
-      // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
-      if (record.node === undefined || record.node === this.store.nodeId) {
-        this.writeOutcome([webhook.account, webhook.id, seq, OUTCOME_KEY], change)
-      }
+      let settled = record
       if (outcome === 'retry') {
-        const next: DeliveryRecord = { ...record, ...change }
-        this.live.set(next.id, next)
-        this.queue.settle(next, outcome, delayMs)
+        settled = { ...record, ...change }
+        this.live.set(settled.id, settled)
       } else {
         this.live.delete(record.id)
-        this.queue.settle(record, outcome, delayMs)
+      }
+      // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
+      if (record.node === undefined || record.node === this.store.nodeId) {
+        this.outcomes.push([webhook.account, webhook.id, seq, OUTCOME_KEY], change)
+        this.settles.push(settled, outcome, delayMs)
+        this.writeSoon()
+      } else {
+        this.queue.settle(settled, outcome, delayMs)
       }
       for (const wait of this.syncWaits) {
         if (wait.pending.delete(record.id) && wait.pending.size === 0 && this.relayedThrough >= wait.toSeq) wait.resolve()
@@ -551,21 +597,39 @@ export class DeliveryHub {
   }
 
   /**
-   * Outcome rows are written together, OUTCOME_WRITE_DELAY_MS after the first of them: one LMDB
-   * transaction for the attempts that end in that time rather than one each (at batchSize 1 every
-   * response comes in an event turn of its own). A crash in between costs what it cost before the
-   * write committed: the attempt is made again (embedded), or its record lists as it was before it.
+   * The hub's writes (outcome rows, removals of relayed outbox rows) go to LMDB together, at most
+   * HUB_WRITE_DELAY_MS after the first of them, or with the next relay pass: one transaction for all
+   * rather than one each (at batchSize 1 every answer comes in an event turn of its own). The queue
+   * hears of an outcome once its row is committed (JetStream acks then): a crash before that makes
+   * the attempt again, to the same webhook-id, and never leaves a record listed as it was before an
+   * attempt the queue has forgotten.
    */
-  private writeOutcome (key: Key, row: OutcomeRow): void {
-    this.outcomes.push(key, row)
-    this.outcomeTimer ??= setTimeout(this.flushOutcomesBound, OUTCOME_WRITE_DELAY_MS)
+  private writeSoon (): void {
+    this.writeTimer ??= setTimeout(this.flushWritesBound, HUB_WRITE_DELAY_MS)
   }
 
-  private flushOutcomes (): void {
-    if (this.outcomeTimer !== null) clearTimeout(this.outcomeTimer)
-    this.outcomeTimer = null
-    const outcomes = this.outcomes
+  /** Issue the hub's waiting writes, and wait until they and every write before them are committed. */
+  private async writesCommitted (): Promise<void> {
+    this.flushWrites()
+    await this.store.root.committed
+  }
+
+  /** Whether the record's outcome waits to be written. */
+  private settling (id: string): boolean {
+    for (let i = 0; i < this.settles.length; i += 3) if ((this.settles[i] as DeliveryRecord).id === id) return true
+    return false
+  }
+
+  /** Issue the hub's waiting writes now. Resolves once they are committed and the queue was told. */
+  private flushWrites (): Promise<void> | null {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer)
+    this.writeTimer = null
+    const { outcomes, relayedRows, settles } = this
+    if (outcomes.length === 0 && relayedRows.length === 0) return null
     this.outcomes = []
+    this.relayedRows = []
+    this.settles = []
+    let last: Promise<boolean> | null = null
     let row: unknown = null
     let bytes: Uint8Array | null = null
     for (let i = 0; i < outcomes.length; i += 2) {
@@ -573,8 +637,19 @@ export class DeliveryHub {
         row = outcomes[i + 1]
         bytes = encodeRecord(row as OutcomeRow)
       }
-      this.store.ignoreFailure(this.store.deliveries.put(outcomes[i] as Key, bytes), logFailure)
+      last = this.store.deliveries.put(outcomes[i] as Key, bytes)
     }
+    for (const key of relayedRows) last = this.store.outbox.remove(key)
+    // A failed commit loses outcome rows (logged): the queue is told all the same, the delivery was made.
+    const tell = (): void => {
+      for (let i = 0; i < settles.length; i += 3) {
+        this.queue.settle(settles[i] as DeliveryRecord, settles[i + 1] as 'delivered' | 'retry' | 'dead', settles[i + 2] as number)
+      }
+    }
+    return last!.then(tell, (error: unknown) => {
+      logFailure(error)
+      tell()
+    })
   }
 
   private async swap (account: string, id: string, webhook: CompiledWebhook | null): Promise<void> {
@@ -612,7 +687,7 @@ export class DeliveryHub {
   /** Write records as they are now, replacing any outcome written before. Resolves with the last write. */
   private write (records: readonly DeliveryRecord[]): Promise<boolean> | null {
     // Outcomes still waiting to be written go first: none may land over these records afterwards.
-    this.flushOutcomes()
+    this.flushWrites()
     let last: Promise<boolean> | null = null
     for (const record of records) {
       const key = [record.account, record.webhookId, record.seq]
@@ -623,7 +698,8 @@ export class DeliveryHub {
   }
 
   /** A page of a webhook's deliveries, oldest first, optionally of one status. */
-  list (account: string, webhookId: string, status: DeliveryStatus | null, after: number, limit: number): { deliveries: DeliveryRecord[], next: number | null } {
+  async list (account: string, webhookId: string, status: DeliveryStatus | null, after: number, limit: number): Promise<{ deliveries: DeliveryRecord[], next: number | null }> {
+    await this.writesCommitted()
     const deliveries: DeliveryRecord[] = []
     let next: number | null = null
     for (const record of this.recordsOf(account, webhookId, after + 1)) {
@@ -643,6 +719,7 @@ export class DeliveryHub {
    */
   async replay (account: string, webhookId: string, ids: readonly string[] | null, fromMs: number, toMs: number): Promise<number> {
     this.registry.webhook(account, webhookId) // 404 for an unknown webhook
+    await this.writesCommitted()
     const nowMs = this.clock.nowMs()
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
@@ -667,6 +744,7 @@ export class DeliveryHub {
     this.stopped = true
     if (this.scheduleTimer !== null) clearInterval(this.scheduleTimer)
     if (this.relayTimer !== null) clearTimeout(this.relayTimer)
+    if (this.relayDelayTimer !== null) clearTimeout(this.relayDelayTimer)
     if (this.refillTimer !== null) clearTimeout(this.refillTimer)
     if (this.pruneTimer !== null) clearInterval(this.pruneTimer)
     await this.scheduling
@@ -675,7 +753,7 @@ export class DeliveryHub {
     // Unsent items stay pending on disk (or unacknowledged in the stream): the next start resumes them.
     await Promise.all([...this.workers.values()].map(worker => worker.stop()))
     this.workers.clear()
-    this.flushOutcomes()
+    await this.flushWrites()
     await this.queue.stop()
     await this.sender.close()
   }

@@ -159,7 +159,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       await registry.deleteWebhook(param(request, 0), id)
       return ok({ id, deleted: true })
     }),
-    route('get', '/admin/accounts/:account/webhooks/:id/deliveries', request => {
+    route('get', '/admin/accounts/:account/webhooks/:id/deliveries', async request => {
       const account = param(request, 0)
       const id = param(request, 1)
       registry.webhook(account, id)
@@ -170,7 +170,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       }
       const after = wholeNumber(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after')
       const limit = wholeNumber(query.get('limit'), 1, LIST_PAGE_MAX, 'limit', 100)
-      return ok(deliveries.list(account, id, status as DeliveryStatus | null, after, limit))
+      return ok(await deliveries.list(account, id, status as DeliveryStatus | null, after, limit))
     }),
     route('post', '/admin/accounts/:account/webhooks/:id/replay', async request => {
       const { deliveryIds, from, to } = validateReplay(request.body)

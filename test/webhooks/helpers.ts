@@ -198,16 +198,16 @@ export class ManualScheduler implements Scheduler {
 }
 
 /** Wait (polling) until the condition holds: for real network I/O, never for time-based logic. */
-export async function waitFor (condition: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function waitFor (condition: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
   const start = Date.now()
-  while (!condition()) {
+  while (!await condition()) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
     await new Promise(resolve => setTimeout(resolve, 2))
   }
 }
 
 /** waitFor, named first: `await until('all 400 delivered', () => …, 60_000)`. */
-export function until (what: string, condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+export function until (what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   return waitFor(condition, timeoutMs, what)
 }
 

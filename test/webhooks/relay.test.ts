@@ -104,7 +104,7 @@ describe('outbox relay', () => {
     await withReceiver(store => ({ queue: new EmbeddedQueue(store) }), async (hub, store, receiver) => {
       await hub.start()
       const seqs = [1, 2, 3].map(i => Number(store.appendOutbox(purchase(i))))
-      await waitFor(() => hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries.length === 3, 5000, 'three delivered')
+      await waitFor(async () => (await hub.list(ACCOUNT, 'orders', 'delivered', 0, 10)).deliveries.length === 3, 5000, 'three delivered')
       for (const seq of seqs) {
         // The record as the relay wrote it (the bytes it published too), and what the attempt changed beside it.
         const stored = store.deliveries.get([ACCOUNT, 'orders', seq]) as Uint8Array
@@ -114,11 +114,11 @@ describe('outbox relay', () => {
         expect(outcome).to.have.keys('status', 'attempt', 'attempts', 'dueMs', 'updatedAtMs')
         expect(outcome).to.include({ status: 'delivered', attempt: 2 })
       }
-      const [first] = hub.list(ACCOUNT, 'orders', 'delivered', 0, 1).deliveries
+      const [first] = (await hub.list(ACCOUNT, 'orders', 'delivered', 0, 1)).deliveries
       expect(first).to.include({ id: `${seqs[0]}.orders`, status: 'delivered', attempt: 2 })
       expect(first!.attempts).to.have.length(1)
       expect(first!.item.context.event).to.equal('purchase')
-      expect(hub.list(ACCOUNT, 'orders', 'pending', 0, 10).deliveries).to.have.length(0)
+      expect((await hub.list(ACCOUNT, 'orders', 'pending', 0, 10)).deliveries).to.have.length(0)
 
       // A record written whole (an earlier release), dead: listed as it is, replayed, delivered.
       const old: DeliveryRecord = {
@@ -126,11 +126,11 @@ describe('outbox relay', () => {
         attempts: [{ atMs: 1, status: 500, latencyMs: 1 }, { atMs: 2, status: 500, latencyMs: 1 }], dueMs: 0,
       }
       await store.save(store.deliveries, [ACCOUNT, 'orders', 900], old)
-      expect(hub.list(ACCOUNT, 'orders', 'dead', 0, 10).deliveries).to.deep.equal([old])
+      expect((await hub.list(ACCOUNT, 'orders', 'dead', 0, 10)).deliveries).to.deep.equal([old])
       expect(await hub.replay(ACCOUNT, 'orders', ['900.orders'], 0, 0)).to.equal(1)
       await waitFor(() => receiver.requests.length === 4, 5000, 'the replay delivered')
-      await waitFor(() => hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries.length === 4, 5000, 'the replay settled')
-      const replayed = hub.list(ACCOUNT, 'orders', 'delivered', 0, 10).deliveries[3]!
+      await waitFor(async () => (await hub.list(ACCOUNT, 'orders', 'delivered', 0, 10)).deliveries.length === 4, 5000, 'the replay settled')
+      const replayed = (await hub.list(ACCOUNT, 'orders', 'delivered', 0, 10)).deliveries[3]!
       expect(replayed).to.include({ id: '900.orders', status: 'delivered', attempt: 2 })
       expect(replayed.attempts).to.have.length(1) // a replay starts again from attempt 1
     })
