@@ -170,6 +170,9 @@ export interface DeliveryHubOptions {
   workerQueueItemsMax?: number
   /** Delivered records older than this (by their last update) are deleted; 0 keeps them. Default 7 days. */
   retentionMs?: number
+  /** HUB_WRITE_DELAY_MS and RELAY_DELAY_MS (longer in tests). */
+  writeDelayMs?: number
+  relayDelayMs?: number
 }
 
 export class DeliveryHub {
@@ -201,6 +204,8 @@ export class DeliveryHub {
   private refillTimer: NodeJS.Timeout | null = null
   private readonly workerQueueItemsMax: number | undefined
   private readonly retentionMs: number
+  private readonly writeDelayMs: number
+  private readonly relayDelayMs: number
   private pruneTimer: NodeJS.Timeout | null = null
   /** Requests waiting for the first attempt of their sync deliveries. */
   private readonly syncWaits = new Set<SyncWait>()
@@ -221,7 +226,10 @@ export class DeliveryHub {
   private readonly flushWritesBound = (): void => { this.flushWrites() }
   private stopped = false
 
-  constructor ({ store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax, retentionMs = 7 * 86_400_000 }: DeliveryHubOptions) {
+  constructor ({
+    store, registry, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax,
+    retentionMs = 7 * 86_400_000, writeDelayMs = HUB_WRITE_DELAY_MS, relayDelayMs = RELAY_DELAY_MS,
+  }: DeliveryHubOptions) {
     this.store = store
     this.registry = registry
     this.clock = clock
@@ -231,6 +239,8 @@ export class DeliveryHub {
     this.membersReady = membersReady
     this.workerQueueItemsMax = workerQueueItemsMax
     this.retentionMs = retentionMs
+    this.writeDelayMs = writeDelayMs
+    this.relayDelayMs = relayDelayMs
   }
 
   /** Start a worker per webhook, resume unfinished deliveries, and relay what the outbox holds. */
@@ -337,7 +347,7 @@ export class DeliveryHub {
   /** Relay in RELAY_DELAY_MS, with whatever is appended meanwhile. */
   private relayLater (): void {
     if (this.relaying !== null) this.again = true
-    else if (this.relayDelayTimer === null && !this.stopped) this.relayDelayTimer = setTimeout(this.relayNowBound, RELAY_DELAY_MS)
+    else if (this.relayDelayTimer === null && !this.stopped) this.relayDelayTimer = setTimeout(this.relayNowBound, this.relayDelayMs)
   }
 
   /** Relay once the writes that appended rows are committed (the relay reads committed rows only). */
@@ -605,7 +615,7 @@ export class DeliveryHub {
    * attempt the queue has forgotten.
    */
   private writeSoon (): void {
-    this.writeTimer ??= setTimeout(this.flushWritesBound, HUB_WRITE_DELAY_MS)
+    this.writeTimer ??= setTimeout(this.flushWritesBound, this.writeDelayMs)
   }
 
   /** Issue the hub's waiting writes, and wait until they and every write before them are committed. */

@@ -90,6 +90,63 @@ describe('outbox relay', () => {
     })
   })
 
+  it('relays rows appended close together in one pass, and at once for a request waiting on its sync webhooks', async () => {
+    const passes: number[][] = []
+    const queue = publishingQueue(async records => { passes.push(records.map(record => record.seq)) })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue, relayDelayMs: 200 }), async (hub, store) => {
+      await hub.start()
+      for (let i = 0; i < 3; i++) {
+        store.appendOutbox(purchase(i))
+        await new Promise(resolve => setImmediate(resolve))
+      }
+      await waitFor(() => passes.flat().length === 3, 5000, 'three rows relayed')
+      expect(passes).to.have.length(1)
+    })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue, relayDelayMs: 60_000 }), async (hub, store) => {
+      await hub.start()
+      passes.length = 0
+      const seq = Number(store.appendOutbox(purchase(3)))
+      await store.root.committed
+      await hub.awaitSync(ACCOUNT, seq - 1, seq, 10_000)
+      expect(passes).to.deep.equal([[seq]])
+    })
+  })
+
+  it('writes the outcomes of attempts that end close together in one transaction, and tells the queue once it is committed', async () => {
+    const told: { seq: number, outcome: string, rowStatus: string | undefined }[] = []
+    let commits = 0
+    await withReceiver(store => {
+      const embedded = new EmbeddedQueue(store)
+      const queue: DeliveryQueue = {
+        retriesInMemory: true,
+        start: feed => embedded.start(feed),
+        publish: records => embedded.publish(records),
+        settle (record, outcome) {
+          const row = store.deliveries.get([ACCOUNT, 'orders', record.seq, 0]) as Uint8Array | undefined
+          told.push({ seq: record.seq, outcome, rowStatus: row === undefined ? undefined : (decodeRecord(row) as DeliveryRecord).status })
+        },
+        stop: () => embedded.stop(),
+      }
+      return { queue, writeDelayMs: 60_000 }
+    }, async (hub, store, receiver) => {
+      await hub.start()
+      const seqs = Array.from({ length: 10 }, (_, i) => Number(store.appendOutbox(purchase(i))))
+      await waitFor(() => receiver.requests.length === 10, 5000, 'ten delivered')
+      await new Promise(resolve => setTimeout(resolve, 50))
+      // Delivered, their outcomes not written yet, and the queue not told.
+      expect(told).to.deep.equal([])
+      for (const seq of seqs) expect(store.deliveries.get([ACCOUNT, 'orders', seq, 0])).to.equal(undefined)
+      ;(store.root as unknown as { on: (event: string, listener: () => void) => void }).on('aftercommit', () => { commits++ })
+      // A listing writes them first: all ten in one transaction, then the queue hears of each.
+      const { deliveries } = await hub.list(ACCOUNT, 'orders', null, 0, 100)
+      expect(deliveries.map(record => record.status)).to.deep.equal(Array(10).fill('delivered'))
+      expect(commits).to.equal(1)
+      await waitFor(() => told.length === 10, 5000, 'the queue told')
+      expect(told.map(t => t.seq).sort((a, b) => a - b)).to.deep.equal(seqs)
+      for (const t of told) expect(t).to.include({ outcome: 'delivered', rowStatus: 'delivered' })
+    })
+  })
+
   it('offers the records a full worker queue refused again once it has room (embedded)', async () => {
     await withReceiver(store => ({ queue: new EmbeddedQueue(store), workerQueueItemsMax: 50 }), async (hub, store, receiver) => {
       await hub.start()
