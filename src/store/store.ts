@@ -49,7 +49,8 @@ export class Store {
    */
   readonly nodeId: string
   /** Told after every outbox append (the relay wakes up). */
-  onOutboxAppend: (() => void) | null = null
+  /** Told of every outbox row appended (the delivery hub's relay). */
+  onOutboxAppend: ((seq: number, row: Record<string, unknown>) => void) | null = null
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
   onDurableMs: ((durationMs: number) => void) | null = null
   readonly durability: Durability
@@ -120,7 +121,7 @@ export class Store {
     // Its failure is the transaction's, reported through the state write it travels with. The row's
     // id is its key: not stored in it too.
     this.ignoreFailure(this.outbox.put(seq, row))
-    this.onOutboxAppend?.()
+    this.onOutboxAppend?.(seq, row)
     return String(seq)
   }
 

@@ -112,6 +112,32 @@ describe('outbox relay', () => {
     })
   })
 
+  it('takes rows appended while it runs from memory, decodes only those from before its start, and never relays a row LMDB lacks', async () => {
+    const published: DeliveryRecord[] = []
+    const queue = publishingQueue(async records => { published.push(...records) })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue, relayDelayMs: 1 }), async (hub, store) => {
+      const before = Number(store.appendOutbox(purchase(0, { orderId: 'before' })))
+      let decoded = 0
+      // Reads of values (getKeys is a getRange without them).
+      const outbox = store.outbox as unknown as { get: (key: number) => unknown, getRange: (options: { values?: boolean }) => unknown }
+      const { get, getRange } = outbox
+      outbox.get = key => { decoded++; return get.call(store.outbox, key) }
+      outbox.getRange = options => { if (options.values !== false) decoded += 1000; return getRange.call(store.outbox, options) }
+      await hub.start()
+      await waitFor(() => published.length === 1, 5000, 'the row from before the start')
+      expect(decoded).to.equal(1)
+      // A row whose transaction failed: the hub heard of it, LMDB never had it.
+      const lost = store.allocateSeq()
+      store.onOutboxAppend!(lost, purchase(1, { orderId: 'lost' }))
+      const seqs = Array.from({ length: 20 }, (_, i) => Number(store.appendOutbox(purchase(i, { orderId: `o-${i}` }))))
+      await waitFor(() => published.length === 21, 5000, 'twenty rows relayed')
+      await new Promise(resolve => setTimeout(resolve, 50))
+      expect(published.map(record => record.seq)).to.deep.equal([before, ...seqs])
+      expect(published.map(record => record.item.context.eventFields!.orderId)).to.deep.equal(['before', ...seqs.map((_, i) => `o-${i}`)])
+      expect(decoded).to.equal(1)
+    })
+  })
+
   it('writes the outcomes of attempts that end close together in one transaction, and tells the queue once it is committed', async () => {
     const told: { seq: number, outcome: string, rowStatus: string | undefined }[] = []
     let commits = 0
