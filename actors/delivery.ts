@@ -226,6 +226,8 @@ export class DeliveryHub {
   private relayedRows: number[] = []
   /** Queue settles waiting for their outcome row's commit (record, outcome, delayMs, …). */
   private settles: unknown[] = []
+  /** Those of writes issued and not committed yet. */
+  private readonly writing = new Set<unknown[]>()
   private writeTimer: NodeJS.Timeout | null = null
   private readonly flushWritesBound = (): void => { this.flushWrites() }
   private stopped = false
@@ -490,10 +492,11 @@ export class DeliveryHub {
       // read once the outcomes written so far are committed (those still waiting are in `settles`).
       this.writesCommitted().then(() => {
         if (done) return
+        const settling = this.settlingIds()
         for (const webhook of this.registry.webhooksOf(account)) {
           if (webhook.mode !== 'sync') continue
           for (const record of this.recordsOf(account, webhook.id, fromSeq + 1, toSeq + 1)) {
-            if (record.status === 'pending' && !this.settling(record.id)) wait.pending.add(record.id)
+            if (record.status === 'pending' && !settling.has(record.id)) wait.pending.add(record.id)
           }
         }
         this.syncWaits.add(wait)
@@ -556,6 +559,7 @@ export class DeliveryHub {
 
   /** Feed the records left pending by a full queue, oldest first, until the queue is full again. */
   private refill (): void {
+    const settling = this.settlingIds()
     for (const [key, entry] of [...this.overflow]) {
       if (!this.workers.has(key)) {
         this.overflow.delete(key)
@@ -563,7 +567,7 @@ export class DeliveryHub {
       }
       let busyAt: number | null = null
       for (const record of this.recordsOf(entry.account, entry.webhookId, entry.fromSeq)) {
-        if ((record.status !== 'pending' && record.status !== 'failed') || this.live.has(record.id)) continue
+        if ((record.status !== 'pending' && record.status !== 'failed') || this.live.has(record.id) || settling.has(record.id)) continue
         if (this.enqueue(record) === 'busy') {
           busyAt = record.seq
           break
@@ -651,10 +655,13 @@ export class DeliveryHub {
     await this.store.root.committed
   }
 
-  /** Whether the record's outcome waits to be written. */
-  private settling (id: string): boolean {
-    for (let i = 0; i < this.settles.length; i += 3) if ((this.settles[i] as DeliveryRecord).id === id) return true
-    return false
+  /** The records whose outcome is not committed yet (they read as before it). */
+  private settlingIds (): Set<string> {
+    const ids = new Set<string>()
+    for (const settles of [this.settles, ...this.writing]) {
+      for (let i = 0; i < settles.length; i += 3) ids.add((settles[i] as DeliveryRecord).id)
+    }
+    return ids
   }
 
   /** Issue the hub's waiting writes now. Resolves once they are committed and the queue was told. */
@@ -678,7 +685,9 @@ export class DeliveryHub {
     }
     for (const key of relayedRows) last = this.store.outbox.remove(key)
     // A failed commit loses outcome rows (logged): the queue is told all the same, the delivery was made.
+    this.writing.add(settles)
     const tell = (): void => {
+      this.writing.delete(settles)
       for (let i = 0; i < settles.length; i += 3) {
         this.queue.settle(settles[i] as DeliveryRecord, settles[i + 1] as 'delivered' | 'retry' | 'dead', settles[i + 2] as number)
       }

@@ -173,13 +173,17 @@ describe('outbox relay', () => {
     })
   })
 
-  it('offers the records a full worker queue refused again once it has room (embedded)', async () => {
-    await withReceiver(store => ({ queue: new EmbeddedQueue(store), workerQueueItemsMax: 50 }), async (hub, store, receiver) => {
+  it('offers the records a full worker queue refused again once it has room (embedded), never one delivered already', async () => {
+    // Outcomes are written only when a refill pass reads (it writes them first), so every record it
+    // skips as delivered is one whose outcome it wrote itself.
+    await withReceiver(store => ({ queue: new EmbeddedQueue(store), workerQueueItemsMax: 50, writeDelayMs: 60_000 }), async (hub, store, receiver) => {
       await hub.start()
       for (let i = 0; i < 200; i++) store.appendOutbox(purchase(0, { orderId: `o-${i}` }))
       await waitFor(() => receiver.requests.length >= 200, 15_000, 'all 200 delivered')
+      await new Promise(resolve => setTimeout(resolve, 600))
       const ids = new Set(receiver.requests.map(r => r.headers['webhook-id']))
       expect(ids.size).to.equal(200)
+      expect(receiver.requests).to.have.length(200)
     })
   })
 
