@@ -48,8 +48,7 @@ export class Store {
    * only, so what several nodes share (JetStream message ids) carries it too.
    */
   readonly nodeId: string
-  /** Told after every outbox append (the relay wakes up). */
-  /** Told of every outbox row appended (the delivery hub's relay). */
+  /** Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row). */
   onOutboxAppend: ((seq: number, row: Record<string, unknown>) => void) | null = null
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
   onDurableMs: ((durationMs: number) => void) | null = null
