@@ -99,7 +99,9 @@ export const JETSTREAM_DEFAULTS = {
   consumerName: 'beacon-delivery',
   duplicateWindowMs: 120_000,
   ackWaitMs: 30_000,
-  // At most a worker's queue (DELIVERY_LIMITS.queueItemsMaxDefault): a worker never refuses a record.
+  // Messages, not records: with messages of up to PUBLISH_RECORDS_MAX records, a node can be handed
+  // more than a worker holds (DELIVERY_LIMITS.queueItemsMaxDefault); those are handed back one by one
+  // (docs/webhooks.md, known limit).
   maxAckPending: 10_000,
   pullBatch: 1_000,
   publishWindow: 4_096,
