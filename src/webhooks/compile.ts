@@ -39,9 +39,10 @@ export interface CompiledWebhook {
   readonly targetHostname: string
   /** When the target host is an IP literal or localhost name that the SSRF guard refuses. */
   readonly targetRefusal: TargetRefusedError | null
-  /** Headers with no placeholders, lower-case names: content-type, user-agent, authorization, custom. */
-  readonly staticHeaders: Readonly<Record<string, string>>
-  /** The same as a flat list (name, value, name, value, …): what a request starts from. */
+  /**
+   * Headers with no placeholders, lower-case names (content-type, user-agent, authorization, custom),
+   * as a flat list (name, value, name, value, …): what a request starts from.
+   */
   readonly staticHeaderList: readonly string[]
   readonly headerTemplates: readonly HeaderTemplate[]
   readonly signer: Webhook | null
@@ -90,7 +91,6 @@ export function compileWebhook (id: string, account: string, body: unknown, opti
     urlPrefix: request.url.slice(0, originEndOf(request.url)),
     targetHostname: target.hostname,
     targetRefusal: literalRefusal(target.hostname),
-    staticHeaders: constantHeaders,
     staticHeaderList: Object.entries(constantHeaders).flat(),
     headerTemplates,
     signer: request.signingSecret === undefined ? null : new Webhook(request.signingSecret),
