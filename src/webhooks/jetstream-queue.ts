@@ -23,7 +23,7 @@
 //
 // Attempts: when a nak'd retry comes back to the node that nak'd it, the record as last settled
 // (attempt number, history) is fed. Elsewhere, or after a crash, the attempt is the larger of the
-// record's own and the message's delivery count.
+// record's own and the message's delivery count (less the hand-outs this node gave back untried).
 //
 // NATS restarts: nats.js reconnects forever; publishing pauses while disconnected and re-sends what
 // had no PubAck on reconnect; the consume loop is restarted (with backoff) whenever it ends, and the
@@ -237,6 +237,8 @@ export class JetStreamQueue implements DeliveryQueue {
   private publishedRecords = 0
   private readonly carriers = new Set<Carrier>()
   private readonly retrying = new Map<string, Retrying>()
+  /** One-record messages this node nak'd untried (busy, gone), by record id: how often, so those are not counted as attempts. */
+  private readonly handedBack = new Map<string, { seq: number, naks: number, forgetAtMs: number }>()
   private ensuring: Promise<void> | null = null
   private lastEnsureMs = 0
 
@@ -556,6 +558,7 @@ export class JetStreamQueue implements DeliveryQueue {
       }
     }
     for (const [id, entry] of this.retrying) if (entry.forgetAtMs <= nowMs) this.retrying.delete(id)
+    for (const [id, entry] of this.handedBack) if (entry.forgetAtMs <= nowMs) this.handedBack.delete(id)
   }
 
   /** Follow the connection: pause publishing while disconnected, resend on reconnect. */
@@ -776,9 +779,13 @@ export class JetStreamQueue implements DeliveryQueue {
       this.retrying.delete(record.id)
       record = retrying.record
     }
-    // Deliveries of this message that did not end here (a crash, another node) count as attempts.
+    // Deliveries of this message that did not end here (a crash, another node) count as attempts;
+    // those this node handed back untried (its worker full, the webhook unknown here) do not.
     const deliveries = deliveryCountOf(msg)
-    if (deliveries > record.attempt) record = { ...record, attempt: deliveries }
+    const handed = this.handedBack.get(record.id)
+    if (handed !== undefined) this.handedBack.delete(record.id)
+    const untried = handed !== undefined && handed.seq === msg.seq ? handed.naks : 0
+    if (deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
     const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
     this.carriers.add(carrier)
     this.held.set(record.id, carrier)
@@ -787,10 +794,9 @@ export class JetStreamQueue implements DeliveryQueue {
     if (this.held.get(record.id) !== carrier) return
     this.held.delete(record.id)
     this.carriers.delete(carrier)
-    if (answer === 'busy') {
-      msg.nak(this.feedRetryMs)
-    } else if (deliveries <= this.goneRetries) {
-      msg.nak(this.feedRetryMs * deliveries)
+    if (answer === 'busy' || deliveries <= this.goneRetries) {
+      this.handedBack.set(record.id, { seq: msg.seq, naks: untried + 1, forgetAtMs: nowMs + this.feedRetryMs * deliveries + 2 * this.ackWaitMs + 60_000 })
+      msg.nak(answer === 'busy' ? this.feedRetryMs : this.feedRetryMs * deliveries)
     } else {
       this.log.warn({ id: record.id, account: record.account, webhook: record.webhookId }, 'delivery of an unknown webhook dropped from the stream')
       msg.term()
@@ -847,6 +853,7 @@ export class JetStreamQueue implements DeliveryQueue {
     this.held.clear()
     this.forgetPublished()
     this.retrying.clear()
+    this.handedBack.clear()
     const batches = new Set<PublishBatch>()
     for (const out of this.outgoing.values()) batches.add(out.batch)
     for (const batch of batches) this.giveUp(batch, 'the queue stopped')

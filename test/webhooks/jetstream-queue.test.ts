@@ -287,7 +287,7 @@ describe('JetStreamQueue (real nats-server)', function () {
     expect(c2.got[0]).to.deep.include({ id: r.id, attempt: 2 })
   })
 
-  it('a busy worker gets the record again later; a webhook unknown here is given up after a few tries', async () => {
+  it('a busy worker gets the record again later, as the same attempt; a webhook unknown here is given up after a few tries', async () => {
     const queue = await open({ feedRetryMs: 100, goneRetries: 2 })
     let busy = true
     const c = collector(r => r.webhookId === 'gone' ? 'gone' : busy ? 'busy' : 'taken')
@@ -304,6 +304,8 @@ describe('JetStreamQueue (real nats-server)', function () {
     await sleep(300)
     expect(c.got.filter(x => x.id === r.id)).to.have.length(taken)
     expect(queue.heldCount).to.equal(1)
+    // Handed back untried: no hand-out was an attempt.
+    expect(c.got.map(x => x.attempt)).to.deep.equal(c.got.map(() => 1))
   })
 
   it('survives a nats-server restart: a publish during the outage completes after it, consumption resumes, nothing lost', async () => {
