@@ -82,6 +82,10 @@ interface Result {
   /** CPU of this process and of nats-server over the timed part, in cores. */
   cpuSelf: number
   cpuNats: number | null
+  /** CPU of the receiver process over the timed part, in cores. */
+  cpuReceiver: number
+  /** Items the receiver counted per request, over the whole scenario (warm-up included). */
+  itemsPerRequest: number
   /** Event-loop utilization of this process's main thread over the timed part (1 = never idle). */
   elu: number
   ratio?: number
@@ -171,6 +175,7 @@ async function main (): Promise<void> {
     let t0 = 0
     let cpu0 = process.cpuUsage()
     let elu0 = performance.eventLoopUtilization()
+    let receiver0 = cpuSeconds(receiverProc.pid!)
     const loop = async (): Promise<void> => {
       while (next < total) {
         next++
@@ -178,7 +183,7 @@ async function main (): Promise<void> {
         const res = await pool.request({ method: 'POST', path: '/hook', headers: payload.headers, body: payload.body })
         await res.body.dump()
         if (res.statusCode !== 200) failed++
-        if (++done === warm) { t0 = performance.now(); cpu0 = process.cpuUsage(); elu0 = performance.eventLoopUtilization() }
+        if (++done === warm) { t0 = performance.now(); cpu0 = process.cpuUsage(); elu0 = performance.eventLoopUtilization(); receiver0 = cpuSeconds(receiverProc.pid!) }
       }
     }
     await ask('reset')
@@ -186,10 +191,11 @@ async function main (): Promise<void> {
     const seconds = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
     const elu = performance.eventLoopUtilization(elu0).utilization
+    const cpuReceiver = (cpuSeconds(receiverProc.pid!) - receiver0) / seconds
     await pool.close()
     const result: Result = {
       name, transport: 'undici', batchSize: 1, concurrency, items: total - warm, seconds, perSecond: (total - warm) / seconds,
-      cpuSelf: (cpu.user + cpu.system) / 1e6 / seconds, cpuNats: null, elu, problems: failed > 0 ? [`${failed} non-200 answers`] : [],
+      cpuSelf: (cpu.user + cpu.system) / 1e6 / seconds, cpuNats: null, cpuReceiver, itemsPerRequest: 1, elu, problems: failed > 0 ? [`${failed} non-200 answers`] : [],
     }
     results.push(result)
     log(`${name}: ${Math.round(result.perSecond)} req/s`)
@@ -251,6 +257,7 @@ async function main (): Promise<void> {
     let cpu0 = process.cpuUsage()
     let elu0 = performance.eventLoopUtilization()
     let nats0 = natsPid === null ? 0 : cpuSeconds(natsPid)
+    let receiver0 = cpuSeconds(receiverProc.pid!)
     const startedMs = Date.now()
     const timeoutMs = 120_000
     while (delivered + dead < total) {
@@ -259,6 +266,7 @@ async function main (): Promise<void> {
         cpu0 = process.cpuUsage()
         elu0 = performance.eventLoopUtilization()
         nats0 = natsPid === null ? 0 : cpuSeconds(natsPid)
+        receiver0 = cpuSeconds(receiverProc.pid!)
       }
       const room = Math.min(BACKLOG - (appended - delivered - dead), total - appended)
       for (let i = 0; i < room; i++) store.appendOutbox(row())
@@ -270,6 +278,7 @@ async function main (): Promise<void> {
     const cpu = process.cpuUsage(cpu0)
     const elu = performance.eventLoopUtilization(elu0).utilization
     const natsCpu = natsPid === null ? null : (cpuSeconds(natsPid) - nats0) / seconds
+    const cpuReceiver = (cpuSeconds(receiverProc.pid!) - receiver0) / seconds
     const problems: string[] = []
     if (delivered + dead < total) problems.push(`timed out: ${delivered} of ${total} delivered`)
     if (retried > 0) problems.push(`${retried} retries`)
@@ -290,7 +299,7 @@ async function main (): Promise<void> {
     const items = total - warm
     const result: Result = {
       name: scenario.name, transport: scenario.transport, batchSize: scenario.batchSize, concurrency: DELIVERY_LIMITS.inflightMaxDefault,
-      items, seconds, perSecond: items / seconds, cpuSelf: (cpu.user + cpu.system) / 1e6 / seconds, cpuNats: natsCpu, elu, problems,
+      items, seconds, perSecond: items / seconds, cpuSelf: (cpu.user + cpu.system) / 1e6 / seconds, cpuNats: natsCpu, cpuReceiver, itemsPerRequest: seen.items / Math.max(1, seen.requests), elu, problems,
     }
     if (scenario.transport === 'jetstream' && scenario.batchSize === 100) {
       result.target = `≥ ${TARGET_B100.toLocaleString('en')}/s`
@@ -316,20 +325,20 @@ async function main (): Promise<void> {
   const failed = results.filter(r => r.problems.length > 0)
   process.stdout.write('BENCH_JSON=' + JSON.stringify({
     bench: 'webhooks', durability: DURABILITY, backlog: BACKLOG, baselinePerSecond: Math.round(baseline),
-    results: results.map(r => ({ ...r, perSecond: Math.round(r.perSecond), ratio: Number(r.ratio!.toFixed(3)), seconds: Number(r.seconds.toFixed(3)), cpuSelf: Number(r.cpuSelf.toFixed(2)), elu: Number(r.elu.toFixed(2)), cpuNats: r.cpuNats === null ? null : Number(r.cpuNats.toFixed(2)) })),
+    results: results.map(r => ({ ...r, perSecond: Math.round(r.perSecond), ratio: Number(r.ratio!.toFixed(3)), seconds: Number(r.seconds.toFixed(3)), cpuSelf: Number(r.cpuSelf.toFixed(2)), elu: Number(r.elu.toFixed(2)), cpuNats: r.cpuNats === null ? null : Number(r.cpuNats.toFixed(2)), cpuReceiver: Number(r.cpuReceiver.toFixed(2)), itemsPerRequest: Number(r.itemsPerRequest.toFixed(1)) })),
   }) + '\n')
   receiverProc.disconnect()
   if (failed.length > 0 || (process.env.BENCH_STRICT === '1' && missed.length > 0)) process.exitCode = 1
 }
 
 function table (results: Result[]): string {
-  const head = ['scenario', 'batch', 'in flight', 'deliveries/s', 'ratio', 'loop busy', 'CPU node', 'CPU nats', 'target', 'met']
+  const head = ['scenario', 'batch', 'items/request', 'in flight', 'deliveries/s', 'ratio', 'loop busy', 'CPU node', 'CPU nats', 'CPU receiver', 'target', 'met']
   const rows = results.map(r => [
-    r.name, String(r.batchSize), String(r.concurrency), Math.round(r.perSecond).toLocaleString('en'), r.ratio!.toFixed(2) + '×',
-    Math.round(r.elu * 100) + '%', r.cpuSelf.toFixed(2), r.cpuNats === null ? '—' : r.cpuNats.toFixed(2), r.target ?? '—', r.met === undefined ? '—' : r.met ? 'yes' : 'NO',
+    r.name, String(r.batchSize), r.itemsPerRequest.toFixed(1), String(r.concurrency), Math.round(r.perSecond).toLocaleString('en'), r.ratio!.toFixed(2) + '×',
+    Math.round(r.elu * 100) + '%', r.cpuSelf.toFixed(2), r.cpuNats === null ? '—' : r.cpuNats.toFixed(2), r.cpuReceiver.toFixed(2), r.target ?? '—', r.met === undefined ? '—' : r.met ? 'yes' : 'NO',
   ])
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map(row => row[c]!.length)))
-  const numeric = new Set([1, 2, 3, 4, 5, 6, 7])
+  const numeric = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9])
   const fmt = (row: string[]): string => '| ' + row.map((cell, c) => numeric.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)).join(' | ') + ' |'
   return [fmt(head), '|' + widths.map((w, c) => numeric.has(c) ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2)).join('|') + '|', ...rows.map(fmt)].join('\n')
 }
