@@ -783,7 +783,6 @@ export class JetStreamQueue implements DeliveryQueue {
     // those this node handed back untried (its worker full, the webhook unknown here) do not.
     const deliveries = deliveryCountOf(msg)
     const handed = this.handedBack.get(record.id)
-    if (handed !== undefined) this.handedBack.delete(record.id)
     const untried = handed !== undefined && handed.seq === msg.seq ? handed.naks : 0
     if (deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
     const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
@@ -825,12 +824,17 @@ export class JetStreamQueue implements DeliveryQueue {
     }
     this.carriers.delete(carrier)
     if (outcome === 'delivered') {
+      this.handedBack.delete(record.id)
       carrier.msg.ack()
     } else if (outcome === 'dead') {
+      this.handedBack.delete(record.id)
       carrier.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
     } else {
       const waitMs = Math.max(0, Math.round(delayMs))
-      this.retrying.set(record.id, { record, forgetAtMs: Date.now() + waitMs + 2 * this.ackWaitMs + 60_000 })
+      const forgetAtMs = Date.now() + waitMs + 2 * this.ackWaitMs + 60_000
+      this.retrying.set(record.id, { record, forgetAtMs })
+      const handed = this.handedBack.get(record.id)
+      if (handed !== undefined) handed.forgetAtMs = Math.max(handed.forgetAtMs, forgetAtMs)
       // nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means.
       carrier.msg.nak(waitMs)
     }

@@ -308,6 +308,20 @@ describe('JetStreamQueue (real nats-server)', function () {
     expect(c.got.map(x => x.attempt)).to.deep.equal(c.got.map(() => 1))
   })
 
+  it('a record handed back busy, then taken and retried, comes back as the attempt after the one really made', async () => {
+    const queue = await open({ feedRetryMs: 100 })
+    let feeds = 0
+    const c = collector(() => ++feeds === 1 ? 'busy' : 'taken')
+    await queue.start(c.feed)
+    const r = record()
+    await queue.publish([r])
+    await until('taken after the hand-back', () => c.got.length === 2)
+    expect(c.got[1]!.attempt).to.equal(1)
+    queue.settle({ ...c.got[1]!, status: 'failed', attempt: 2, attempts: [{ atMs: Date.now(), status: 503, latencyMs: 1 }] }, 'retry', 0)
+    await until('the retry', () => c.got.length === 3, 2000)
+    expect(c.got[2]).to.deep.include({ id: r.id, attempt: 2 })
+  })
+
   it('survives a nats-server restart: a publish during the outage completes after it, consumption resumes, nothing lost', async () => {
     const queue = await open()
     const c = collector()
