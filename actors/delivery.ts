@@ -11,8 +11,8 @@ import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
-  DeliveryWorker, Sender, decodeRecord, encodeRecord, nextRunMs, systemScheduler,
-  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt,
+  DeliveryWorker, Sender, asStored, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
+  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow,
 } from '../src/webhooks/index.js'
 
 export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
@@ -81,17 +81,11 @@ export const REFILL_AFTER_MS = 250
 /** How often due schedules are looked for. */
 export const SCHEDULE_TICK_MS = 1000
 
-interface OutboxRow {
-  id: string
-  kind: 'event' | 'audience'
-  account: string
-  event?: string
-  segment?: string
-  change?: 'enter' | 'exit'
-  visitorId?: string
-  profileId?: string
-  fields?: Record<string, unknown>
-  occurredAtMs: number
+/** An outbox row as the relay reads it: its bytes too when it has them (not a row of an earlier release). */
+interface AppendedRow {
+  key: number
+  value: OutboxRow
+  bytes: Uint8Array | null
 }
 
 /**
@@ -214,7 +208,9 @@ export class DeliveryHub {
   /** The highest outbox seq the relay has handed to the queue. */
   private relayedThrough = 0
   /** Outbox rows appended while running and not relayed yet, oldest first: see readOutbox. */
-  private appended: { key: number, value: OutboxRow }[] = []
+  private appended: AppendedRow[] = []
+  /** Per webhook, the bytes its new records have between their seq and their numbers (recordOfRow). */
+  private readonly prefixes = new WeakMap<CompiledWebhook, Uint8Array>()
   /** Per schedule webhook, the time of its next run (before its delay). */
   private readonly nextRuns = new Map<string, number>()
   private scheduling: Promise<number> | null = null
@@ -254,8 +250,8 @@ export class DeliveryHub {
     for (const webhook of this.registry.allWebhooks()) this.workers.set(slot(webhook.account, webhook.id), this.worker(webhook))
     this.registry.onWebhookChanged = (account, id, webhook) => { this.swap(account, id, webhook).catch(logFailure) }
     await this.queue.start(record => this.enqueue(record))
-    this.store.onOutboxAppend = (seq, row) => {
-      if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row as unknown as OutboxRow })
+    this.store.onOutboxAppend = (seq, row, bytes) => {
+      if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row, bytes })
       this.relayLater()
     }
     this.relaySoon()
@@ -424,21 +420,20 @@ export class DeliveryHub {
       const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
       let last: Promise<boolean> | null = null
-      for (const { key, value } of rows) {
-        const row = value as OutboxRow
+      for (const { key, value: row, bytes: rowBytes } of rows) {
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
-          const record = newRecord(row, key as number, webhook, nowMs, this.store.nodeId)
-          const bytes = encodeRecord(record)
-          last = this.store.deliveries.put([record.account, record.webhookId, record.seq], bytes)
+          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId)
+          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs)
+          last = this.store.deliveries.put([record.account, record.webhookId, record.seq], asStored(bytes))
           created.push(record)
           encoded.push(bytes)
         }
       }
-      const through = rows[rows.length - 1]!.key as number
+      const through = rows[rows.length - 1]!.key
       readFrom = through + 1
       const pass = Promise.all([previous, last, this.queue.publish(created, encoded)]).then(() => {
-        for (const { key } of rows) this.relayedRows.push(key as number)
+        for (const { key } of rows) this.relayedRows.push(key)
         this.writeSoon()
         this.relayedThrough = through
         if (this.syncWaits.size > 0) this.noteRelayed(created)
@@ -458,17 +453,26 @@ export class DeliveryHub {
    * from LMDB otherwise (rows from before a start, past APPENDED_ROWS_MAX, or read again after a
    * failed pass). Rows taken, and those left behind by them, leave the memory.
    */
-  private readOutbox (readFrom: number): { key: number, value: OutboxRow }[] {
-    const rows: { key: number, value: OutboxRow }[] = []
+  private readOutbox (readFrom: number): AppendedRow[] {
+    const rows: AppendedRow[] = []
     const appended = this.appended
     let i = 0
     for (const key of this.store.outbox.getKeys({ start: readFrom, limit: RELAY_BATCH_MAX }) as Iterable<number>) {
       while (i < appended.length && appended[i]!.key < key) i++
       if (i < appended.length && appended[i]!.key === key) rows.push(appended[i++]!)
-      else rows.push({ key, value: this.store.outbox.get(key) as OutboxRow })
+      else rows.push(storedRow(key, this.store.outbox.get(key)))
     }
     if (i > 0) appended.splice(0, i)
     return rows
+  }
+
+  private prefixOf (webhook: CompiledWebhook): Uint8Array {
+    let prefix = this.prefixes.get(webhook)
+    if (prefix === undefined) {
+      prefix = recordPrefix(webhook.id, webhook.account, this.store.nodeId)
+      this.prefixes.set(webhook, prefix)
+    }
+    return prefix
   }
 
   /**
@@ -675,13 +679,13 @@ export class DeliveryHub {
     this.settles = []
     let last: Promise<boolean> | null = null
     let row: unknown = null
-    let bytes: Uint8Array | null = null
+    let stored: object | null = null
     for (let i = 0; i < outcomes.length; i += 2) {
       if (outcomes[i + 1] !== row) {
         row = outcomes[i + 1]
-        bytes = encodeRecord(row as OutcomeRow)
+        stored = asStored(encodeRecord(row as OutcomeRow))
       }
-      last = this.store.deliveries.put(outcomes[i] as Key, bytes)
+      last = this.store.deliveries.put(outcomes[i] as Key, stored)
     }
     for (const key of relayedRows) last = this.store.outbox.remove(key)
     // A failed commit loses outcome rows (logged): the queue is told all the same, the delivery was made.
@@ -738,7 +742,7 @@ export class DeliveryHub {
     for (const record of records) {
       const key = [record.account, record.webhookId, record.seq]
       this.store.ignoreFailure(this.store.deliveries.remove([...key, OUTCOME_KEY]), logFailure)
-      last = this.store.deliveries.put(key, encodeRecord(record))
+      last = this.store.deliveries.put(key, asStored(encodeRecord(record)))
     }
     return last
   }
@@ -848,6 +852,11 @@ function slot (account: string, webhookId: string): string {
 /** Delivery ids are `<outbox seq>.<webhook id>`: the record's key is derivable from the id. */
 function seqOf (id: string): number {
   return Number(id.slice(0, id.indexOf('.')))
+}
+
+/** An outbox row read from LMDB: its bytes (a Buffer, as the db gives a msgpack bin), or a row of an earlier release. */
+function storedRow (key: number, value: unknown): AppendedRow {
+  return value instanceof Uint8Array ? { key, value: decodeRow(value), bytes: value } : { key, value: value as OutboxRow, bytes: null }
 }
 
 function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {

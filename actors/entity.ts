@@ -3,6 +3,7 @@
 
 import { ApiError } from '../src/errors.js'
 import type { Store } from '../src/store/store.js'
+import type { OutboxRow } from '../src/webhooks/index.js'
 import type { VisitorMetrics } from '../src/matching/index.js'
 import { evaluateSegments, membershipChanges, type SegmentSet } from '../src/segments/segment-set.js'
 import { nextExpiryMs, type Windows } from '../src/segments/windows.js'
@@ -127,17 +128,14 @@ export type ChangeWanted = (account: string, change: 'enter' | 'exit', segment: 
 export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: EntityState, set: SegmentSet, members: string[], windows: Windows, nowMs: number): void {
   const { entered, exited } = membershipChanges(state.computed, members)
   if (entered.length > 0 || exited.length > 0) {
-    let occurredAt: string | null = null
     const who = ref.kind === 'visitor' ? 'visitorId' : 'profileId'
     for (const segment of entered) {
       if (!wantsChange(ref.account, 'enter', segment)) continue
-      occurredAt ??= new Date(nowMs).toISOString()
-      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAt, occurredAtMs: nowMs })
+      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAtMs: nowMs })
     }
     for (const segment of exited) {
       if (!wantsChange(ref.account, 'exit', segment)) continue
-      occurredAt ??= new Date(nowMs).toISOString()
-      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAt, occurredAtMs: nowMs })
+      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAtMs: nowMs })
     }
     state.computed = members
   }
@@ -197,7 +195,7 @@ export type EventWanted = (account: string, type: string) => boolean
  * (the row and the state change commit together).
  */
 export function outboxEvent (ref: EntityRef, type: string, nowMs: number, fields: Record<string, unknown>, profileId: string | null): void {
-  const row: Record<string, unknown> = { kind: 'event', account: ref.account, event: type, fields, occurredAtMs: nowMs }
+  const row: OutboxRow = { kind: 'event', account: ref.account, event: type, fields, occurredAtMs: nowMs }
   if (ref.kind === 'visitor') row.visitorId = ref.id
   const profile = ref.kind === 'profile' ? ref.id : profileId
   if (profile !== null) row.profileId = profile

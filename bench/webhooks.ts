@@ -107,6 +107,7 @@ async function main (): Promise<void> {
   const { systemClock } = await import('../src/clock.js')
   type DeliveryQueue = import('../actors/delivery.js').DeliveryQueue
   type DeliveryRecord = import('../actors/delivery.js').DeliveryRecord
+  type OutboxRow = import('../src/webhooks/index.js').OutboxRow
 
   const ITEMS_1 = intEnv('BENCH_ITEMS_1', 20_000)
   const ITEMS_100 = intEnv('BENCH_ITEMS_100', 200_000)
@@ -142,7 +143,7 @@ async function main (): Promise<void> {
     delivery: { mode: 'async', timeoutMs: 10_000, batchSize },
   })
   let orderSeq = 0
-  const row = (): Record<string, unknown> => {
+  const row = (): OutboxRow => {
     orderSeq++
     return {
       kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: randomUUID(),

@@ -6,16 +6,18 @@
 // `separateFlushed` it also carries `.flushed`, resolved once the OS reports the sync. Which of the two
 // a write waits for before it is acknowledged is BEACON_DURABILITY.
 //
-// Values are msgpack records. The rows written on every event (visitors, profiles, outbox, deliveries)
-// share their record structures: each shape of Beacon's own records is described once, in the meta db,
-// instead of in every value (half the bytes, about twice as fast to encode and three times to decode).
-// Only shapes made of Beacon's field names are shared (a db holds 32 at most): maps keyed by site data
-// (attributes, counts, event fields) are plain msgpack maps.
+// Values are msgpack records. The rows written on every event (visitors, profiles) share their record
+// structures: each shape of Beacon's own records is described once, in the meta db, instead of in every
+// value (half the bytes, about twice as fast to encode and three times to decode). Only shapes made of
+// Beacon's field names are shared (a db holds 32 at most): maps keyed by site data (attributes, counts,
+// event fields) are plain msgpack maps. Outbox rows and delivery records are the bytes of their own
+// codec (webhooks/record-codec.ts), stored as msgpack bins: they travel as they are to NATS.
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
+import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
 
 export type Key = string | (string | number)[]
 
@@ -49,7 +51,7 @@ export class Store {
    */
   readonly nodeId: string
   /** Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row). */
-  onOutboxAppend: ((seq: number, row: Record<string, unknown>) => void) | null = null
+  onOutboxAppend: ((seq: number, row: OutboxRow, bytes: Uint8Array) => void) | null = null
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
   onDurableMs: ((durationMs: number) => void) | null = null
   readonly durability: Durability
@@ -115,12 +117,13 @@ export class Store {
    * Append an outbox row; issued in the same event turn as the state change that caused it, it is
    * committed in the same transaction. Returns the row's id (its sequence number, as a string).
    */
-  appendOutbox (row: Record<string, unknown>): string {
+  appendOutbox (row: OutboxRow): string {
     const seq = this.allocateSeq()
+    const bytes = encodeRow(row)
     // Its failure is the transaction's, reported through the state write it travels with. The row's
     // id is its key: not stored in it too.
-    this.ignoreFailure(this.outbox.put(seq, row))
-    this.onOutboxAppend?.(seq, row)
+    this.ignoreFailure(this.outbox.put(seq, asStored(bytes)))
+    this.onOutboxAppend?.(seq, row, bytes)
     return String(seq)
   }
 

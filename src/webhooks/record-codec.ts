@@ -11,7 +11,15 @@
 // A message is MESSAGE_MAGIC followed by one record, or an array of records whose parts are the
 // records' own bytes. A message without the magic is of an earlier release (msgpack records described
 // inside the message) and decodes as before.
+//
+// Outbox rows are tuples too (encodeRow), laid out so that the relay makes a record of a row without
+// encoding anything of the site's again: the row's bytes from occurredAtMs on are, as they are, the
+// record tuple's context part (recordOfRow).
+//
+// In LMDB (the outbox and deliveries dbs, whose own encoder is msgpack) these bytes are stored inside a
+// msgpack bin (asStored): the db decodes them as a Buffer of these very bytes.
 
+import { asBinary } from 'lmdb'
 import { Packr, unpack } from 'msgpackr'
 
 /**
@@ -119,6 +127,107 @@ export function encodeRecord (value: object): Uint8Array {
     context.visitorId ?? null, context.profileId ?? null, context.event ?? null, context.eventFields ?? null,
     context.audience ?? null, context.change ?? null, context.attributes ?? null,
   ])
+}
+
+/**
+ * An outbox row: what a state change leaves for the relay (an event, or an audience change). Written
+ * as the tuple [ROW, account, occurredAtMs, visitorId, profileId, event, fields, segment, change].
+ */
+export interface OutboxRow {
+  kind: 'event' | 'audience'
+  account: string
+  event?: string
+  segment?: string
+  change?: 'enter' | 'exit'
+  visitorId?: string
+  profileId?: string
+  fields?: Record<string, unknown>
+  occurredAtMs: number
+}
+
+const ROW = 2
+
+/** An outbox row's bytes. */
+export function encodeRow (row: OutboxRow): Uint8Array {
+  return encoder.pack([
+    ROW, row.account, row.occurredAtMs, row.visitorId ?? null, row.profileId ?? null,
+    row.kind === 'event' ? row.event! : null, row.fields ?? null, row.segment ?? null, row.change ?? null,
+  ])
+}
+
+/** An outbox row from its bytes (encodeRow's). */
+export function decodeRow (bytes: Uint8Array): OutboxRow {
+  const t = decoder.unpack(bytes) as unknown[]
+  if (!Array.isArray(t) || t[0] !== ROW) throw new Error('not an outbox row')
+  const row: OutboxRow = t[5] !== null
+    ? { kind: 'event', account: t[1] as string, event: t[5] as string, occurredAtMs: t[2] as number }
+    : { kind: 'audience', account: t[1] as string, segment: t[7] as string, change: t[8] as 'enter' | 'exit', occurredAtMs: t[2] as number }
+  if (t[3] !== null) row.visitorId = t[3] as string
+  if (t[4] !== null) row.profileId = t[4] as string
+  if (t[6] !== null) row.fields = t[6] as Record<string, unknown>
+  return row
+}
+
+/** What recordOfRow writes between a record's seq and its numbers, for each record of one webhook made on one node. */
+export function recordPrefix (webhookId: string, account: string, node: string): Uint8Array {
+  return encoder.pack([webhookId, account, node, 'pending']).subarray(1) // without the fixarray's header
+}
+
+/**
+ * The bytes encodeRecord makes of a new record (pending, attempt 1, created now) of an outbox row, from
+ * the row's bytes: the row's context part copied, the rest written here, so msgpackr is not involved.
+ */
+export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number): Uint8Array {
+  // The row: fixarray of 9, ROW, the account (a str of any length), then its context part.
+  const head = row[2]!
+  const contextAt = 2 + (head >= 0xa0 && head <= 0xbf ? 1 + (head & 0x1f)
+    : head === 0xd9 ? 2 + row[3]!
+      : head === 0xda ? 3 + ((row[3]! << 8) | row[4]!)
+        : 5 + ((row[3]! << 24) >>> 0) + ((row[4]! << 16) | (row[5]! << 8) | row[6]!))
+  const context = row.subarray(contextAt)
+  const out = Buffer.allocUnsafe(4 + 9 + prefix.length + 3 + 18 + 1 + context.length + 1)
+  out[0] = 0xdc // array16 of 20
+  out[1] = 0
+  out[2] = 20
+  out[3] = TUPLE
+  let at = 4
+  if (seq < 0x40) {
+    out[at++] = seq // a positive fixint: 0x40-0x7f are record ids here, as for msgpackr with records
+  } else if (seq <= 0xffffffff) {
+    out[at++] = 0xce
+    out.writeUInt32BE(seq, at)
+    at += 4
+  } else {
+    out[at++] = 0xcb
+    out.writeDoubleBE(seq, at)
+    at += 8
+  }
+  out.set(prefix, at) // webhookId, account, node, status
+  at += prefix.length
+  out[at++] = 1 // attempt
+  out[at++] = 0x90 // attempts: []
+  out[at++] = 0 // dueMs
+  out[at++] = 0xcb // createdAtMs
+  out.writeDoubleBE(nowMs, at)
+  at += 8
+  out[at++] = 0xcb // updatedAtMs
+  out.writeDoubleBE(nowMs, at)
+  at += 8
+  out[at++] = 0xc0 // replayedAtMs
+  out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change
+  at += context.length
+  out[at++] = 0xc0 // attributes
+  return out.subarray(0, at)
+}
+
+/** Bytes to put in the outbox or deliveries db as they are: inside a msgpack bin, which the db decodes as a Buffer of them. */
+export function asStored (bytes: Uint8Array): object {
+  const n = bytes.length
+  const stored = Buffer.allocUnsafe(5 + n)
+  stored[0] = 0xc6 // bin32
+  stored.writeUInt32BE(n, 1)
+  stored.set(bytes, 5)
+  return asBinary(stored)
 }
 
 export function decodeRecord (bytes: Uint8Array): unknown {

@@ -6,7 +6,7 @@ import { Store } from '../../src/store/store.js'
 import { Registry } from '../../src/store/registry.js'
 import { systemClock } from '../../src/clock.js'
 import { DeliveryHub, EmbeddedQueue, type DeliveryHubOptions, type DeliveryQueue, type DeliveryRecord } from '../../actors/delivery.js'
-import { decodeRecord } from '../../src/webhooks/index.js'
+import { decodeRecord, encodeRow, type OutboxRow } from '../../src/webhooks/index.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 import { ACCOUNT, config, startReceiver, waitFor, type Receiver } from './helpers.js'
 
@@ -48,7 +48,7 @@ function publishingQueue (publish: DeliveryQueue['publish']): DeliveryQueue {
   return { retriesInMemory: true, start: async () => {}, publish, settle: () => {}, stop: async () => {} }
 }
 
-const purchase = (i: number, fields: Record<string, unknown> = {}): Record<string, unknown> =>
+const purchase = (i: number, fields: Record<string, unknown> = {}): OutboxRow =>
   ({ kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: `v${i}`, fields, occurredAtMs: Date.now() })
 
 describe('outbox relay', () => {
@@ -112,6 +112,30 @@ describe('outbox relay', () => {
     })
   })
 
+  it('relays rows of an earlier release (plain msgpack records) and its own alike, and stores each record as it published it', async () => {
+    const published: DeliveryRecord[] = []
+    const queue = publishingQueue(async records => { published.push(...records) })
+    await withHub('http://127.0.0.1:9/in', () => ({ queue, relayDelayMs: 1 }), async (hub, store) => {
+      const earlier = store.allocateSeq()
+      await store.durable(store.outbox.put(earlier, { kind: 'event', account: ACCOUNT, event: 'purchase', visitorId: 'v-old', fields: { orderId: 'old' }, occurredAtMs: 5 }))
+      const stored = Number(store.appendOutbox(purchase(1, { orderId: 'stored' })))
+      await store.root.committed
+      await hub.start()
+      const appended = Number(store.appendOutbox({ kind: 'audience', account: ACCOUNT, segment: 'vip', change: 'enter', profileId: 'p-1', occurredAtMs: 6 }))
+      await waitFor(() => published.length === 2, 5000, 'the two purchases relayed')
+      await hub.settled()
+      await store.root.committed
+      expect(published.map(record => record.seq)).to.deep.equal([earlier, stored])
+      expect(published[0]!.item.context).to.deep.equal({ account: ACCOUNT, visitorId: 'v-old', event: 'purchase', eventFields: { orderId: 'old' } })
+      for (const record of published) {
+        expect(decodeRecord(store.deliveries.get([ACCOUNT, 'orders', record.seq]) as Uint8Array)).to.deep.equal(record)
+      }
+      // The audience row selects no webhook: nothing made of it, and it leaves the outbox all the same.
+      expect(store.deliveries.get([ACCOUNT, 'orders', appended])).to.equal(undefined)
+      await waitFor(() => store.outbox.getCount() === 0, 5000, 'every row removed')
+    })
+  })
+
   it('takes rows appended while it runs from memory, decodes only those from before its start, and never relays a row LMDB lacks', async () => {
     const published: DeliveryRecord[] = []
     const queue = publishingQueue(async records => { published.push(...records) })
@@ -128,7 +152,7 @@ describe('outbox relay', () => {
       expect(decoded).to.equal(1)
       // A row whose transaction failed: the hub heard of it, LMDB never had it.
       const lost = store.allocateSeq()
-      store.onOutboxAppend!(lost, purchase(1, { orderId: 'lost' }))
+      store.onOutboxAppend!(lost, purchase(1, { orderId: 'lost' }), encodeRow(purchase(1, { orderId: 'lost' })))
       const seqs = Array.from({ length: 20 }, (_, i) => Number(store.appendOutbox(purchase(i, { orderId: `o-${i}` }))))
       await waitFor(() => published.length === 21, 5000, 'twenty rows relayed')
       await new Promise(resolve => setTimeout(resolve, 50))
@@ -179,7 +203,7 @@ describe('outbox relay', () => {
     await withReceiver(store => ({ queue: new EmbeddedQueue(store), workerQueueItemsMax: 50, writeDelayMs: 60_000 }), async (hub, store, receiver) => {
       await hub.start()
       for (let i = 0; i < 200; i++) store.appendOutbox(purchase(0, { orderId: `o-${i}` }))
-      await waitFor(() => receiver.requests.length >= 200, 15_000, 'all 200 delivered')
+      await waitFor(() => receiver.requests.length >= 200, 15_000, `all 200 delivered (${receiver.requests.length})`)
       await new Promise(resolve => setTimeout(resolve, 600))
       const ids = new Set(receiver.requests.map(r => r.headers['webhook-id']))
       expect(ids.size).to.equal(200)
