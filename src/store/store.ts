@@ -11,7 +11,7 @@
 // value (half the bytes, about twice as fast to encode and three times to decode). Only shapes made of
 // Beacon's field names are shared (a db holds 32 at most): maps keyed by site data (attributes, counts,
 // event fields) are plain msgpack maps. Outbox rows and delivery records are the bytes of their own
-// codec (webhooks/record-codec.ts), stored as msgpack bins: they travel as they are to NATS.
+// codec (webhooks/record-codec.ts), stored as msgpack bins; a record's are also what it is published as.
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
