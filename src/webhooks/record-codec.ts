@@ -179,6 +179,7 @@ export function recordPrefix (webhookId: string, account: string, node: string):
  */
 export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number): Uint8Array {
   // The row: fixarray of 9, ROW, the account (a str of any length), then its context part.
+  if (row[0] !== 0x99 || row[1] !== ROW) throw new Error('not an outbox row')
   const head = row[2]!
   const contextAt = 2 + (head >= 0xa0 && head <= 0xbf ? 1 + (head & 0x1f)
     : head === 0xd9 ? 2 + row[3]!

@@ -102,6 +102,7 @@ describe('delivery record codec', () => {
     it('round-trips every kind of row, with accounts of every string header size', () => {
       for (const row of rows) expect(decodeRow(encodeRow(row))).to.deep.equal(row)
       expect(() => decodeRow(encodeRecord(record(1)))).to.throw(/not an outbox row/)
+      expect(() => recordOfRow(encodeRecord(record(1)), 1, recordPrefix('orders', 'acc-1', 'node-1'), NOW)).to.throw(/not an outbox row/)
     })
 
     it('makes from a row\'s bytes the very record encodeRecord writes, for seqs of every size', () => {
