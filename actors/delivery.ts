@@ -679,7 +679,7 @@ export class DeliveryHub {
     this.settles = []
     let last: Promise<boolean> | null = null
     let row: unknown = null
-    let stored: object | null = null
+    let stored: ReturnType<typeof asStored> | null = null
     for (let i = 0; i < outcomes.length; i += 2) {
       if (outcomes[i + 1] !== row) {
         row = outcomes[i + 1]

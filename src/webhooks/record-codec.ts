@@ -222,7 +222,7 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
 }
 
 /** Bytes to put in the outbox or deliveries db as they are: inside a msgpack bin, which the db decodes as a Buffer of them. */
-export function asStored (bytes: Uint8Array): object {
+export function asStored (bytes: Uint8Array): ReturnType<typeof asBinary> {
   const n = bytes.length
   const stored = Buffer.allocUnsafe(5 + n)
   stored[0] = 0xc6 // bin32
