@@ -186,15 +186,16 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
       : head === 0xda ? 3 + ((row[3]! << 8) | row[4]!)
         : 5 + ((row[3]! << 24) >>> 0) + ((row[4]! << 16) | (row[5]! << 8) | row[6]!))
   const context = row.subarray(contextAt)
-  const out = Buffer.allocUnsafe(4 + 9 + prefix.length + 3 + 18 + 1 + context.length + 1)
+  const seqSize = seq < 0x40 ? 1 : seq <= 0xffffffff ? 5 : 9
+  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + 1)
   out[0] = 0xdc // array16 of 20
   out[1] = 0
   out[2] = 20
   out[3] = TUPLE
   let at = 4
-  if (seq < 0x40) {
+  if (seqSize === 1) {
     out[at++] = seq // a positive fixint: 0x40-0x7f are record ids here, as for msgpackr with records
-  } else if (seq <= 0xffffffff) {
+  } else if (seqSize === 5) {
     out[at++] = 0xce
     out.writeUInt32BE(seq, at)
     at += 4
@@ -217,8 +218,8 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
   out[at++] = 0xc0 // replayedAtMs
   out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change
   at += context.length
-  out[at++] = 0xc0 // attributes
-  return out.subarray(0, at)
+  out[at] = 0xc0 // attributes
+  return out
 }
 
 /** Bytes to put in the outbox or deliveries db as they are: inside a msgpack bin, which the db decodes as a Buffer of them. */
