@@ -1,6 +1,10 @@
-// The worker's queue: a binary min-heap of pending groups ordered by due time, then arrival.
-// Items wait here for their delay (occurredAtMs + delayMs), a rate token, a free in-flight slot,
-// or an in-memory retry.
+// The worker's queue: pending groups ordered by due time, then arrival. Items wait here for their
+// delay (occurredAtMs + delayMs), a rate token, a free in-flight slot, or an in-memory retry.
+//
+// Groups mostly arrive in due order (fresh items in occurredAt order, one delay for the webhook), so
+// those go to a plain first-in first-out run, and only a group due before the run's last one goes to
+// a binary min-heap. The head is the earlier of the two heads. A heap alone cost a pop of a dozen
+// scattered reads a delivery at a worker's 10,000 items (about 2 % of the main thread at batchSize 1).
 
 import type { AttemptRecord, DeliveryItem } from './types.js'
 
@@ -16,17 +20,52 @@ export interface Pending {
 }
 
 export class DueHeap {
+  /** Groups pushed in due order, from runHead on (a slot taken out is cleared). */
+  private run: (Pending | undefined)[] = []
+  private runHead = 0
+  /** The others: a binary min-heap. */
   private readonly nodes: Pending[] = []
 
   get size (): number {
-    return this.nodes.length
+    return this.run.length - this.runHead + this.nodes.length
   }
 
   peek (): Pending | undefined {
-    return this.nodes[0]
+    const first = this.run[this.runHead]
+    const top = this.nodes[0]
+    if (first === undefined || (top !== undefined && before(top, first))) return top
+    return first
   }
 
   push (node: Pending): void {
+    const run = this.run
+    if (run.length === this.runHead || !before(node, run[run.length - 1] as Pending)) run.push(node)
+    else this.heapPush(node)
+  }
+
+  pop (): Pending | undefined {
+    const first = this.run[this.runHead]
+    const top = this.nodes[0]
+    if (first === undefined || (top !== undefined && before(top, first))) return this.heapPop()
+    this.run[this.runHead++] = undefined
+    if (this.runHead === this.run.length) {
+      this.run = []
+      this.runHead = 0
+    } else if (this.runHead >= 4096 && this.runHead * 2 >= this.run.length) {
+      this.run = this.run.slice(this.runHead)
+      this.runHead = 0
+    }
+    return first
+  }
+
+  /** Remove and return everything, in due order. */
+  drain (): Pending[] {
+    const out: Pending[] = []
+    for (let node = this.pop(); node !== undefined; node = this.pop()) out.push(node)
+    return out
+  }
+
+  private heapPush (node: Pending): void {
     const nodes = this.nodes
     nodes.push(node)
     let i = nodes.length - 1
@@ -39,7 +78,7 @@ export class DueHeap {
     nodes[i] = node
   }
 
-  pop (): Pending | undefined {
+  private heapPop (): Pending | undefined {
     const nodes = this.nodes
     const top = nodes[0]
     const last = nodes.pop()
@@ -56,13 +95,6 @@ export class DueHeap {
     }
     nodes[i] = last
     return top
-  }
-
-  /** Remove and return everything, in due order. */
-  drain (): Pending[] {
-    const out: Pending[] = []
-    for (let node = this.pop(); node !== undefined; node = this.pop()) out.push(node)
-    return out
   }
 }
 
