@@ -7,6 +7,7 @@
 // scattered reads a delivery at a worker's 10,000 items (about 2 % of the main thread at batchSize 1).
 
 import type { AttemptRecord, DeliveryItem } from './types.js'
+import { Fifo } from './fifo.js'
 
 export interface Pending {
   items: DeliveryItem[]
@@ -20,42 +21,33 @@ export interface Pending {
 }
 
 export class DueHeap {
-  /** Groups pushed in due order, from runHead on (a slot taken out is cleared). */
-  private run: (Pending | undefined)[] = []
-  private runHead = 0
+  /** Groups pushed in due order. */
+  private readonly run = new Fifo<Pending>()
   /** The others: a binary min-heap. */
   private readonly nodes: Pending[] = []
 
   get size (): number {
-    return this.run.length - this.runHead + this.nodes.length
+    return this.run.size + this.nodes.length
   }
 
   peek (): Pending | undefined {
-    const first = this.run[this.runHead]
+    const first = this.run.peek()
     const top = this.nodes[0]
     if (first === undefined || (top !== undefined && before(top, first))) return top
     return first
   }
 
   push (node: Pending): void {
-    const run = this.run
-    if (run.length === this.runHead || !before(node, run[run.length - 1] as Pending)) run.push(node)
+    const last = this.run.last()
+    if (last === undefined || !before(node, last)) this.run.push(node)
     else this.heapPush(node)
   }
 
   pop (): Pending | undefined {
-    const first = this.run[this.runHead]
+    const first = this.run.peek()
     const top = this.nodes[0]
     if (first === undefined || (top !== undefined && before(top, first))) return this.heapPop()
-    this.run[this.runHead++] = undefined
-    if (this.runHead === this.run.length) {
-      this.run = []
-      this.runHead = 0
-    } else if (this.runHead >= 4096 && this.runHead * 2 >= this.run.length) {
-      this.run = this.run.slice(this.runHead)
-      this.runHead = 0
-    }
-    return first
+    return this.run.shift()
   }
 
   /** Remove and return everything, in due order. */

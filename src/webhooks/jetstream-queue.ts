@@ -41,6 +41,7 @@ export type { Feed, FeedAnswer }
 import { log as defaultLog } from '../log.js'
 import { redactUrl } from '../config.js'
 import { decodeMessage, encodeMessage, encodeRecord } from './record-codec.js'
+import { Fifo } from './fifo.js'
 
 /** What the queue logs through (pino's shape). */
 export interface QueueLogger {
@@ -869,30 +870,6 @@ export class JetStreamQueue implements DeliveryQueue {
       if (drained !== true && !this.nc.isClosed()) await this.nc.close().catch(() => {})
     }
     await withTimeout(this.watching, 1_000)
-  }
-}
-
-/** First-in first-out without Array.shift's copying. */
-class Fifo<T> {
-  private items: (T | undefined)[] = []
-  private head = 0
-
-  push (item: T): void {
-    this.items.push(item)
-  }
-
-  shift (): T | undefined {
-    if (this.head === this.items.length) return undefined
-    const item = this.items[this.head]
-    this.items[this.head++] = undefined
-    if (this.head === this.items.length) {
-      this.items = []
-      this.head = 0
-    } else if (this.head >= 4096 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head)
-      this.head = 0
-    }
-    return item
   }
 }
 
