@@ -44,10 +44,9 @@ export class DueHeap {
   }
 
   pop (): Pending | undefined {
-    const first = this.run.peek()
-    const top = this.nodes[0]
-    if (first === undefined || (top !== undefined && before(top, first))) return this.heapPop()
-    return this.run.shift()
+    const head = this.peek()
+    if (head === undefined) return undefined
+    return head === this.run.peek() ? this.run.shift() : this.heapPop()
   }
 
   /** Remove and return everything, in due order. */
