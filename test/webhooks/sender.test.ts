@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { Webhook } from 'standardwebhooks'
 import { renderRequest, Sender } from '../../src/webhooks/index.js'
+import { batchIdOf } from '../../src/webhooks/batch-id.js'
 import { compiled, item, SECRET, settle, startProxy, startReceiver, TEST_CERT, type Receiver, type Responder } from './helpers.js'
 
 describe('Sender.sendOnce', () => {
@@ -83,6 +84,14 @@ describe('Sender.sendOnce', () => {
       expect(first.deliveryId).to.match(/^batch_[0-9a-f]{32}$/)
       expect(r.requests[0]!.headers['webhook-id']).to.equal(first.deliveryId)
       expect(again.deliveryId).to.equal(first.deliveryId)
+    })
+
+    it('names a batch batch_ + the first 32 hex digits of SHA-256 over its item ids, sorted, each followed by a newline', () => {
+      // Receivers deduplicate on this id: its recipe (docs/webhooks.md) must not drift. Expected value
+      // computed outside Node: sha256("10.hook\n11.hook\n9.hook\n") (string order: "10" < "11" < "9").
+      const items = ['10.hook', '9.hook', '11.hook'].map(id => ({ ...item(), id }))
+      expect(batchIdOf(items)).to.equal('batch_12d9c0f860b2fcb3551e2a26ccf25888')
+      expect(batchIdOf([items[0]!])).to.equal('10.hook')
     })
 
     it('sends a single object with batchSize 1 and a one-element array with batchSize > 1', () => {
