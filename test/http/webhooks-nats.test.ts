@@ -7,8 +7,9 @@
 import { expect } from 'chai'
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
 import { Webhook } from 'standardwebhooks'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { startProxy, startReceiver, until, type Receiver, type Responder } from '../webhooks/helpers.js'
@@ -447,5 +448,57 @@ describe('webhook faults, JetStream transport', function () {
     await until('all 4,000 delivered', () => delivered().size === 4000, 60_000)
     const stats = checkAtLeastOnce(receiver.requests, sent)
     console.log(`      nats-server restart: ${stats.requests} requests for 4,000 orders, ${stats.duplicates} duplicates`)
+  })
+})
+
+describe('JetStream transport over TLS (a nats-server that requires it, its certificate from a private CA)', function () {
+  this.timeout(60_000)
+  // Self-signed for 127.0.0.1 and localhost: the certificate is its own CA.
+  const CERT = fileURLToPath(new URL('../webhooks/fixtures/test-cert.pem', import.meta.url))
+  const KEY = fileURLToPath(new URL('../webhooks/fixtures/test-key.pem', import.meta.url))
+  let nats: NatsServer
+  let receiver: Receiver
+  let beacon: BeaconProcess | null = null
+  let dataDir: string | null = null
+
+  beforeEach(async () => {
+    nats = await startNatsServer({ args: ['--tls', '--tlscert', CERT, '--tlskey', KEY] })
+    receiver = await startReceiver()
+  })
+  afterEach(async () => {
+    await beacon?.kill()
+    if (dataDir !== null) removeDir(dataDir)
+    beacon = null
+    dataDir = null
+    await receiver.close()
+    await nats.close()
+  })
+
+  it('refuses to start when the server certificate is not trusted, and says why', async () => {
+    dataDir = tempDir()
+    let failure = ''
+    await startBeacon({ dataDir, env: { BEACON_NATS_URL: `tls://127.0.0.1:${nats.port}` } }).then(started => { beacon = started }, (error: Error) => { failure = error.message })
+    expect(beacon).to.equal(null)
+    expect(failure).to.match(/beacon failed to start/)
+    expect(failure).to.match(/unable to verify the first certificate|self[- ]signed certificate/)
+  })
+
+  it('connects with the CA given in NODE_EXTRA_CA_CERTS and delivers through the stream', async () => {
+    beacon = await startBeacon({ env: { BEACON_NATS_URL: `tls://127.0.0.1:${nats.port}`, NODE_EXTRA_CA_CERTS: CERT, BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    dataDir = beacon.dataDir
+    const ready = await fetch(`${beacon.url}/readyz`).then(async r => ({ status: r.status, body: await r.json() as { checks: { name: string, ok: boolean }[] } }))
+    expect(ready.status).to.equal(200)
+    expect(ready.body.checks.find(c => c.name === 'nats')?.ok).to.equal(true)
+    const tenant = await createTenant(beacon.url)
+    const res = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+      name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}}' },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+    })
+    expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    const sent = await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: 'o-tls' })
+    expect(sent.status).to.equal(200)
+    await until('the delivery', () => receiver.requests.length === 1)
+    expect(JSON.parse(receiver.requests[0]!.body)).to.deep.equal({ order: 'o-tls' })
   })
 })
