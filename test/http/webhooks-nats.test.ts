@@ -357,6 +357,18 @@ function checkAtLeastOnce (requests: FlakyReceiver['requests'], orders: Iterable
   return { duplicates: okCount - delivered.size, requests: requests.length }
 }
 
+/** A tenant with webhook `orders`: each purchase POSTs `{"order": <orderId>}` to <receiver>/in, one a request. */
+async function ordersWebhook (base: string, receiverUrl: string): Promise<Tenant> {
+  const tenant = await createTenant(base)
+  const res = await admin(base, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+    name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+    request: { method: 'POST', url: `${receiverUrl}/in`, payload: '{"order": {{event.orderId}}}' },
+    delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+  })
+  expect(res.status, JSON.stringify(res.body)).to.equal(200)
+  return tenant
+}
+
 describe('webhook faults, JetStream transport', function () {
   this.timeout(90_000)
   let nats: NatsServer
@@ -378,16 +390,7 @@ describe('webhook faults, JetStream transport', function () {
     await nats.close()
   })
 
-  const setup = async (): Promise<Tenant> => {
-    const tenant = await createTenant(beacon!.url)
-    const res = await admin(beacon!.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
-      name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
-      request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}}' },
-      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
-    })
-    expect(res.status, JSON.stringify(res.body)).to.equal(200)
-    return tenant
-  }
+  const setup = (): Promise<Tenant> => ordersWebhook(beacon!.url, receiver.url)
   /** Send orders o-<from>..o-<to - 1>, 50 at a time; the ones answered 200 go into `sent`. */
   const send = async (tenant: Tenant, from: number, to: number, sent: Set<string>): Promise<void> => {
     for (let i = from; i < to; i += 50) {
@@ -489,13 +492,7 @@ describe('JetStream transport over TLS (a nats-server that requires it, its cert
     const ready = await fetch(`${beacon.url}/readyz`).then(async r => ({ status: r.status, body: await r.json() as { checks: { name: string, ok: boolean }[] } }))
     expect(ready.status).to.equal(200)
     expect(ready.body.checks.find(c => c.name === 'nats')?.ok).to.equal(true)
-    const tenant = await createTenant(beacon.url)
-    const res = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
-      name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
-      request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}}' },
-      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
-    })
-    expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    const tenant = await ordersWebhook(beacon.url, receiver.url)
     const sent = await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: 'o-tls' })
     expect(sent.status).to.equal(200)
     await until('the delivery', () => receiver.requests.length === 1)
