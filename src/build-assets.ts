@@ -1,0 +1,15 @@
+// The browser bundles Beacon serves (the SDK, the panel), built by esbuild from their TypeScript
+// sources into dist/web at `npm run build`, after tsc. Each bundle's sources live in their own folder
+// under src/ with their own tsconfig (DOM types, no Node), outside the server's compilation.
+
+import { build, type BuildOptions } from 'esbuild'
+
+const ROOT = new URL('../../', import.meta.url).pathname
+
+/** Output folder of every bundle, read by the routes that serve them. */
+export const WEB_DIR = `${ROOT}dist/web/`
+
+const BUNDLES: BuildOptions[] = [
+]
+
+for (const options of BUNDLES) await build({ absWorkingDir: ROOT, bundle: true, minify: true, logLevel: 'warning', ...options })
