@@ -13,7 +13,16 @@ export interface Request {
   readonly params: readonly string[]
   readonly authorization: string
   readonly query: string
-  /** Parsed JSON body (routes declared with `body: true`), else undefined. */
+  /** Headers beyond the ones above, '' when absent (CORS, sessions, caching, proxies). */
+  readonly origin: string
+  readonly cookie: string
+  readonly host: string
+  readonly ifNoneMatch: string
+  readonly forwardedProto: string
+  readonly contentType: string
+  /** The peer's address as text (the proxy's, behind one). */
+  readonly remoteAddress: string
+  /** Parsed JSON body (routes declared with `body: true`), the bytes (`body: 'raw'`), else undefined. */
   readonly body: unknown
 }
 
@@ -21,17 +30,19 @@ export interface Reply {
   status: number
   body: unknown
   headers?: Record<string, string>
-  /** A body that is already text (Prometheus metrics, a cached JSON document), written as is with this type. */
+  /** A body that is already text or bytes (metrics, a cached document, a file), written as is with this type. */
   contentType?: string
 }
 
 export type Handler = (request: Request) => Reply | Promise<Reply>
 
 export interface Route {
-  method: 'get' | 'post' | 'put' | 'patch' | 'del'
+  method: 'get' | 'post' | 'put' | 'patch' | 'del' | 'options'
   pattern: string
-  /** Whether the route takes a JSON body. */
-  body: boolean
+  /** Whether the route takes a JSON body; 'raw': any body, handed over as a Buffer (uploads). */
+  body: boolean | 'raw'
+  /** A JSON body may also come as text/plain (navigator.sendBeacon cannot set application/json). */
+  textJson?: boolean
   /** Checked before the body is read (admin key): throws an ApiError to refuse. */
   guard?: (authorization: string) => void
   /** Still answered while draining (health and metrics: a load balancer reads why it is taken out). */
@@ -70,7 +81,7 @@ export interface ServerOptions {
 }
 
 const STATUS_LINES: Record<number, string> = {
-  200: '200 OK', 201: '201 Created', 204: '204 No Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict',
   413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 429: '429 Too Many Requests',
   500: '500 Internal Server Error', 503: '503 Service Unavailable',
@@ -94,6 +105,12 @@ class Exchange {
   readonly contentLength: string
   readonly authorization: string
   readonly query: string
+  readonly origin: string
+  readonly cookie: string
+  readonly host: string
+  readonly ifNoneMatch: string
+  readonly forwardedProto: string
+  readonly remoteAddress: string
   readonly observer: RouteObserver | null
   readonly startMs: number
   constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number, observer: RouteObserver | null) {
@@ -109,6 +126,12 @@ class Exchange {
     this.contentLength = req.getHeader('content-length')
     this.authorization = req.getHeader('authorization')
     this.query = req.getQuery() ?? ''
+    this.origin = req.getHeader('origin')
+    this.cookie = req.getHeader('cookie')
+    this.host = req.getHeader('host')
+    this.ifNoneMatch = req.getHeader('if-none-match')
+    this.forwardedProto = req.getHeader('x-forwarded-proto')
+    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
   }
 }
 
@@ -206,7 +229,7 @@ export class HttpServer {
       try {
         route.guard(exchange.authorization)
       } catch (error) {
-        return this.finish(exchange, errorReply(error as ApiError), route.body)
+        return this.finish(exchange, errorReply(error as ApiError), route.body !== false)
       }
     }
     if (!route.body) return this.dispatch(exchange, route, undefined)
@@ -222,6 +245,11 @@ export class HttpServer {
       // Answered at once; uWS reads and drops the rest of the body, so the client is not cut off
       // mid-upload and the connection stays usable.
       if (size > max) return this.tooLarge(exchange, false)
+      if (route.body === 'raw') {
+        (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
+        if (isLast) this.dispatch(exchange, route, Buffer.concat(chunks, size))
+        return
+      }
       let text: string
       try {
         if (isLast && chunks === null) {
@@ -245,7 +273,7 @@ export class HttpServer {
   }
 
   private dispatchBody (exchange: Exchange, route: Route, text: string): void {
-    if (!isJson(exchange.contentType)) {
+    if (!isJson(exchange.contentType) && !(route.textJson === true && isTextPlain(exchange.contentType))) {
       return this.finish(exchange, errorReply(new ApiError('unsupported_media_type', 'Only application/json is accepted; send Content-Type: application/json.')), false)
     }
     let body: unknown
@@ -272,6 +300,13 @@ export class HttpServer {
       params: exchange.params,
       authorization: exchange.authorization,
       query: exchange.query,
+      origin: exchange.origin,
+      cookie: exchange.cookie,
+      host: exchange.host,
+      ifNoneMatch: exchange.ifNoneMatch,
+      forwardedProto: exchange.forwardedProto,
+      contentType: exchange.contentType,
+      remoteAddress: exchange.remoteAddress,
       body,
     }
     let out: Reply | Promise<Reply>
@@ -321,8 +356,13 @@ export class HttpServer {
     res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
     res.writeHeader('Content-Type', text ? reply.contentType! : 'application/json')
     if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
-    res.end(reply.status === 204 ? undefined : text ? reply.body as string : JSON.stringify(reply.body), closeConnection)
+    res.end(reply.status === 204 || reply.status === 304 ? undefined : text ? reply.body as string | Buffer : JSON.stringify(reply.body), closeConnection)
   }
+}
+
+function isTextPlain (contentType: string): boolean {
+  const semi = contentType.indexOf(';')
+  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'text/plain'
 }
 
 function isJson (contentType: string): boolean {
