@@ -11,10 +11,10 @@
 import { cpus } from 'node:os'
 import { Suite } from 'bench-node'
 import { Engine, type RuleProperties, type TopLevelCondition } from 'json-rules-engine'
-import { compileCampaigns, referenceMatch, validateCampaign, type CampaignInput, type Condition, type MatchContext } from '../src/matching/index.js'
+import { compileCampaigns, validateCampaign, type CampaignInput, type Condition, type MatchContext } from '../src/matching/index.js'
 import { indexPlan } from '../src/matching/compile-campaigns.js'
 import { parseIsoMs } from '../src/matching/iso-time.js'
-import { simpleGlob } from '../src/matching/reference.js'
+import { referenceMatch, simpleGlob } from '../test/matching/reference.js'
 import { makeCampaigns, makeCatalog, makeContexts, mulberry32, type AccountShape } from './match-data.js'
 
 const QUICK = process.env.MATCH_BENCH_QUICK === '1'

@@ -1,4 +1,4 @@
-// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
+// The seven public endpoints (docs/api.md, "Public API"). Order of checks, the same everywhere: schema (400),
 // account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
 
 import { ApiError, errorItem } from '../errors.js'

@@ -11,6 +11,5 @@ export { assertCampaign, validateCampaign, MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_
 export { validateCondition, MAX_DEPTH, MAX_LEAVES, MAX_LIST_VALUES } from './validate-condition.js'
 export { compileCondition } from './compile-condition.js'
 export { compileCampaigns } from './compile-campaigns.js'
-export { referenceMatch } from './reference.js'
 export { CAP_WINDOW_MS, isCapped, recordImpression } from './caps.js'
 export { GLOB_MAX_LENGTH } from './glob.js'

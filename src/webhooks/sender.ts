@@ -17,7 +17,7 @@
 //   here (such networks often have no outside DNS); the trusted proxy's egress rules apply.
 // What remains: the proxy resolves the name again, so a name whose DNS answer changes between the two
 // lookups could still reach a private address through an untrusted proxy. The proxy's own egress
-// policy is the last line there; docs/webhooks-library.md says so.
+// policy is the last line there; docs/webhooks.md (SSRF) says so.
 
 import { rootCertificates } from 'node:tls'
 import { performance } from 'node:perf_hooks'
