@@ -5,9 +5,19 @@
 // Secrets: request.auth.password, request.auth.token, request.signingSecret, and the value of every
 // custom header whose name looks like a credential (see isSecretHeader).
 
-import type { WebhookConfig } from './config.js'
-
 export const REDACTED = '[redacted]'
+
+/**
+ * The parts of a webhook configuration that hold secrets. Structural, so that this file needs
+ * nothing from config.ts (which imports REDACTED and isSecretHeader from here): any WebhookConfig is one.
+ */
+export interface WithSecrets {
+  request: {
+    auth?: { type: 'basic', username: string, password: string } | { type: 'bearer', token: string } | undefined
+    signingSecret?: string | undefined
+    headers?: Record<string, string> | undefined
+  }
+}
 
 const SECRET_HEADER = /auth|token|secret|key|pass|cookie|session|signature|credential/i
 
@@ -17,8 +27,8 @@ export function isSecretHeader (name: string): boolean {
 }
 
 /** A copy of the configuration safe to return from GET. */
-export function redactWebhook (config: WebhookConfig): WebhookConfig {
-  const request = { ...config.request }
+export function redactWebhook<C extends WithSecrets> (config: C): C {
+  const request: WithSecrets['request'] = { ...config.request }
   if (request.auth !== undefined) {
     request.auth = request.auth.type === 'basic'
       ? { ...request.auth, password: REDACTED }
@@ -30,7 +40,7 @@ export function redactWebhook (config: WebhookConfig): WebhookConfig {
     for (const [name, value] of Object.entries(request.headers)) headers[name] = isSecretHeader(name) ? REDACTED : value
     request.headers = headers
   }
-  return { ...config, request }
+  return { ...config, request } as C
 }
 
 /**
@@ -38,7 +48,7 @@ export function redactWebhook (config: WebhookConfig): WebhookConfig {
  * has that secret, put the stored secret back. Everything else is returned as is (validate afterwards:
  * a "[redacted]" left over, with nothing stored to restore, is refused by validateWebhook).
  */
-export function restoreSecrets (incoming: unknown, previous: WebhookConfig | null): unknown {
+export function restoreSecrets (incoming: unknown, previous: WithSecrets | null): unknown {
   if (previous === null || !isObject(incoming) || !isObject(incoming.request)) return incoming
   const request: Record<string, unknown> = { ...incoming.request }
   const before = previous.request
