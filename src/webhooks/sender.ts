@@ -193,7 +193,7 @@ function classifyError (err: unknown): { outcome: 'retry' | 'terminal', code: Se
  * goes back to the pool, and a timer bounds the whole exchange (waiting for a socket, connect,
  * headers, body). No response stream, no promise per stage, no AbortSignal: AbortSignal.timeout
  * cannot be cancelled, so every request left a timer and a weakly held signal alive for the whole
- * timeout, which halved the request rate (bench/README.md).
+ * timeout, which halved the request rate (bench/results/2026-11-history.md).
  */
 class Exchange implements Dispatcher.DispatchHandler {
   private readonly resolve: (result: SendResult) => void
