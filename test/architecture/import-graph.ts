@@ -2,7 +2,7 @@
 // type, export … from, dynamic import()) of every .ts file under the given folders, read with
 // TypeScript's own scanner, then checked against a table of layers (docs/architecture.md).
 
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, posix, relative, sep } from 'node:path'
 import ts from 'typescript'
 
@@ -29,6 +29,13 @@ function sourceFiles (root: string, folder: string): string[] {
   return files.sort()
 }
 
+/** The source file an import names: `./x.js` is x.ts or x.tsx; `./dir` is dir/index.ts. */
+function resolveSource (root: string, target: string): string {
+  const stem = target.replace(/\.(js|jsx|ts|tsx)$/, '')
+  const candidates = [`${stem}.ts`, `${stem}.tsx`, `${target}/index.ts`, `${target}/index.tsx`]
+  return candidates.find(file => existsSync(join(root, file))) ?? `${stem}.ts`
+}
+
 /** Every relative import of every source file under `folders` (relative to `root`). */
 export function readImportGraph (root: string, folders: readonly string[]): Edge[] {
   const edges: Edge[] = []
@@ -36,8 +43,7 @@ export function readImportGraph (root: string, folders: readonly string[]): Edge
     const { importedFiles } = ts.preProcessFile(readFileSync(join(root, from), 'utf8'), true, true)
     for (const { fileName } of importedFiles) {
       if (!fileName.startsWith('.')) continue
-      const to = posix.normalize(posix.join(dirname(from), fileName)).replace(/\.js$/, '.ts').replace(/\.jsx$/, '.tsx')
-      edges.push({ from, to })
+      edges.push({ from, to: resolveSource(root, posix.normalize(posix.join(dirname(from), fileName))) })
     }
   }
   return edges

@@ -105,6 +105,14 @@ describe('layers: dependencies point one way', () => {
       ])
     })
 
+    it('resolves .tsx files and folder imports, so a cycle through them is seen', () => {
+      write({
+        'src/top/view.tsx': "import { b } from './b'\nexport const view = b\n",
+        'src/top/b/index.ts': "import { view } from '../view.js'\nexport const b = 1\nexport const again = view\n",
+      })
+      expect(layerProblems(readImportGraph(root, ['src']), layers, [])).to.deep.equal(['import cycle: src/top/b/index.ts -> src/top/view.tsx -> src/top/b/index.ts'])
+    })
+
     it('catches a cycle inside one layer', () => {
       write({
         'src/middle/m.ts': "import { n } from './n.js'\nexport const m = n\n",
