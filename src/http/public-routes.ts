@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js'
 import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
-import type { EventBody, VisitorKind } from '../../actors/visitor.js'
+import { visitorKey, type EventBody, type VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
@@ -78,6 +78,8 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
 
   async function campaignsQuery (body: unknown): Promise<Reply> {
     const event = validateEvent(body) as EventBody
+    // One spelling of a device id everywhere, webhooks included (iOS writes UUIDs in upper case).
+    event.visitorId = visitorKey(event.visitorId)
     requireAccount(event.account)
     const type = registry.eventType(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
@@ -114,9 +116,10 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     await afterWrite(account, mark)
   }
 
-  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[]> {
+  /** The segments after the change, or null for a write-only token (the list is a read). */
+  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[] | null> {
     requireAccount(account)
-    authenticate(account, token, 'write')
+    const record = authenticate(account, token, 'write')
     const computed = registry.segmentSet(account).computedNames
     const refused = [...(assign ?? []).map((name, i) => [name, `/assignees/${i}`]), ...(remove ?? []).map((name, i) => [name, `/removes/${i}`])]
       .filter(([name]) => computed.has(name!))
@@ -125,7 +128,12 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     const mark = outboxMark()
     const segments = await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
     await afterWrite(account, mark)
-    return segments
+    return canRead(record) ? segments : null
+  }
+
+  function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
+    const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
+    return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
   const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
@@ -138,7 +146,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/visitors/query', async body => {
       const q = validateVisitorQuery(body)
-      return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
+      return entityQuery(visitors, q.account, visitorKey(q.visitorId), q.token, q.attributes, q.segments)
     }),
     post('/profiles/attributes', async body => {
       const u = validateProfileAttributes(body)
@@ -147,18 +155,17 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/visitors/attributes', async body => {
       const u = validateVisitorAttributes(body)
-      await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
-      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
+      await attributesUpdate(visitors, u.account, visitorKey(u.visitorId), u.token, u.attributes)
+      return { status: 200, body: { status: 200, visitorId: visitorKey(u.visitorId), message: 'Attributes saved.', errors: [] } }
     }),
     post('/profiles/segments', async body => {
       const u = validateProfileSegments(body)
-      const segments = await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes)
-      return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Segments saved.', errors: [], segments } }
+      return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes))
     }),
     post('/visitors/segments', async body => {
       const u = validateVisitorSegments(body)
-      const segments = await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes)
-      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Segments saved.', errors: [], segments } }
+      const id = visitorKey(u.visitorId)
+      return segmentsReply({ visitorId: id }, await segmentsUpdate(visitors, u.account, id, u.token, u.assignees, u.removes))
     }),
   ]
 }
