@@ -69,7 +69,7 @@ function refuseDotSegments (url: string, pathStart: number): void {
   if (hash >= 0 && hash < end) end = hash
   const path = url.slice(pathStart, end)
   if (DOT_SEGMENT.test(path)) {
-    throw new WebhookError(WEBHOOK_ERRORS.dot_segment, 'A url placeholder rendered a "." or ".." path segment; the request was not sent.')
+    throw new WebhookError(WEBHOOK_ERRORS.dot_segment, 'A url placeholder rendered a dot segment ("." or "..") in the path; the request was not sent.')
   }
 }
 
