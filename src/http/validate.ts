@@ -10,7 +10,7 @@ export interface Validator<T> {
   (body: unknown): T
 }
 
-export interface TypeBoxError {
+interface TypeBoxError {
   keyword: string
   schemaPath: string
   instancePath: string
@@ -39,7 +39,7 @@ const PATTERN_NAMES: ReadonlyMap<string, string> = new Map([
  * at most 2048 characters.". A union (a value of several accepted shapes) reports the constraint of the
  * shape the value has (a string too long), else every shape it may take.
  */
-export function explain (schema: TSchema, errors: readonly TypeBoxError[]): ErrorItem[] {
+function explain (schema: TSchema, errors: readonly TypeBoxError[]): ErrorItem[] {
   const byField = new Map<string, ErrorItem>()
   const add = (item: ErrorItem): void => {
     if (!byField.has(item.field ?? '')) byField.set(item.field ?? '', item)
@@ -50,8 +50,7 @@ export function explain (schema: TSchema, errors: readonly TypeBoxError[]): Erro
     const mine = branches.filter(e => e.schemaPath.startsWith(unionPath + '/anyOf/') && e.instancePath.startsWith(at))
     branches = branches.filter(e => !mine.includes(e))
     const specific = mine.find(e => e.keyword !== 'type' && e.keyword !== 'const' && e.keyword !== 'anyOf')
-    if (specific !== undefined) return add(single(specific) ?? errorItem('invalid_field', at, `${label(at)}: expected ${describe(resolve(schema, unionPath))}.`))
-    add(errorItem('invalid_field', at, `${label(at)}: expected ${describe(resolve(schema, unionPath))}.`))
+    add((specific === undefined ? null : single(specific)) ?? errorItem('invalid_field', at, `${label(at)}: expected ${describe(resolve(schema, unionPath))}.`))
   }
   for (const error of errors) {
     if (error.keyword === 'anyOf') {
