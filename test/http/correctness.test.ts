@@ -5,6 +5,7 @@
 import { expect } from 'chai'
 import { Store } from '../../src/store/store.js'
 import { emptyVisitor } from '../../actors/visitor.js'
+import { emptyProfile } from '../../actors/profile.js'
 import { admin, createTenant, createToken, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 
@@ -94,13 +95,20 @@ describe('correctness', function () {
       const upper = lower.toUpperCase()
       await beacon.stop()
       const store = new Store({ path: beacon.dataDir, durability: 'flushed' })
-      await store.durable(store.visitors.put([tenant.account, upper], { ...emptyVisitor(), attributes: { plan: 'pro' }, counts: { pageView: 3 }, firstSeenMs: 1, lastSeenMs: 2 }))
+      await store.durable(store.visitors.put([tenant.account, upper], { ...emptyVisitor(), profileId: 'old@example.com', attributes: { plan: 'pro' }, counts: { pageView: 3 }, firstSeenMs: 1, lastSeenMs: 2 }))
+      const device = { attributes: { plan: 'pro' }, attributeTimes: {}, segments: [], windows: {}, metrics: { pageViews: 3, productViews: 0, purchases: 0, totalSpent: 0, firstSeenMs: 1, lastSeenMs: 2, viewedSkus: [], purchasedSkus: [], viewedCategories: [] } }
+      await store.durable(store.profiles.put([tenant.account, 'old@example.com'], { ...emptyProfile(), visitors: [upper], devices: { [upper]: device } }))
       await store.close()
       beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
       const query = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: lower, token: tenant.token })
       expect(query.body.attributes).to.deep.equal({ plan: [{ value: 'pro' }] })
       await event({ visitorId: upper })
       expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${upper}`)).body.counts).to.deep.equal({ pageView: 4 })
+      // Its profile knows the device under one spelling, the lower-case one it reports under now.
+      const profile = (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/old@example.com`)).body
+      expect(profile.visitors).to.deep.equal([lower])
+      expect(Object.keys(profile.devices)).to.deep.equal([lower])
+      expect(profile.devices[lower].behaviour.pageViews).to.equal(4)
       await beacon.stop()
       const reopened = new Store({ path: beacon.dataDir, durability: 'flushed' })
       expect(reopened.visitors.get([tenant.account, upper])).to.equal(undefined)
