@@ -130,6 +130,7 @@ export interface VisitorDeps {
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
+const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
 export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted }: VisitorDeps): VisitorKind {
   const db = store.visitors
@@ -144,7 +145,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   function refOf (actor: Actor<VisitorState>, profileAttributes: Attributes | null): EntityRef {
     const ref: EntityRef = { store, kind: 'visitor', account: actor.account, id: actor.id }
     const names = attributesWanted(actor.account)
-    if (names.size > 0) ref.attributes = profileAttributes === null ? pickAttributes(names, actor.state.attributes) : pickAttributes(names, actor.state.attributes, profileAttributes)
+    if (names.size > 0) ref.attributes = pickAttributes(names, actor.state.attributes, profileAttributes ?? NO_ATTRIBUTES)
     return ref
   }
 
