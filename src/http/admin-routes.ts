@@ -48,7 +48,8 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
   const route = (method: Route['method'], pattern: string, handler: Handler): Route =>
     ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', guard, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
-  const param = (request: Request, index: number): string => request.params[index] ?? ''
+  // The first parameter of every path is the account id: a UUID, in lower case whatever the spelling.
+  const param = (request: Request, index: number): string => index === 0 ? (request.params[0] ?? '').toLowerCase() : request.params[index] ?? ''
 
   /** The name in the path (event type, campaign id), checked like every other name. */
   function pathName (request: Request, what: string): string {

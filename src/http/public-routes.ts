@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js'
 import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
-import { visitorKey, type EventBody, type VisitorKind } from '../../actors/visitor.js'
+import type { EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
@@ -78,8 +78,6 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
 
   async function campaignsQuery (body: unknown): Promise<Reply> {
     const event = validateEvent(body) as EventBody
-    // One spelling of a device id everywhere, webhooks included (iOS writes UUIDs in upper case).
-    event.visitorId = visitorKey(event.visitorId)
     requireAccount(event.account)
     const type = registry.eventType(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
@@ -136,7 +134,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(lowerCaseIds(request.body)) })
 
   return [
     post('/campaigns/query', campaignsQuery),
@@ -146,7 +144,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/visitors/query', async body => {
       const q = validateVisitorQuery(body)
-      return entityQuery(visitors, q.account, visitorKey(q.visitorId), q.token, q.attributes, q.segments)
+      return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
     }),
     post('/profiles/attributes', async body => {
       const u = validateProfileAttributes(body)
@@ -155,8 +153,8 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/visitors/attributes', async body => {
       const u = validateVisitorAttributes(body)
-      await attributesUpdate(visitors, u.account, visitorKey(u.visitorId), u.token, u.attributes)
-      return { status: 200, body: { status: 200, visitorId: visitorKey(u.visitorId), message: 'Attributes saved.', errors: [] } }
+      await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
+      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
     }),
     post('/profiles/segments', async body => {
       const u = validateProfileSegments(body)
@@ -164,8 +162,19 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/visitors/segments', async body => {
       const u = validateVisitorSegments(body)
-      const id = visitorKey(u.visitorId)
-      return segmentsReply({ visitorId: id }, await segmentsUpdate(visitors, u.account, id, u.token, u.assignees, u.removes))
+      return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes))
     }),
   ]
+}
+
+/**
+ * UUIDs have one spelling, lower case (iOS writes them in upper case): the account and visitor ids of a
+ * body are lower-cased before anything reads them, so the actors, the replies and the webhooks see one.
+ */
+function lowerCaseIds (body: unknown): unknown {
+  if (typeof body !== 'object' || body === null) return body
+  const ids = body as { account?: unknown, visitorId?: unknown }
+  if (typeof ids.account === 'string') ids.account = ids.account.toLowerCase()
+  if (typeof ids.visitorId === 'string') ids.visitorId = ids.visitorId.toLowerCase()
+  return body
 }

@@ -74,18 +74,18 @@ describe('correctness', function () {
   })
 
   describe('visitor ids', () => {
-    it('treats an upper-case visitorId as the same visitor on public and admin paths, and answers it in lower case', async () => {
+    it('treats upper-case visitor and account ids as the same ones on public and admin paths, and answers them in lower case', async () => {
       const lower = visitorId()
       const upper = lower.toUpperCase()
-      await event({ visitorId: upper })
-      await post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: upper, token: tenant.token, attributes: { color: 'red' } })
+      await event({ visitorId: upper, account: tenant.account.toUpperCase() })
+      await post(beacon.url, '/visitors/attributes', { account: tenant.account.toUpperCase(), visitorId: upper, token: tenant.token, attributes: { color: 'red' } })
       const saved = await post(beacon.url, '/visitors/segments', { account: tenant.account, visitorId: upper, token: tenant.token, assignees: ['vip'] })
       expect(saved.body.visitorId).to.equal(lower)
       await event({ visitorId: lower })
       const query = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: lower, token: tenant.token })
       expect(query.body).to.deep.include({ attributes: { color: [{ value: 'red' }] }, segments: ['vip'] })
       for (const id of [lower, upper]) {
-        const state = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${id}`)
+        const state = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account.toUpperCase()}/visitors/${id}`)
         expect(state.body).to.deep.include({ visitorId: lower, counts: { pageView: 2 } })
       }
     })
