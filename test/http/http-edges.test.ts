@@ -39,7 +39,8 @@ function raw (port: number, request: string, waitMs: number): Promise<RawAnswer>
 }
 
 const UWS_IDLE_MS = 10_000
-const WAIT_MS = UWS_IDLE_MS + 5_000
+// uWebSockets.js checks its timeouts every few seconds: closed within 10 to 14 s, so 20 s leaves room for a loaded machine.
+const WAIT_MS = UWS_IDLE_MS + 10_000
 
 function eventBody (account: string): string {
   return JSON.stringify({ account, visitorId: visitorId(), platform: 'web', event: 'pageView' })
