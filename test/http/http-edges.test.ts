@@ -139,3 +139,19 @@ describe('behind nginx with the documented proxy settings', function () {
     }
   })
 })
+
+describe('behind nginx with its default proxy settings (HTTP/1.0 to the upstream)', function () {
+  this.timeout(60_000)
+  it('gets no answer from Beacon: nginx answers 502 once uWebSockets.js drops the HTTP/1.0 request (hence proxy_http_version 1.1)', async () => {
+    const beacon = await startBeacon()
+    const nginx = await startNginx(`127.0.0.1:${beacon.port}`, '')
+    try {
+      const answer = await raw(nginx.port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', WAIT_MS + 5_000)
+      expect(answer.status, answer.text.slice(0, 80)).to.equal(502)
+      expect(nginx.errors()).to.include('upstream prematurely closed connection')
+    } finally {
+      await nginx.stop()
+      await beacon.stop()
+    }
+  })
+})
