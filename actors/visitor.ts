@@ -243,15 +243,24 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
 
   /**
    * A row of an earlier release, stored under the id in upper case as the client sent it: moved to the
-   * lower-case key (both writes in this event turn: one transaction).
+   * lower-case key with its entries in the expiries and members indexes (all in this event turn: one
+   * transaction).
    */
   function legacyRow (account: string, id: string): unknown {
     const upper = id.toUpperCase()
     if (upper === id) return undefined
-    const row = db.get([account, upper]) as unknown
+    const row = db.get([account, upper]) as Partial<VisitorState> | undefined
     if (row === undefined) return undefined
     store.ignoreFailure(db.put([account, id], row))
     store.ignoreFailure(db.remove([account, upper]))
+    if (row.expiresAtMs !== undefined && row.expiresAtMs !== 0) {
+      store.ignoreFailure(store.expiries.remove([row.expiresAtMs, account, 'visitor', upper]))
+      store.ignoreFailure(store.expiries.put([row.expiresAtMs, account, 'visitor', id], null))
+    }
+    for (const segment of row.indexed ?? []) {
+      store.ignoreFailure(store.members.remove([account, segment, 'visitor', upper]))
+      store.ignoreFailure(store.members.put([account, segment, 'visitor', id], null))
+    }
     return row
   }
 

@@ -93,28 +93,38 @@ describe('correctness', function () {
     it('finds a visitor an earlier release stored under its upper-case id, and moves it to the lower-case key', async () => {
       const lower = visitorId()
       const upper = lower.toUpperCase()
-      await beacon.stop()
-      const store = new Store({ path: beacon.dataDir, durability: 'flushed' })
-      await store.durable(store.visitors.put([tenant.account, upper], { ...emptyVisitor(), profileId: 'old@example.com', attributes: { plan: 'pro' }, counts: { pageView: 3 }, firstSeenMs: 1, lastSeenMs: 2 }))
-      const device = { attributes: { plan: 'pro' }, attributeTimes: {}, segments: [], windows: {}, metrics: { pageViews: 3, productViews: 0, purchases: 0, totalSpent: 0, firstSeenMs: 1, lastSeenMs: 2, viewedSkus: [], purchasedSkus: [], viewedCategories: [] } }
-      await store.durable(store.profiles.put([tenant.account, 'old@example.com'], { ...emptyProfile(), visitors: [upper], devices: { [upper]: device } }))
-      await store.close()
-      beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
-      const query = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: lower, token: tenant.token })
-      expect(query.body.attributes).to.deep.equal({ plan: [{ value: 'pro' }] })
-      await event({ visitorId: upper })
-      expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${upper}`)).body.counts).to.deep.equal({ pageView: 4 })
-      // Its profile knows the device under one spelling, the lower-case one it reports under now.
-      const profile = (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/old@example.com`)).body
-      expect(profile.visitors).to.deep.equal([lower])
-      expect(Object.keys(profile.devices)).to.deep.equal([lower])
-      expect(profile.devices[lower].behaviour.pageViews).to.equal(4)
-      await beacon.stop()
-      const reopened = new Store({ path: beacon.dataDir, durability: 'flushed' })
-      expect(reopened.visitors.get([tenant.account, upper])).to.equal(undefined)
-      expect((reopened.visitors.get([tenant.account, lower]) as { counts: Record<string, number> }).counts).to.deep.equal({ pageView: 4 })
-      await reopened.close()
-      beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      try {
+        await beacon.stop()
+        const store = new Store({ path: beacon.dataDir, durability: 'flushed' })
+        const expiresAtMs = Date.now() + 86_400_000
+        await store.durable(store.visitors.put([tenant.account, upper], { ...emptyVisitor(), profileId: 'old@example.com', attributes: { plan: 'pro' }, counts: { pageView: 3 }, firstSeenMs: 1, lastSeenMs: 2, expiresAtMs, indexed: ['vip'] }))
+        await store.durable(store.expiries.put([expiresAtMs, tenant.account, 'visitor', upper], null))
+        await store.durable(store.members.put([tenant.account, 'vip', 'visitor', upper], null))
+        const device = { attributes: { plan: 'pro' }, attributeTimes: {}, segments: [], windows: {}, metrics: { pageViews: 3, productViews: 0, purchases: 0, totalSpent: 0, firstSeenMs: 1, lastSeenMs: 2, viewedSkus: [], purchasedSkus: [], viewedCategories: [] } }
+        await store.durable(store.profiles.put([tenant.account, 'old@example.com'], { ...emptyProfile(), visitors: [upper], devices: { [upper]: device } }))
+        await store.close()
+        beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+        const query = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: lower, token: tenant.token })
+        expect(query.body.attributes).to.deep.equal({ plan: [{ value: 'pro' }] })
+        await event({ visitorId: upper })
+        expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${upper}`)).body.counts).to.deep.equal({ pageView: 4 })
+        // Its profile knows the device under one spelling, the lower-case one it reports under now.
+        const profile = (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/old@example.com`)).body
+        expect(profile.visitors).to.deep.equal([lower])
+        expect(Object.keys(profile.devices)).to.deep.equal([lower])
+        expect(profile.devices[lower].behaviour.pageViews).to.equal(4)
+        await beacon.stop()
+        const reopened = new Store({ path: beacon.dataDir, durability: 'flushed' })
+        expect(reopened.visitors.get([tenant.account, upper])).to.equal(undefined)
+        // Its index entries moved with it (and were then kept up to date under the lower-case id).
+        const indexed = [...reopened.expiries.getKeys(), ...reopened.members.getKeys()] as unknown[][]
+        expect(indexed.filter(key => key.includes(upper))).to.deep.equal([])
+        expect((reopened.visitors.get([tenant.account, lower]) as { counts: Record<string, number> }).counts).to.deep.equal({ pageView: 4 })
+        await reopened.close()
+      } finally {
+        // The later tests need a running Beacon, whatever happened here.
+        if (beacon.child.exitCode !== null || beacon.child.signalCode !== null) beacon = await startBeacon({ dataDir: beacon.dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      }
     })
   })
 
