@@ -53,7 +53,8 @@ describe('start and stop', () => {
       const first = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
       const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim()
       expect(statSync(join(dataDir, 'admin.key')).mode & 0o777).to.equal(0o600)
-      expect(first.output()).to.include(key)
+      // Printed right after the "beacon started" line, once the server listens.
+      await until('the key printed', () => first.output().includes(key))
       expect((await admin(first.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
       await first.stop()
       const second = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
