@@ -12,6 +12,8 @@ export interface NatsCluster {
   /** The three servers' client URLs, nats://127.0.0.1:<port>. */
   urls: string[]
   servers: NatsServer[]
+  /** The servers' names (server_name), in the order of `servers`: stream info names its leader by these. */
+  names: string[]
   /** Resolves once an R3 stream can be created and removed again (a metadata leader and a quorum). */
   waitForQuorum (timeoutMs?: number): Promise<void>
   close (): Promise<void>
@@ -37,6 +39,7 @@ export async function startNatsCluster (): Promise<NatsCluster> {
     const cluster: NatsCluster = {
       urls: servers.map(server => server.url),
       servers,
+      names: routePorts.map((_, i) => `${name}-n${i + 1}`),
       waitForQuorum: (timeoutMs = 30_000) => waitForQuorum(servers.map(server => server.url), timeoutMs),
       async close () {
         await Promise.all(servers.map(server => server.close()))
