@@ -56,7 +56,8 @@ export class LeaseTable {
     positiveInteger('replicas', options.replicas)
     if (!/^[A-Za-z0-9_-]+$/.test(options.node)) throw invalidArgument('node', 'must be letters, digits, - or _')
     warnIfCompareAndSetInexact(options.nc, options.replicas, `the lease bucket ${options.bucket}`)
-    const kv = await new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.leaseMs, replicas: options.replicas })
+    // No direct get: a read of a lease (kv.get) is answered by the stream leader, never by a lagging replica.
+    const kv = await new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.leaseMs, replicas: options.replicas, allow_direct: false })
     return new LeaseTable(kv, jetstream(options.nc), await jetstreamManager(options.nc), options)
   }
 
