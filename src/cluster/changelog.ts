@@ -77,6 +77,7 @@ interface Writer {
 // Plain msgpack (no records extension): every message decodes on its own, on any node, in any version.
 const packr = new Packr({ useRecords: false, moreTypes: false })
 const ATTEMPT_TIMEOUT_MS = 2000
+const CLAIM_ATTEMPTS_MAX = 50
 
 export class Changelog {
   readonly stream: string
@@ -142,15 +143,23 @@ export class Changelog {
     this.writers.delete(partition)
     const subject = this.subject(partition)
     const payload = withKind(RECORD_KIND.claim, [Buffer.from(this.owner, 'utf8')])
-    // A stale writer may slip one append in between reading the last sequence and claiming: read again.
+    // A stale writer may slip appends in between reading the last sequence and claiming: try again from
+    // the sequence the refusal reports. A stale owner still writing stops when it sees its lease expire.
+    let last = await this.lastSeq(partition)
     for (let attempt = 1; ; attempt++) {
-      const last = await this.lastSeq(partition)
       try {
-        const seq = await this.publish(partition, subject, payload, last, false)
+        const first = await this.publish(partition, subject, payload, last, false)
+        // A second marker right behind the first. Before nats-server 2.9.21, on a replicated stream, a
+        // stale append checked by the leader before the first marker was applied can still be stored
+        // after it (server-version.ts). Such an append was proposed before this second marker was sent:
+        // it lands before it, or makes it fail (then claim again). The race is narrowed to an append the
+        // stale writer sends in the moment between those two being applied; with 2.9.21+ or R1 there is none.
+        const seq = await this.publish(partition, subject, payload, first, false)
         this.writers.set(partition, { partition, subject, lastSeq: seq, queue: [], flying: false })
         return seq
       } catch (error) {
-        if (!(error instanceof Fenced) || attempt === 5) throw error
+        if (!(error instanceof Fenced) || attempt === CLAIM_ATTEMPTS_MAX) throw error
+        last = error.actualSeq ?? await this.lastSeq(partition)
       }
     }
   }
@@ -309,7 +318,8 @@ export class Changelog {
         return ack.seq
       } catch (error) {
         if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
-          throw new Fenced(partition, `partition ${partition} was written by another node (${error.message})`, { cause: error })
+          const actual = /wrong last sequence: (\d+)/.exec(error.message)
+          throw new Fenced(partition, `partition ${partition} was written by another node (${error.message})`, actual === null ? null : Number(actual[1]), { cause: error })
         }
         if (Date.now() >= deadline) {
           throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms`, partition, { cause: error })

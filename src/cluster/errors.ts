@@ -33,9 +33,13 @@ export class ClusterError extends Error {
 
 /** A refused append or snapshot: the owner must drop the partition at once. */
 export class Fenced extends ClusterError {
-  constructor (partition: number, message: string, options?: ErrorOptions) {
+  /** The partition's last sequence as the server reported it when refusing, if it did. */
+  readonly actualSeq: number | null
+
+  constructor (partition: number, message: string, actualSeq: number | null = null, options?: ErrorOptions) {
     super(CLUSTER_ERRORS.CLUSTER_FENCED, message, partition, options)
     this.name = 'Fenced'
+    this.actualSeq = actualSeq
   }
 }
 
