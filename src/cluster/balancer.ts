@@ -158,6 +158,8 @@ export class Balancer {
   private async round (): Promise<void> {
     if (this.closed) return
     await this.members.beat().catch(() => {})
+    await this.members.refresh().catch(() => {})
+    await this.view.restartIfQuiet(this.table.leaseMs).catch(() => {})
     await Promise.all(this.owned().map(partition => this.renew(partition)))
     if (this.closed) return
     const share = Math.ceil(this.partitions / this.members.live().length)
@@ -196,6 +198,9 @@ export class Balancer {
       const sentAtMs = this.clock.nowMs()
       const lease = await this.table.acquire(partition).catch(() => null)
       if (lease === null) {
+        // Held after all (this node's view is behind, e.g. its watch is being recreated after a server
+        // loss): skip it for a lease time so the next round tries other partitions.
+        this.view.touch(LeaseTable.key(partition))
         refused = true
         return
       }

@@ -25,6 +25,7 @@ import {
 } from '@nats-io/jetstream'
 import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
+import { retryWhileElecting } from './retry.js'
 import { warnIfCompareAndSetInexact } from './server-version.js'
 
 export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
@@ -111,7 +112,7 @@ export class Changelog {
     if (options.owner === '' || /[\s.*>]/.test(options.owner)) throw invalidArgument('owner', 'must be a non-empty token')
     positiveInteger('replicas', options.replicas)
     warnIfCompareAndSetInexact(options.nc, options.replicas, `the changelog ${options.stream}`)
-    const jsm = await jetstreamManager(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
+    const jsm = await retryWhileElecting(() => jetstreamManager(options.nc, { timeout: ATTEMPT_TIMEOUT_MS }))
     const changelog = new Changelog(options, jsm)
     const config = {
       name: options.stream,
@@ -120,12 +121,14 @@ export class Changelog {
       allow_rollup_hdrs: true,
       max_msg_size: changelog.batchBytesMax + 1,
     }
-    const existing = await jsm.streams.info(options.stream).catch((error: unknown) => {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null
-      throw error
+    await retryWhileElecting(async () => {
+      const existing = await jsm.streams.info(options.stream).catch((error: unknown) => {
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null
+        throw error
+      })
+      if (existing === null) await jsm.streams.add(config)
+      else await jsm.streams.update(options.stream, { ...existing.config, ...config })
     })
-    if (existing === null) await jsm.streams.add(config)
-    else await jsm.streams.update(options.stream, { ...existing.config, ...config })
     return changelog
   }
 
@@ -304,20 +307,27 @@ export class Changelog {
   }
 
   /**
-   * One fenced publish, retried with the same message id until `appendTimeoutMs` (a retry of a message that
-   * was stored gets JetStream's duplicate answer with the first sequence, so nothing is stored twice).
+   * One fenced publish, retried with the same message id until `appendTimeoutMs`. A retry of a message that
+   * was stored (its acknowledgement lost, e.g. in a leader change) must not be stored twice nor be taken
+   * for another writer: with expected sequence 0 the server answers it as a duplicate; with a higher one
+   * nats-server 2.9 checks the sequence first and refuses it, so a refused retry looks at the partition's
+   * last message and takes it as its own when it carries this message id.
    */
   private async publish (partition: number, subject: string, payload: Uint8Array, expectedSeq: number, rollup: boolean): Promise<number> {
     const msgID = `${this.instance}-${++this.messageIds}`
     const h = headers()
     if (rollup) h.set('Nats-Rollup', 'sub')
     const deadline = Date.now() + this.appendTimeoutMs
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         const ack = await this.js.publish(subject, payload, { msgID, headers: h, expect: { lastSubjectSequence: expectedSeq } })
         return ack.seq
       } catch (error) {
         if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+          if (attempt > 1) {
+            const last = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch(notFoundAsNull), this.appendTimeoutMs)
+            if (last !== null && last.header.get('Nats-Msg-Id') === msgID) return last.seq
+          }
           const actual = /wrong last sequence: (\d+)/.exec(error.message)
           throw new Fenced(partition, `partition ${partition} was written by another node (${error.message})`, actual === null ? null : Number(actual[1]), { cause: error })
         }

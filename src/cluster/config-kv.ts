@@ -10,6 +10,7 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
 import { invalidArgument, positiveInteger } from './errors.js'
+import { retryWhileElecting } from './retry.js'
 
 export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
@@ -44,7 +45,7 @@ export class ConfigStore {
 
   static async open (options: ConfigStoreOptions): Promise<ConfigStore> {
     positiveInteger('replicas', options.replicas)
-    const kv = await new Kvm(options.nc).create(options.bucket, { history: 1, replicas: options.replicas })
+    const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, replicas: options.replicas }))
     return new ConfigStore(kv)
   }
 

@@ -17,6 +17,7 @@ import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
+import { retryWhileElecting } from './retry.js'
 import { warnIfCompareAndSetInexact } from './server-version.js'
 
 export interface Lease {
@@ -57,8 +58,8 @@ export class LeaseTable {
     if (!/^[A-Za-z0-9_-]+$/.test(options.node)) throw invalidArgument('node', 'must be letters, digits, - or _')
     warnIfCompareAndSetInexact(options.nc, options.replicas, `the lease bucket ${options.bucket}`)
     // No direct get: a read of a lease (kv.get) is answered by the stream leader, never by a lagging replica.
-    const kv = await new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.leaseMs, replicas: options.replicas, allow_direct: false })
-    return new LeaseTable(kv, jetstream(options.nc), await jetstreamManager(options.nc), options)
+    const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.leaseMs, replicas: options.replicas, allow_direct: false }))
+    return new LeaseTable(kv, jetstream(options.nc), await retryWhileElecting(() => jetstreamManager(options.nc)), options)
   }
 
   static key (partition: number): string {

@@ -7,6 +7,7 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { systemClock, type Clock } from '../clock.js'
 import { invalidArgument, positiveInteger } from './errors.js'
 import { KvView } from './kv-view.js'
+import { retryWhileElecting } from './retry.js'
 
 export interface MembersOptions {
   nc: NatsConnection
@@ -23,10 +24,12 @@ export interface MembersOptions {
 
 export class Members {
   readonly node: string
+  private readonly ttlMs: number
   private readonly view: KvView
 
   private constructor (private readonly kv: KV, options: MembersOptions) {
     this.node = options.node
+    this.ttlMs = options.ttlMs
     const onChange = options.onChange ?? (() => {})
     const known = new Set<string>()
     this.view = new KvView(kv, options.ttlMs, options.clock ?? systemClock, (key, entry) => {
@@ -42,10 +45,15 @@ export class Members {
     positiveInteger('ttlMs', options.ttlMs)
     positiveInteger('replicas', options.replicas)
     if (!/^[A-Za-z0-9_-]+$/.test(options.node)) throw invalidArgument('node', 'must be letters, digits, - or _')
-    const kv = await new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas })
+    const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas }))
     const members = new Members(kv, options)
-    await members.view.start('n.>')
+    await retryWhileElecting(() => members.view.start('n.>'))
     return members
+  }
+
+  /** Restarts the watch if it went quiet (a server lost): heartbeats arrive every round when all is well. */
+  refresh (): Promise<void> {
+    return this.view.restartIfQuiet(this.ttlMs)
   }
 
   /** Announces this node (again). */

@@ -44,8 +44,9 @@ describe('test helper: a 3-server NATS cluster', function () {
     const alone = await connect({ servers: victim.url })
     try {
       const deadline = Date.now() + 30_000
+      const jsmAlone = await jetstreamManager(alone, { timeout: 5000, checkAPI: false })
       for (;;) {
-        const info = await (await jetstreamManager(alone, { timeout: 5000 })).streams.info('HELPER_R3').catch(() => null)
+        const info = await jsmAlone.streams.info('HELPER_R3').catch(() => null)
         const replicas = info?.cluster?.replicas ?? []
         if (info?.state.messages === 2 && replicas.length === 2 && replicas.every(replica => replica.current)) break
         if (Date.now() > deadline) throw new Error(`the restarted server did not catch up: ${JSON.stringify(info?.cluster)}`)
