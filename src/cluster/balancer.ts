@@ -157,10 +157,13 @@ export class Balancer {
 
   private async round (): Promise<void> {
     if (this.closed) return
-    await this.members.beat().catch(() => {})
-    await this.members.refresh().catch(() => {})
-    await this.view.restartIfQuiet(this.table.leaseMs).catch(() => {})
-    await Promise.all(this.owned().map(partition => this.renew(partition)))
+    // Renewals first in importance: none of them waits for the heartbeat or a watch restart.
+    await Promise.all([
+      ...this.owned().map(partition => this.renew(partition)),
+      this.members.beat().catch(() => {}),
+      this.members.refresh().catch(() => {}),
+      this.view.restartIfQuiet(this.table.leaseMs).catch(() => {}),
+    ])
     if (this.closed) return
     const share = Math.ceil(this.partitions / this.members.live().length)
     if (this.held.size > share) await this.release(this.ranked(this.owned()).slice(share))
