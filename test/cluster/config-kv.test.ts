@@ -87,6 +87,41 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     expect(seen[readyAt]).to.deep.include({ kind: 'tokens', id: 'tok_1' })
   })
 
+  it('still delivers changes after each NATS server in turn was killed and restarted', async function () {
+    this.timeout(180_000)
+    const writer = await node(0)
+    const reader = await node(1)
+    const seen: ConfigChange[] = []
+    let ready = false
+    watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { ready = true } }))
+    await until(() => ready, 'the watch')
+    for (let server = 0; server < 3; server++) {
+      const victim = cluster.servers[server]!
+      await victim.kill()
+      await victim.restart()
+      await cluster.waitForQuorum()
+      const started = performance.now()
+      const id = `after-kill-${server}`
+      // The write itself may need retries while the bucket's leader is elected again.
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        try {
+          await writer.put('campaigns', id, Buffer.from('x'))
+          break
+        } catch (error) {
+          if (Date.now() > deadline) throw error
+          await new Promise(resolve => setTimeout(resolve, 100))
+        }
+      }
+      const deadlineSeen = Date.now() + 60_000
+      while (!seen.some(change => change.id === id)) {
+        if (Date.now() > deadlineSeen) throw new Error(`the change after killing server ${server} never reached the watcher`)
+        await new Promise(resolve => setTimeout(resolve, 10))
+      }
+      console.log(`      after server ${server + 1} of 3 was killed and restarted: change seen ${(performance.now() - started).toFixed(0)} ms after the write started`)
+    }
+  })
+
   it('keeps ids apart whatever characters they hold, and refuses unknown kinds and empty ids', () => {
     expect(configKey('campaigns', 'summer-sale_2')).to.equal('campaigns.summer-sale_2')
     expect(configKey('webhooks', 'a.b')).to.equal('webhooks.a=2Eb')
