@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigStore, configKey, type ConfigChange } from '../../src/cluster/config-kv.js'
 import { ClusterError } from '../../src/cluster/errors.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { until } from '../helpers/until.js'
 
 const text = (value: Uint8Array | null): string | null => value === null ? null : Buffer.from(value).toString('utf8')
 
@@ -20,12 +21,13 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     return ConfigStore.open({ nc, bucket: 'BEACON_CONFIG_test', replicas: 3 })
   }
 
-  async function until (condition: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 20_000
-    while (!condition()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await new Promise(resolve => setTimeout(resolve, 2))
-    }
+  /** Watches the bucket through `reader`; resolves with the changes seen so far once the watch is ready. */
+  async function watchAll (reader: ConfigStore): Promise<ConfigChange[]> {
+    const seen: ConfigChange[] = []
+    let ready = false
+    watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { ready = true } }))
+    await until(() => ready, 'the watch to be ready', 20_000, 2)
+    return seen
   }
 
   before(async () => { cluster = await startNatsCluster() })
@@ -38,14 +40,11 @@ describe('cluster configuration records in a replicated KV bucket', function () 
   it('delivers a change made through one node to a watcher on another, in order, deletes included', async () => {
     const writer = await node(0)
     const reader = await node(2)
-    const seen: ConfigChange[] = []
-    let ready = false
-    watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { ready = true } }))
-    await until(() => ready, 'the first watch to be ready on an empty bucket')
+    const seen = await watchAll(reader)
 
     const started = performance.now()
     await writer.put('campaigns', 'summer-sale', Buffer.from('{"v":1}'))
-    await until(() => seen.length === 1, 'the campaign to reach the other node')
+    await until(() => seen.length === 1, 'the campaign to reach the other node', 20_000, 1)
     const propagationMs = performance.now() - started
     console.log(`      config change seen on another node ${propagationMs.toFixed(1)} ms after the put was sent (R3)`)
     expect(seen[0]).to.deep.include({ kind: 'campaigns', id: 'summer-sale' })
@@ -55,7 +54,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     for (let i = 0; i < 50; i++) {
       const sent = performance.now()
       await writer.put('segments', `s${i % 5}`, Buffer.from(String(i)))
-      await until(() => seen.length === 2 + i, `change ${i}`)
+      await until(() => seen.length === 2 + i, `change ${i}`, 20_000, 1)
       delays.push(performance.now() - sent)
     }
     delays.sort((a, b) => a - b)
@@ -91,10 +90,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     this.timeout(180_000)
     const writer = await node(0)
     const reader = await node(1)
-    const seen: ConfigChange[] = []
-    let ready = false
-    watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { ready = true } }))
-    await until(() => ready, 'the watch')
+    const seen = await watchAll(reader)
     for (let server = 0; server < 3; server++) {
       const victim = cluster.servers[server]!
       await victim.kill()
@@ -113,11 +109,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
           await new Promise(resolve => setTimeout(resolve, 100))
         }
       }
-      const deadlineSeen = Date.now() + 60_000
-      while (!seen.some(change => change.id === id)) {
-        if (Date.now() > deadlineSeen) throw new Error(`the change after killing server ${server} never reached the watcher`)
-        await new Promise(resolve => setTimeout(resolve, 10))
-      }
+      await until(() => seen.some(change => change.id === id), `the change after killing server ${server + 1}`, 60_000)
       console.log(`      after server ${server + 1} of 3 was killed and restarted: change seen ${(performance.now() - started).toFixed(0)} ms after the write started`)
     }
   })

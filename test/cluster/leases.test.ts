@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Balancer, systemTimers, type LossReason, type Timers } from '../../src/cluster/balancer.js'
 import { ClusterError } from '../../src/cluster/errors.js'
 import { LeaseTable, type Lease } from '../../src/cluster/leases.js'
-import { Members } from '../../src/cluster/members.js'
+import { openLeaseNode } from '../helpers/lease-nodes.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 
 const PARTITIONS = 64
@@ -43,20 +43,18 @@ describe('cluster partition leases on a 3-server NATS cluster (R3 buckets)', fun
   const nodes = new Map<string, Node>()
 
   async function startNode (id: string): Promise<Node> {
-    const nc = await connect({ servers: cluster.urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
-    connections.push(nc)
-    const table = await LeaseTable.open({ nc, bucket: 'BEACON_LEASES_test', leaseMs: LEASE_MS, replicas: 3, node: id })
-    let balancer: Balancer | null = null
-    const members = await Members.open({ nc, bucket: 'BEACON_NODES_test', ttlMs: LEASE_MS, replicas: 3, node: id, onChange: () => balancer?.tickSoon() })
     const timers = new FreezableTimers()
-    const node: Node = { id, table, timers, lost: [], acquired: [], released: [], balancer: null as unknown as Balancer }
-    balancer = new Balancer({
-      table, members, partitions: PARTITIONS, timers,
-      onAcquired: partition => { node.acquired.push(partition) },
-      onLost: (partition, reason) => { node.lost.push({ partition, reason }) },
-      onReleasing: partition => { node.released.push(partition) },
+    const lost: Node['lost'] = []
+    const acquired: number[] = []
+    const released: number[] = []
+    const { nc, table, balancer } = await openLeaseNode({
+      urls: cluster.urls, id, leaseMs: LEASE_MS, partitions: PARTITIONS, timers,
+      onAcquired: partition => { acquired.push(partition) },
+      onLost: (partition, reason) => { lost.push({ partition, reason }) },
+      onReleasing: partition => { released.push(partition) },
     })
-    node.balancer = balancer
+    connections.push(nc)
+    const node: Node = { id, table, timers, lost, acquired, released, balancer }
     nodes.set(id, node)
     await balancer.start()
     return node
