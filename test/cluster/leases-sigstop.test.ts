@@ -43,15 +43,26 @@ class ChildNode {
   }
 }
 
-describe('cluster partition leases: a node process stopped with SIGSTOP', function () {
+describe('cluster partition leases: a node whose lease time runs out (a process stopped with SIGSTOP, a clock ahead)', function () {
   this.timeout(90_000)
   let cluster: NatsCluster
   const connections: NatsConnection[] = []
   const balancers = new Map<string, Balancer>()
   let child: ChildNode | null = null
 
+  /** How far each in-process node's clock runs ahead of the system clock. */
+  const skewMs = new Map<string, number>()
+  const lost = new Map<string, Array<{ partition: number, reason: string }>>()
+
   async function startNode (id: string): Promise<Balancer> {
-    const { nc, balancer } = await openLeaseNode({ urls: cluster.urls, id, leaseMs: LEASE_MS, partitions: PARTITIONS, onAcquired: () => {}, onLost: () => {} })
+    skewMs.set(id, 0)
+    lost.set(id, [])
+    const { nc, balancer } = await openLeaseNode({
+      urls: cluster.urls, id, leaseMs: LEASE_MS, partitions: PARTITIONS,
+      clock: { nowMs: () => Date.now() + skewMs.get(id)! },
+      onAcquired: () => {},
+      onLost: (partition, reason) => { lost.get(id)!.push({ partition, reason }) },
+    })
     connections.push(nc)
     balancers.set(id, balancer)
     await balancer.start()
@@ -90,5 +101,20 @@ describe('cluster partition leases: a node process stopped with SIGSTOP', functi
     await until(() => theirs.every(partition => child!.lost.some(loss => loss.lost === partition)), 'the woken node to drop every partition it held')
     for (const loss of child.lost) expect(loss.reason).to.be.oneOf(['expired', 'refused'])
     await until(() => child!.owned.length >= 20 && everyPartitionOnce([a.owned(), b.owned(), child!.owned]), 'the woken node to take its share again')
+  })
+
+  it('stops counting a partition as its own the moment its clock passes the lease time, before any renew is refused', async () => {
+    const a = balancers.get('a')!
+    const b = balancers.get('b')!
+    await until(() => child!.owned.length >= 20 && a.owned().length >= 20 && b.owned().length >= 20, 'three nodes to share the partitions')
+    const before = lost.get('a')!.length
+    const held = a.owned()
+    // The write path asks holds() before each write: with no round trip, a lease past its time is gone.
+    skewMs.set('a', LEASE_MS)
+    for (const partition of held) expect(a.holds(partition), `partition ${partition}`).to.equal(false)
+    expect(lost.get('a')!.slice(before).map(loss => loss.partition).sort((x, y) => x - y)).to.deep.equal(held)
+    for (const loss of lost.get('a')!.slice(before)) expect(loss.reason).to.equal('expired')
+    skewMs.set('a', 0)
+    await until(() => a.owned().length >= 20 && child!.owned.length + a.owned().length + b.owned().length === PARTITIONS, 'the node to take its share again')
   })
 })

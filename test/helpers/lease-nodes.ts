@@ -13,7 +13,7 @@ export interface LeaseNode {
   balancer: Balancer
 }
 
-export interface LeaseNodeOptions extends Pick<BalancerOptions, 'onAcquired' | 'onLost' | 'onReleasing' | 'timers'> {
+export interface LeaseNodeOptions extends Pick<BalancerOptions, 'onAcquired' | 'onLost' | 'onReleasing' | 'timers' | 'clock'> {
   urls: string[]
   id: string
   leaseMs: number
@@ -25,7 +25,7 @@ export async function openLeaseNode (options: LeaseNodeOptions): Promise<LeaseNo
   const nc = await connect({ servers: urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
   const table = await LeaseTable.open({ nc, bucket: 'BEACON_LEASES_test', leaseMs, replicas: 3, node: id })
   let balancer: Balancer | null = null
-  const members = await Members.open({ nc, bucket: 'BEACON_NODES_test', ttlMs: leaseMs, replicas: 3, node: id, onChange: () => balancer?.tickSoon() })
+  const members = await Members.open({ nc, bucket: 'BEACON_NODES_test', ttlMs: leaseMs, replicas: 3, node: id, clock: options.clock, onChange: () => balancer?.tickSoon() })
   balancer = new Balancer({ table, members, partitions, ...callbacks })
   return { nc, table, balancer }
 }
