@@ -15,8 +15,9 @@ export const LAYERS: readonly Layer[] = [
   { rank: 4, name: 'actors', paths: ['actors/'] },
   { rank: 3, name: 'rules', paths: ['src/matching/', 'src/segments/'] },
   { rank: 2, name: 'delivery', paths: ['src/webhooks/'] },
-  // Storage knows LMDB and its records, nothing of campaigns, segments or webhooks.
-  { rank: 1, name: 'storage', paths: ['src/store/'] },
+  // Storage knows LMDB and its records, nothing of campaigns, segments or webhooks; beside it the
+  // cluster's building blocks over NATS (partitions, leases, changelogs, configuration records).
+  { rank: 1, name: 'storage', paths: ['src/store/', 'src/cluster/'] },
   // Foundations every layer may use.
   { rank: 0, name: 'base', paths: ['src/errors.ts', 'src/clock.ts', 'src/log.ts', 'src/config.ts', 'src/admin-key.ts', 'src/auth/'] },
 ]
