@@ -3,6 +3,7 @@
 // Every string and list has a limit, so no field can make a request expensive.
 
 import Type, { type Static } from 'typebox'
+import { TOKEN_ATTRIBUTES_MAX } from '../store/limits.js'
 
 export const NAME_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$'
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
@@ -119,7 +120,7 @@ export const AccountPatch = Type.Object({
 
 export const TokenCreate = Type.Object({
   name: Label,
-  attributes: Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_.:-]{1,128})$' }), { minItems: 1, maxItems: 1000 }),
+  attributes: Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_.:-]{1,128})$' }), { minItems: 1, maxItems: TOKEN_ATTRIBUTES_MAX }),
   access: Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('read-write')]),
   ratePerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
 }, { additionalProperties: false })
