@@ -22,6 +22,7 @@ import { JetStreamQueue } from './webhooks/jetstream-queue.js'
 import { Metrics } from './ops/metrics.js'
 import { opsRoutes } from './ops/ops-routes.js'
 import { requestObservers } from './ops/request-log.js'
+import { AccountLimits } from './http/account-limits.js'
 
 export interface Beacon {
   port: number
@@ -83,6 +84,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...publicRoutes({
         registry, runtime, clock, visitors, profiles,
+        accountLimits: new AccountLimits({
+          clock,
+          inflightMax: config.accountInflightMax,
+          defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
+        }),
         outboxMark: () => store.lastOutboxSeq,
         afterWrite: (account, fromSeq) => {
           const timeoutMs = registry.syncTimeoutMs(account)

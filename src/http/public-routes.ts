@@ -1,5 +1,7 @@
-// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
-// account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
+// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: the account's
+// in-flight share and rate when the body names an existing account (503, 429: account-limits.ts),
+// schema (400), account (404), token (401, 403), the token's rate (429), attribute permissions (403);
+// then the actor.
 
 import { ApiError, errorItem } from '../errors.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
@@ -12,6 +14,7 @@ import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Reply, Route } from './server.js'
+import type { AccountLimits } from './account-limits.js'
 
 export interface PublicDeps {
   registry: Registry
@@ -25,6 +28,7 @@ export interface PublicDeps {
    */
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
+  accountLimits: AccountLimits
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -37,7 +41,7 @@ const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -128,7 +132,24 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return segments
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
+  /**
+   * The handler within its account's share: a body naming an existing, active account takes one of the
+   * account's slots and tokens first (or is refused, before any validation or actor work) and gives
+   * the slot back when answered; any other body goes on to be refused by the handler (400, 404).
+   */
+  async function withinShare (handler: (body: unknown) => Promise<Reply>, body: unknown): Promise<Reply> {
+    const id = (body as { account?: unknown }).account
+    const account = typeof id === 'string' ? registry.activeAccount(id) : undefined
+    if (account === undefined) return handler(body)
+    const slot = accountLimits.enter(account)
+    try {
+      return await handler(body)
+    } finally {
+      accountLimits.leave(slot)
+    }
+  }
+
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => withinShare(handler, request.body) })
 
   return [
     post('/campaigns/query', campaignsQuery),

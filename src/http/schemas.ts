@@ -114,8 +114,15 @@ export type VisitorSegments = Static<typeof VisitorSegments>
 const Label = Type.String({ minLength: 1, maxLength: 200 })
 
 export const AccountCreate = Type.Object({ name: Label }, { additionalProperties: false })
+/** An account's rate on the public endpoints; null in a PATCH: back to BEACON_ACCOUNT_RATE_PER_SECOND. */
+export const RateLimit = Type.Object({
+  perSecond: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Requests per second on the public endpoints; 0: unlimited.' }),
+  burst: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Requests a burst may hold (default: perSecond).' })),
+}, { additionalProperties: false })
+
 export const AccountPatch = Type.Object({
   name: Type.Optional(Label), suspended: Type.Optional(Type.Boolean()),
+  rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
 }, { additionalProperties: false, minProperties: 1 })
 
 export const TokenCreate = Type.Object({

@@ -47,6 +47,8 @@ export interface Route {
   guard?: (authorization: string) => void
   /** Still answered while draining (health and metrics: a load balancer reads why it is taken out). */
   whileDraining?: boolean
+  /** Never counted against nor refused by BEACON_INFLIGHT_MAX (health and metrics: they must answer under overload). */
+  uncounted?: boolean
   handler: Handler
 }
 
@@ -222,9 +224,11 @@ export class HttpServer {
     const exchange = new Exchange(this, res, req, paramCount, observer)
     res.onAborted(onAbort.bind(exchange))
     if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
-    if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
-    this.inflight++
-    exchange.counted = true
+    if (route.uncounted !== true) {
+      if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+      this.inflight++
+      exchange.counted = true
+    }
     if (route.guard !== undefined) {
       try {
         route.guard(exchange.authorization)

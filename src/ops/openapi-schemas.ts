@@ -4,7 +4,7 @@
 // These describe; they do not validate requests. The coverage test checks real answers against them.
 
 import Type, { type TObject, type TSchema } from 'typebox'
-import { NAME_PATTERN } from '../http/schemas.js'
+import { NAME_PATTERN, RateLimit } from '../http/schemas.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { OPS, CAP_PERIODS } from '../matching/types.js'
 import { MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_LENGTH, MAX_TRIGGER_VALUES, MAX_TRIGGER_VALUE_LENGTH } from '../matching/validate-campaign.js'
@@ -108,7 +108,7 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
 /** Every listing is a page: its items, and `next` to pass as `cursor` for the following page (null: the last). */
 export const Next = Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' })
 
-export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso })
+export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso, rateLimit: Type.Optional(RateLimit) })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
 
 const access = literals(['read', 'write', 'read-write'])

@@ -95,7 +95,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     tag: 'Events', auth: 'none',
     body: { schema: S.EventRequest, example: { account: EXAMPLE_ACCOUNT, visitorId: VISITOR, platform: 'web', event: 'pageView', path: '/shoes' } },
     ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
-    errors: ['account_not_found', 'unknown_event_type'],
+    errors: ['account_not_found', 'unknown_event_type', 'rate_limited'],
   },
   'POST /profiles/query': {
     summary: 'Read a profile\'s attributes and segments',
@@ -158,8 +158,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
   },
   'PATCH /admin/accounts/{account}': {
-    summary: 'Rename or suspend an account',
-    description: 'A suspended account answers 404 account_not_found on the public API.',
+    summary: 'Rename or suspend an account, or set its rate',
+    description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND.',
     tag: 'Accounts', auth: 'admin',
     body: { schema: S.AccountPatch, example: { name: 'My shop (EU)' } },
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],

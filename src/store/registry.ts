@@ -27,6 +27,14 @@ export interface Account {
   name: string
   suspended: boolean
   createdAt: string
+  /** The account's own rate on the public endpoints (absent: BEACON_ACCOUNT_RATE_PER_SECOND). */
+  rateLimit?: RateLimit
+}
+
+/** Requests per second (0: unlimited) and the burst a bucket holds (default: one second's worth). */
+export interface RateLimit {
+  perSecond: number
+  burst?: number
 }
 
 export interface EventType {
@@ -140,8 +148,12 @@ export class Registry {
     return account
   }
 
-  async updateAccount (id: string, patch: { name?: string, suspended?: boolean }): Promise<Account> {
-    const next = { ...this.getAccount(id), ...patch }
+  /** `rateLimit: null` goes back to the installation's default rate. */
+  async updateAccount (id: string, patch: { name?: string, suspended?: boolean, rateLimit?: RateLimit | null }): Promise<Account> {
+    const { rateLimit, ...rest } = patch
+    const next: Account = { ...this.getAccount(id), ...rest }
+    if (rateLimit === null) delete next.rateLimit
+    else if (rateLimit !== undefined) next.rateLimit = rateLimit
     await this.store.save(this.store.accounts, id, next)
     this.accounts.set(id, next)
     return next

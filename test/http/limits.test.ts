@@ -2,7 +2,7 @@
 // limit), and cursor paging of every admin listing (each item exactly once).
 
 import { expect } from 'chai'
-import { admin, createTenant, removeDir, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, removeDir, startBeacon, type Answer, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { EVENT_TYPES_MAX, PAGE_LIMIT_MAX, SEGMENT_DEFS_MAX, TOKENS_MAX, WEBHOOKS_MAX } from '../../src/store/limits.js'
 
 /** Run `count` calls with at most `width` in flight; the statuses in call order. */
@@ -29,7 +29,7 @@ async function walk (url: string, path: string, key: string, limit: number): Pro
   const seen: string[] = []
   let cursor: string | null = null
   do {
-    const res = await admin(url, 'GET', `${path}?limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)
+    const res: Answer = await admin(url, 'GET', `${path}?limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)
     expect(res.status, JSON.stringify(res.body)).to.equal(200)
     const items = res.body[key] as Array<Record<string, string>>
     expect(items.length).to.be.at.most(limit + (key === 'eventTypes' && cursor === null ? 3 : 0))
