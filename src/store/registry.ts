@@ -7,7 +7,7 @@ import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
-import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
+import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
 import type { SegmentDef } from '../segments/rules.js'
 import { compileWebhook, redactWebhook, restoreSecrets, type CompiledWebhook, type WebhookConfig } from '../webhooks/index.js'
@@ -51,9 +51,20 @@ export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
 
 interface AccountCampaigns {
   defs: Map<string, CampaignDef>
-  /** Compiled on first use after a change (so a bulk load compiles once), then swapped whole. */
+  /**
+   * What requests match against: swapped whole when a build finishes, so requests keep using the
+   * previous set while the next one is built. Null until first used after start (then compiled at once).
+   */
   compiled: CampaignSet | null
+  /** Bumped by every change; `compiledVersion` is the version `compiled` was built from. */
+  version: number
+  compiledVersion: number
+  /** A build is under way (at most one per account; a change during it starts another after it). */
+  building: boolean
 }
+
+/** A campaign build runs in slices of this much work, the event loop serving requests in between. */
+export const COMPILE_SLICE_MS = 5
 
 interface AccountSegments {
   defs: Map<string, SegmentDef>
@@ -121,6 +132,8 @@ export class Registry {
       else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
       else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, value as WebhookConfig)
     }
+    // Built in slices from the start; a request that comes before its account's build is done compiles at once.
+    for (const entry of this.campaigns.values()) this.buildCampaigns(entry)
   }
 
   // Accounts
@@ -241,12 +254,45 @@ export class Registry {
 
   // Campaigns
 
-  /** The account's compiled campaigns (compiling them if they changed), or null when it has none. */
+  /**
+   * The account's compiled campaigns, or null when it has none. After a change this is the previous set
+   * until the new one is built (in slices, off the request path: `rebuildCampaigns`); only a request
+   * that comes before the first build after start is done, with no previous set to serve, compiles at once.
+   */
   campaignSet (account: string): CampaignSet | null {
     const entry = this.campaigns.get(account)
-    if (entry === undefined || entry.defs.size === 0) return null
-    entry.compiled ??= compileCampaigns([...entry.defs].map(([id, def]) => ({ id, def })))
+    if (entry === undefined) return null
+    if (entry.compiled === null && entry.defs.size > 0) {
+      entry.compiled = compileCampaigns(campaignInputs(entry.defs))
+      entry.compiledVersion = entry.version
+    }
     return entry.compiled
+  }
+
+  /**
+   * Build the account's campaigns again after a change, in slices of COMPILE_SLICE_MS; requests keep
+   * matching the previous set until it is swapped in. A small account builds within the first slice,
+   * before the change is answered; a large one within its build time after.
+   */
+  private rebuildCampaigns (entry: AccountCampaigns): void {
+    entry.version++
+    this.buildCampaigns(entry)
+  }
+
+  /** Start a build of the current version unless one is under way (which starts the next when it ends). */
+  private buildCampaigns (entry: AccountCampaigns): void {
+    if (entry.building) return
+    entry.building = true
+    const version = entry.version
+    const inputs = campaignInputs(entry.defs)
+    compileCampaignsSliced(inputs, COMPILE_SLICE_MS, set => {
+      entry.building = false
+      if (version >= entry.compiledVersion) {
+        entry.compiled = inputs.length === 0 ? null : set
+        entry.compiledVersion = version
+      }
+      if (entry.version !== version) this.buildCampaigns(entry)
+    })
   }
 
   listCampaigns (account: string, page: PageRequest): Page<{ id: string, campaign: CampaignDef }> {
@@ -267,7 +313,7 @@ export class Registry {
     await this.reserve(account + ' campaign', id, entry.defs.has(id), entry.defs.size, CAMPAIGNS_MAX, 'An account has at most %d campaigns; delete some first.', async () => {
       await this.store.save(this.store.config, [account, 'campaign', id], def)
       entry.defs.set(id, def)
-      entry.compiled = null
+      this.rebuildCampaigns(entry)
     })
   }
 
@@ -276,7 +322,7 @@ export class Registry {
     await this.store.durable(this.store.config.remove([account, 'campaign', id]))
     const entry = this.campaignsOf(account)
     entry.defs.delete(id)
-    entry.compiled = null
+    this.rebuildCampaigns(entry)
   }
 
   // Segments
@@ -466,7 +512,7 @@ export class Registry {
   private campaignsOf (account: string): AccountCampaigns {
     let entry = this.campaigns.get(account)
     if (entry === undefined) {
-      entry = { defs: new Map(), compiled: null }
+      entry = { defs: new Map(), compiled: null, version: 0, compiledVersion: 0, building: false }
       this.campaigns.set(account, entry)
     }
     return entry
@@ -517,5 +563,9 @@ export class Registry {
 }
 
 function noop (): void {}
+
+function campaignInputs (defs: Map<string, CampaignDef>): Array<{ id: string, def: CampaignDef }> {
+  return [...defs].map(([id, def]) => ({ id, def }))
+}
 
 function valueOf<V> (_key: string, value: V): V { return value }
