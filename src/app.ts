@@ -62,7 +62,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
   const queue = config.natsUrl === null
     ? null
-    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
+    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected, maxAckPending: config.natsMaxAckPending })
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,

@@ -11,15 +11,23 @@
 // and re-sends (same message ids), and it rejects only after publishGiveUpMs, leaving the rows in the
 // outbox for a later relay pass.
 //
-// Consumer: one durable pull consumer (explicit ack) that every node pulls from, created with the
-// stream when missing. Messages whose records are held by local workers (waiting for their delay, the
-// rate, a slot, or in flight) get an in-progress heartbeat, so ack_wait only redelivers the messages
-// of a node that is gone. A record the consumer hands out again while it is still held here is not
-// fed twice.
+// Consumers: two durable pull consumers (explicit ack) that every node pulls from, created with the
+// stream when missing. The main one (`<prefix>.*.*`) hands out new records; the retry one
+// (`<prefix>.*.*.r`, no max ack pending) hands out records waiting for a retry or for room in their
+// worker. Messages whose records are held by local workers (waiting for the rate, a slot, or in
+// flight) get an in-progress heartbeat, so ack_wait only redelivers the messages of a node that is
+// gone. A record the consumer hands out again while it is still held here is not fed twice.
 //
-// Settling: a one-record message is acked, nak'd with the retry delay, or termed. A message of several
-// is acked once each of its records is delivered, dead, or handed back: a retry (or a record its
-// worker cannot take) is published again alone and comes back at once, its worker holding it until due.
+// Fairness: a record that must wait (a retry, or one its worker cannot take now) never waits in the
+// main consumer, whose max ack pending is shared by every webhook: it is published again alone, as
+// last settled and with its due time, on its webhook's retry subject, and its message is acked. The
+// retry consumer hands it out at once; until it is due it is nak'd with the time left (a nak'd message
+// counts in its consumer's ack pending, which is unlimited there). So a dead receiver's backlog waits
+// in the retry consumer, and every other webhook's new records keep flowing through the main one.
+//
+// Settling: a delivered record is acked, a dead one termed, a retry handed back as above (if that
+// publish fails: nak'd with the retry delay). A message of several records is acked once each of its
+// records is delivered, dead, or handed back.
 //
 // Attempts: when a nak'd retry comes back to the node that nak'd it, the record as last settled
 // (attempt number, history) is fed. Elsewhere, or after a crash, the attempt is the larger of the
@@ -132,6 +140,11 @@ interface Chunk {
   parts: Uint8Array[]
 }
 
+/** The last token of the subjects whose records wait for a retry (or for room in their worker). */
+export const RETRY_TOKEN = 'r'
+/** The header of a handed-back record's message: when it is due, in epoch milliseconds. */
+const DUE_HEADER = 'Beacon-Due'
+
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
 const CONSUMER_NOT_FOUND = 10014
@@ -159,6 +172,8 @@ interface Outgoing {
   /** Sent on the current connection and waiting for its PubAck. */
   inFlight: boolean
   batch: PublishBatch
+  /** A record handed back to the retry consumer: when it is due (epoch ms, header Beacon-Due); 0 otherwise. */
+  dueAtMs: number
 }
 
 interface PublishBatch {
@@ -177,8 +192,10 @@ interface Carrier {
   /** Records not settled yet. */
   left: number
   lastBeatMs: number
-  /** A record of a batch could not be handed back on its own: the whole message goes back instead. */
+  /** A record could not be handed back on its own: the whole message goes back instead. */
   failed: boolean
+  /** How long the message waits when nak'd after a failed hand-back (a one-record retry: its delay). */
+  nakMs: number
 }
 
 /** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
@@ -229,7 +246,8 @@ export class JetStreamQueue implements DeliveryQueue {
 
   // Consuming.
   private feed: Feed | null = null
-  private messages: ConsumerMessages | null = null
+  /** The running consumes, main and retry. */
+  private readonly messages = new Set<ConsumerMessages>()
   private consuming: Promise<void> | null = null
   /** The records fed to local workers and not settled yet, with the message each came in. */
   private readonly held = new Map<string, Carrier>()
@@ -332,7 +350,15 @@ export class JetStreamQueue implements DeliveryQueue {
     if (this.stopped) throw new Error('JetStreamQueue is stopped')
     this.feed = feed
     await this.ensure()
-    this.consuming = this.consumeLoop()
+    this.consuming = Promise.all([
+      this.consumeLoop(this.consumerName, msg => this.onMessage(msg)),
+      this.consumeLoop(this.retryConsumerName, msg => this.onRetryMessage(msg)),
+    ]).then(noop)
+  }
+
+  /** The durable consumer of the records waiting for a retry. */
+  get retryConsumerName (): string {
+    return `${this.consumerName}-retry`
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -401,18 +427,19 @@ export class JetStreamQueue implements DeliveryQueue {
     return [{ subject, data: encodeMessage(parts), msgId: n === 1 ? msgId : `${msgId}+${n}`, records }]
   }
 
-  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[]): void {
+  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[], dueAtMs = 0): void {
     const token = (this.nextToken++).toString(36)
-    const out: Outgoing = { token, subject, data, records, msgId, sentAtMs: 0, inFlight: false, batch }
+    const out: Outgoing = { token, subject, data, records, msgId, sentAtMs: 0, inFlight: false, batch, dueAtMs }
     this.outgoing.set(token, out)
     this.toSend.push(out)
   }
 
   /**
-   * A record of a batch message that must come back on its own (a retry, a busy worker): published
-   * alone under a message id of its own (the duplicate window must not take it for its first publish).
+   * A record that must wait (a retry, a busy worker) goes to the retry consumer: published alone, as it
+   * is now (attempt, history, due time), on its webhook's retry subject under a message id of its own
+   * (the duplicate window must not take it for its first publish); its message is settled once stored.
    */
-  private handBack (record: DeliveryRecord, carrier: Carrier): void {
+  private handBack (record: DeliveryRecord, carrier: Carrier, dueAtMs: number): void {
     const publish = this.stopped
       ? Promise.reject(new Error('stopped'))
       : new Promise<void>((resolve, reject) => {
@@ -420,7 +447,7 @@ export class JetStreamQueue implements DeliveryQueue {
           left: 1, done: false, resolve, reject,
           timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
         }
-        this.queueSend(batch, this.subjectOf(record), encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`, [record])
+        this.queueSend(batch, `${this.subjectOf(record)}.${RETRY_TOKEN}`, encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`, [record], dueAtMs)
         this.pumpSends()
       })
     publish.then(() => this.release(carrier, false), () => this.release(carrier, true))
@@ -431,7 +458,7 @@ export class JetStreamQueue implements DeliveryQueue {
     if (failed) carrier.failed = true
     if (--carrier.left > 0 || !this.carriers.has(carrier)) return
     this.carriers.delete(carrier)
-    if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : this.feedRetryMs)
+    if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : carrier.nakMs)
     else carrier.msg.ack()
   }
 
@@ -443,6 +470,7 @@ export class JetStreamQueue implements DeliveryQueue {
       if (out.batch.done || out.inFlight || !this.outgoing.has(out.token)) continue
       const h = natsHeaders()
       h.set('Nats-Msg-Id', out.msgId)
+      if (out.dueAtMs > 0) h.set(DUE_HEADER, String(out.dueAtMs))
       try {
         this.nc.publish(out.subject, out.data, { reply: `${this.inbox}.${out.token}`, headers: h })
       } catch (error) {
@@ -608,7 +636,7 @@ export class JetStreamQueue implements DeliveryQueue {
         try {
           // A consume running against a consumer that vanished waits for missed heartbeats before
           // pulling again: start it afresh on the new one.
-          if (await this.ensure()) void this.messages?.close()
+          if (await this.ensure()) for (const messages of this.messages) void messages.close()
           return
         } catch (error) {
           if (this.stopped) return
@@ -648,33 +676,51 @@ export class JetStreamQueue implements DeliveryQueue {
     return true
   }
 
+  /** The main consumer (new records) and the retry consumer (records waiting); true when one was created. */
   private async ensureConsumer (): Promise<boolean> {
-    try {
-      const info = await this.jsm.consumers.info(this.streamName, this.consumerName)
+    // The retry subjects first leave the main consumer (an older release filtered `<prefix>.>`): consumers
+    // of a work-queue stream may not overlap.
+    const main = await this.ensureOneConsumer(this.consumerName, `${this.subjectPrefix}.*.*`, this.maxAckPending)
+    const retry = await this.ensureOneConsumer(this.retryConsumerName, `${this.subjectPrefix}.*.*.${RETRY_TOKEN}`, -1)
+    return main || retry
+  }
+
+  private async ensureOneConsumer (name: string, filter: string, maxAckPending: number): Promise<boolean> {
+    let info = await this.jsm.consumers.info(this.streamName, name).catch((error: unknown) => {
+      if (apiErrorCode(error) !== CONSUMER_NOT_FOUND) throw error
+      return null
+    })
+    if (info !== null && (info.config.filter_subject ?? '') !== filter) {
+      // A consumer of an older release (filter `<prefix>.>`, or none). nats-server 2.9 takes a new filter
+      // but then hands nothing out: made again instead (what it held goes to the new one; a message
+      // another node was attempting may be attempted twice).
+      await this.jsm.consumers.delete(this.streamName, name)
+      this.log.info({ consumer: name, was: info.config.filter_subject ?? '', filter }, 'replacing the JetStream delivery consumer')
+      info = null
+    }
+    if (info !== null) {
       const ackWait = nanos(this.ackWaitMs)
-      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== this.maxAckPending) {
+      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== maxAckPending) {
         // The settings this node runs with win (every node should run with the same ones).
-        await this.jsm.consumers.update(this.streamName, this.consumerName, { ack_wait: ackWait, max_ack_pending: this.maxAckPending })
-        this.log.info({ consumer: this.consumerName, ackWaitMs: this.ackWaitMs, maxAckPending: this.maxAckPending }, 'updated the JetStream delivery consumer')
+        await this.jsm.consumers.update(this.streamName, name, { ack_wait: ackWait, max_ack_pending: maxAckPending })
+        this.log.info({ consumer: name, ackWaitMs: this.ackWaitMs, maxAckPending }, 'updated the JetStream delivery consumer')
       }
       return false
-    } catch (error) {
-      if (apiErrorCode(error) !== CONSUMER_NOT_FOUND) throw error
     }
     try {
       await this.jsm.consumers.add(this.streamName, {
-        durable_name: this.consumerName,
+        durable_name: name,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
         replay_policy: ReplayPolicy.Instant,
-        filter_subject: `${this.subjectPrefix}.>`,
+        filter_subject: filter,
         ack_wait: nanos(this.ackWaitMs),
-        max_ack_pending: this.maxAckPending,
+        max_ack_pending: maxAckPending,
         max_deliver: -1,
       })
-      this.log.info({ stream: this.streamName, consumer: this.consumerName }, 'created the JetStream delivery consumer')
+      this.log.info({ stream: this.streamName, consumer: name }, 'created the JetStream delivery consumer')
     } catch (error) {
-      await this.jsm.consumers.info(this.streamName, this.consumerName).catch(() => { throw error })
+      await this.jsm.consumers.info(this.streamName, name).catch(() => { throw error })
     }
     return true
   }
@@ -683,15 +729,17 @@ export class JetStreamQueue implements DeliveryQueue {
   // Consuming
 
   /** Pull for as long as the queue runs: a consume that ends (an error, a lost consumer) starts again. */
-  private async consumeLoop (): Promise<void> {
+  private async consumeLoop (name: string, onMessage: (msg: JsMsg) => void): Promise<void> {
     let backoffMs = 100
     while (!this.stopped) {
       const startedMs = Date.now()
+      let running: ConsumerMessages | null = null
       try {
-        const consumer = await this.js.consumers.get(this.streamName, this.consumerName)
+        const consumer = await this.js.consumers.get(this.streamName, name)
         if (this.stopped) break
-        const messages = await consumer.consume({ max_messages: this.pullBatch, callback: msg => this.onMessage(msg) })
-        this.messages = messages
+        const messages = await consumer.consume({ max_messages: this.pullBatch, callback: onMessage })
+        running = messages
+        this.messages.add(messages)
         void this.watchConsumer(messages)
         const ended = await messages.closed()
         if (this.stopped) break
@@ -702,7 +750,7 @@ export class JetStreamQueue implements DeliveryQueue {
         this.log.warn({ err: error }, 'could not pull from the JetStream delivery consumer; retrying')
         if (apiErrorCode(error) === STREAM_NOT_FOUND || apiErrorCode(error) === CONSUMER_NOT_FOUND) this.ensureSoon()
       } finally {
-        this.messages = null
+        if (running !== null) this.messages.delete(running)
       }
       if (Date.now() - startedMs > 30_000) backoffMs = 100
       await sleep(backoffMs)
@@ -722,7 +770,18 @@ export class JetStreamQueue implements DeliveryQueue {
     } catch {}
   }
 
-  private onMessage (msg: JsMsg): void {
+  /** A message of the retry consumer: nak'd with the time left until it is due, then fed as the main consumer's are. */
+  private onRetryMessage (msg: JsMsg): void {
+    const due = Number(msg.headers?.get(DUE_HEADER) ?? '')
+    const leftMs = Number.isFinite(due) ? due - Date.now() : 0
+    if (leftMs > 0 && !this.stopped && this.feed !== null) {
+      msg.nak(Math.ceil(leftMs))
+      return
+    }
+    this.onMessage(msg, true)
+  }
+
+  private onMessage (msg: JsMsg, fromRetry = false): void {
     if (this.stopped || this.feed === null) {
       // Pulled while stopping: back to the stream (the connection drains before it closes), for
       // another node or the next start, rather than after ack_wait.
@@ -748,8 +807,8 @@ export class JetStreamQueue implements DeliveryQueue {
         return
       }
     }
-    if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs)
-    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false }
+    if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs, fromRetry)
+    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs }
     this.carriers.add(carrier)
     const deliveries = deliveryCountOf(msg)
     for (let record of records) {
@@ -764,12 +823,12 @@ export class JetStreamQueue implements DeliveryQueue {
       if (answer !== 'busy' && answer !== 'gone') continue
       if (this.held.get(record.id) !== carrier) continue
       this.held.delete(record.id)
-      this.handBack(record, carrier)
+      this.handBack(record, carrier, nowMs + this.feedRetryMs)
     }
   }
 
   /** A message of one record: settled by its own ack, nak (with the retry's delay) or term. */
-  private onRecord (msg: JsMsg, record: DeliveryRecord, nowMs: number): void {
+  private onRecord (msg: JsMsg, record: DeliveryRecord, nowMs: number, fromRetry: boolean): void {
     if (this.held.has(record.id)) {
       // Another message of the same record (a replay) while the first is here: after it.
       msg.nak(this.feedRetryMs)
@@ -781,18 +840,21 @@ export class JetStreamQueue implements DeliveryQueue {
       record = retrying.record
     }
     // Deliveries of this message that did not end here (a crash, another node) count as attempts;
-    // those this node handed back untried (its worker full, the webhook unknown here) do not.
+    // those this node handed back untried (its worker full, the webhook unknown here) do not. A
+    // handed-back record carries its attempt as settled (its deliveries are mostly waits until due).
     const deliveries = deliveryCountOf(msg)
     const handed = this.handedBack.get(record.id)
     const untried = handed !== undefined && handed.seq === msg.seq ? handed.naks : 0
-    if (deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
-    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
+    if (!fromRetry && deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
+    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs }
     this.carriers.add(carrier)
     this.held.set(record.id, carrier)
     const answer = this.tryFeed(record)
     if (answer !== 'busy' && answer !== 'gone') return
     if (this.held.get(record.id) !== carrier) return
     this.held.delete(record.id)
+    // A worker without room: the record waits in the retry consumer, not in the main one's shared pending.
+    if (answer === 'busy' && !fromRetry) return this.handBack(record, carrier, nowMs + this.feedRetryMs)
     this.carriers.delete(carrier)
     if (answer === 'busy' || deliveries <= this.goneRetries) {
       this.handedBack.set(record.id, { seq: msg.seq, naks: untried + 1, forgetAtMs: nowMs + this.feedRetryMs * deliveries + 2 * this.ackWaitMs + 60_000 })
@@ -816,28 +878,31 @@ export class JetStreamQueue implements DeliveryQueue {
     const carrier = this.held.get(record.id)
     if (carrier === undefined) return
     this.held.delete(record.id)
+    const waitMs = Math.max(0, Math.round(delayMs))
     if (carrier.size > 1) {
-      // In a batch message: a retry comes back on its own, due at record.dueMs (its worker holds it
-      // until then); delivered and dead ones are done.
-      if (outcome === 'retry') this.handBack(record, carrier)
+      // In a batch message: a retry goes to the retry consumer on its own, due after its delay;
+      // delivered and dead ones are done.
+      if (outcome === 'retry') this.handBack(record, carrier, Date.now() + waitMs)
       else this.release(carrier, false)
       return
     }
-    this.carriers.delete(carrier)
     if (outcome === 'delivered') {
+      this.carriers.delete(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.ack()
     } else if (outcome === 'dead') {
+      this.carriers.delete(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
     } else {
-      const waitMs = Math.max(0, Math.round(delayMs))
       const forgetAtMs = Date.now() + waitMs + 2 * this.ackWaitMs + 60_000
       this.retrying.set(record.id, { record, forgetAtMs })
       const handed = this.handedBack.get(record.id)
       if (handed !== undefined) handed.forgetAtMs = Math.max(handed.forgetAtMs, forgetAtMs)
-      // nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means.
-      carrier.msg.nak(waitMs)
+      // Waits in the retry consumer (as settled); if that publish fails, its message is nak'd with the delay
+      // (nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means).
+      carrier.nakMs = waitMs
+      this.handBack(record, carrier, Date.now() + waitMs)
     }
   }
 
@@ -850,8 +915,7 @@ export class JetStreamQueue implements DeliveryQueue {
     this.stopped = true
     this.feed = null
     clearInterval(this.timer)
-    const messages = this.messages
-    if (messages !== null) await withTimeout(messages.close(), 2_000)
+    await withTimeout(Promise.all([...this.messages].map(messages => messages.close())), 2_000)
     await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
     for (const carrier of this.carriers) carrier.msg.nak(STOP_NAK_DELAY_MS)
     this.carriers.clear()
