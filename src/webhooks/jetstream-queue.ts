@@ -196,6 +196,8 @@ interface Carrier {
   failed: boolean
   /** How long the message waits when nak'd after a failed hand-back (a one-record retry: its delay). */
   nakMs: number
+  /** A main consumer's message fed to the workers: its subject, counted in its webhook's and account's shares. */
+  share: string | null
 }
 
 /** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
@@ -255,6 +257,12 @@ export class JetStreamQueue implements DeliveryQueue {
   private readonly published = new Map<number, { data: Uint8Array, records: DeliveryRecord[] }>()
   private publishedRecords = 0
   private readonly carriers = new Set<Carrier>()
+  /**
+   * The main consumer's messages held here, by webhook subject and by account (the subject less its
+   * last token); only those holding some are listed, so the sizes count the webhooks and accounts holding.
+   */
+  private readonly webhookHeld = new Map<string, number>()
+  private readonly accountHeld = new Map<string, number>()
   private readonly retrying = new Map<string, Retrying>()
   /** One-record messages this node nak'd untried (busy, gone), by record id: how often, so those are not counted as attempts. */
   private readonly handedBack = new Map<string, { seq: number, naks: number, forgetAtMs: number }>()
@@ -457,7 +465,7 @@ export class JetStreamQueue implements DeliveryQueue {
   private release (carrier: Carrier, failed: boolean): void {
     if (failed) carrier.failed = true
     if (--carrier.left > 0 || !this.carriers.has(carrier)) return
-    this.carriers.delete(carrier)
+    this.dropCarrier(carrier)
     if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : carrier.nakMs)
     else carrier.msg.ack()
   }
@@ -807,9 +815,19 @@ export class JetStreamQueue implements DeliveryQueue {
         return
       }
     }
+    if (!fromRetry && this.overShare(msg.subject)) {
+      // Its webhook (or account) holds its share of the main consumer already: the records wait in the retry one.
+      const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: null }
+      this.carriers.add(carrier)
+      for (const record of records) {
+        if (this.held.has(record.id)) this.release(carrier, false)
+        else this.handBack(record, carrier, nowMs + this.feedRetryMs)
+      }
+      return
+    }
     if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs, fromRetry)
-    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs }
-    this.carriers.add(carrier)
+    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: msg.subject }
+    this.addCarrier(carrier)
     const deliveries = deliveryCountOf(msg)
     for (let record of records) {
       // The same record held from another message (a replay of it) is already on its way.
@@ -846,8 +864,8 @@ export class JetStreamQueue implements DeliveryQueue {
     const handed = this.handedBack.get(record.id)
     const untried = handed !== undefined && handed.seq === msg.seq ? handed.naks : 0
     if (!fromRetry && deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
-    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs }
-    this.carriers.add(carrier)
+    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: fromRetry ? null : msg.subject }
+    this.addCarrier(carrier)
     this.held.set(record.id, carrier)
     const answer = this.tryFeed(record)
     if (answer !== 'busy' && answer !== 'gone') return
@@ -855,7 +873,7 @@ export class JetStreamQueue implements DeliveryQueue {
     this.held.delete(record.id)
     // A worker without room: the record waits in the retry consumer, not in the main one's shared pending.
     if (answer === 'busy' && !fromRetry) return this.handBack(record, carrier, nowMs + this.feedRetryMs)
-    this.carriers.delete(carrier)
+    this.dropCarrier(carrier)
     if (answer === 'busy' || deliveries <= this.goneRetries) {
       this.handedBack.set(record.id, { seq: msg.seq, naks: untried + 1, forgetAtMs: nowMs + this.feedRetryMs * deliveries + 2 * this.ackWaitMs + 60_000 })
       msg.nak(answer === 'busy' ? this.feedRetryMs : this.feedRetryMs * deliveries)
@@ -863,6 +881,28 @@ export class JetStreamQueue implements DeliveryQueue {
       this.log.warn({ id: record.id, account: record.account, webhook: record.webhookId }, 'delivery of an unknown webhook dropped from the stream')
       msg.term()
     }
+  }
+
+  private addCarrier (carrier: Carrier): void {
+    this.carriers.add(carrier)
+    if (carrier.share === null) return
+    count(this.webhookHeld, carrier.share, 1)
+    count(this.accountHeld, accountOf(carrier.share), 1)
+  }
+
+  private dropCarrier (carrier: Carrier): void {
+    if (!this.carriers.delete(carrier) || carrier.share === null) return
+    count(this.webhookHeld, carrier.share, -1)
+    count(this.accountHeld, accountOf(carrier.share), -1)
+  }
+
+  /**
+   * Whether the webhook of this subject, or its account, holds its share of the main consumer here: with
+   * n webhooks (accounts) holding messages, this one counted, a share is max ack pending / (n + 1), so
+   * together they never hold all of it, and a webhook (account) holding none always finds room.
+   */
+  private overShare (subject: string): boolean {
+    return overShare(this.webhookHeld, subject, this.maxAckPending) || overShare(this.accountHeld, accountOf(subject), this.maxAckPending)
   }
 
   private tryFeed (record: DeliveryRecord): FeedAnswer {
@@ -887,11 +927,11 @@ export class JetStreamQueue implements DeliveryQueue {
       return
     }
     if (outcome === 'delivered') {
-      this.carriers.delete(carrier)
+      this.dropCarrier(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.ack()
     } else if (outcome === 'dead') {
-      this.carriers.delete(carrier)
+      this.dropCarrier(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
     } else {
@@ -919,6 +959,8 @@ export class JetStreamQueue implements DeliveryQueue {
     await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
     for (const carrier of this.carriers) carrier.msg.nak(STOP_NAK_DELAY_MS)
     this.carriers.clear()
+    this.webhookHeld.clear()
+    this.accountHeld.clear()
     this.held.clear()
     this.forgetPublished()
     this.retrying.clear()
@@ -938,6 +980,23 @@ export class JetStreamQueue implements DeliveryQueue {
 }
 
 const SUBJECTS_CACHED = 10_000
+
+function count (held: Map<string, number>, key: string, by: number): void {
+  const n = (held.get(key) ?? 0) + by
+  if (n <= 0) held.delete(key)
+  else held.set(key, n)
+}
+
+function overShare (held: Map<string, number>, key: string, total: number): boolean {
+  const mine = held.get(key) ?? 0
+  const holding = held.size + (mine === 0 ? 1 : 0)
+  return mine >= Math.max(1, Math.floor(total / (holding + 1)))
+}
+
+/** The account part of a webhook subject (`<prefix>.<account>`). */
+function accountOf (subject: string): string {
+  return subject.slice(0, subject.lastIndexOf('.'))
+}
 
 /** `{"stream":"…","seq":…}` and nothing else looks like this: no JSON parse on the hot path. */
 const PUBACK_PREFIX = Buffer.from('{"stream":"', 'latin1')
