@@ -3,7 +3,7 @@
 
 import { expect } from 'chai'
 import { admin, createTenant, removeDir, startBeacon, type Answer, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { EVENT_TYPES_MAX, PAGE_LIMIT_MAX, SEGMENT_DEFS_MAX, TOKENS_MAX, WEBHOOKS_MAX } from '../../src/store/limits.js'
+import { EVENT_TYPES_MAX, PAGE_LIMIT_MAX, SEGMENT_DEFS_MAX, TOKEN_ATTRIBUTES_MAX, TOKENS_MAX, WEBHOOKS_MAX } from '../../src/store/limits.js'
 
 /** Run `count` calls with at most `width` in flight; the statuses in call order. */
 async function concurrently (count: number, width: number, call: (i: number) => Promise<number>): Promise<number[]> {
@@ -84,6 +84,15 @@ describe('account limits under concurrent creation', function () {
     expect((await admin(beacon.url, 'DELETE', `${base()}/tokens/${tokens[0]}`)).status).to.equal(200)
     expect((await admin(beacon.url, 'POST', `${base()}/tokens`, spec)).status).to.equal(201)
     expect((await admin(beacon.url, 'POST', `${base()}/tokens`, spec)).status).to.equal(409)
+  })
+
+  it(`refuses a token naming more than ${TOKEN_ATTRIBUTES_MAX} attributes`, async () => {
+    const names = (n: number): string[] => Array.from({ length: n }, (_, i) => `a${i}`)
+    const other = await createTenant(beacon.url, 'other')
+    const refused = await admin(beacon.url, 'POST', `/admin/accounts/${other.account}/tokens`, { name: 't', attributes: names(TOKEN_ATTRIBUTES_MAX + 1), access: 'read' })
+    expect(refused.status).to.equal(400)
+    expect(refused.body.errors[0].field).to.equal('/attributes')
+    expect((await admin(beacon.url, 'POST', `/admin/accounts/${other.account}/tokens`, { name: 't', attributes: names(TOKEN_ATTRIBUTES_MAX), access: 'read' })).status).to.equal(201)
   })
 })
 
