@@ -533,6 +533,8 @@ export class JetStreamQueue implements DeliveryQueue {
    * decoded.
    */
   private keepPublished (pubAck: Uint8Array, out: Outgoing): void {
+    // A handed-back record waits in the retry consumer (often long): not kept, it would push out fresh ones.
+    if (out.dueAtMs > 0) return
     const seq = pubAckSeqOf(pubAck)
     if (seq === 0 || this.published.has(seq) || out.records.length > this.publishedCacheRecords) return
     while (this.publishedRecords + out.records.length > this.publishedCacheRecords) {
