@@ -76,14 +76,14 @@ describe('campaign recompiles off the request path', function () {
     await Promise.all(clients)
     const lagMs = await loopLagMaxMs(beacon.url)
 
-    // The previous set answered requests sent after the change was acknowledged (the build was not in
-    // the request path); once the new set answered, no request saw the old one again.
+    // Requests sent after the change was acknowledged were answered with the previous set: they were
+    // served while the new set was being built (in slices; a build in one block, whether before the
+    // answer or at the first request after it, would have answered them all with the new set). Once
+    // the new set answered, no request saw the old one again, and none saw anything else.
     expect(answers.filter(a => a.sentAfterChange && a.v === 1).length, 'old set after the change').to.be.greaterThan(0)
     expect(answers.filter(a => a.sentAfterNew && a.v === 1)).to.deep.equal([])
     expect(answers.every(a => a.v === 1 || a.v === 2)).to.equal(true)
-    // The build ran in slices: the loop's longest block during the change is shorter than the build.
-    const buildMs = firstNewAtMs - changedAtMs
-    expect(lagMs, `longest event-loop block ${lagMs.toFixed(1)} ms, build ${buildMs.toFixed(1)} ms`).to.be.below(buildMs)
-    console.log(`      longest event-loop block during the change: ${lagMs.toFixed(1)} ms; new set in effect ${buildMs.toFixed(0)} ms after the 200`)
+    // Measured for the record (prom-client's monitorEventLoopDelay, reset by the scrape before the change).
+    console.log(`      longest event-loop block during the change: ${lagMs.toFixed(1)} ms; new set in effect ${(firstNewAtMs - changedAtMs).toFixed(0)} ms after the 200`)
   })
 })
