@@ -873,8 +873,9 @@ export class JetStreamQueue implements DeliveryQueue {
     if (answer !== 'busy' && answer !== 'gone') return
     if (this.held.get(record.id) !== carrier) return
     this.held.delete(record.id)
-    // A worker without room: the record waits in the retry consumer, not in the main one's shared pending.
-    if (answer === 'busy' && !fromRetry) return this.handBack(record, carrier, nowMs + this.feedRetryMs)
+    // A worker without room, or a webhook unknown here: the record waits in the retry consumer, not in
+    // the main one's shared pending (which a deleted webhook's backlog would otherwise fill).
+    if (!fromRetry) return this.handBack(record, carrier, nowMs + this.feedRetryMs)
     this.dropCarrier(carrier)
     if (answer === 'busy' || deliveries <= this.goneRetries) {
       this.handedBack.set(record.id, { seq: msg.seq, naks: untried + 1, forgetAtMs: nowMs + this.feedRetryMs * deliveries + 2 * this.ackWaitMs + 60_000 })
