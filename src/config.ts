@@ -125,7 +125,8 @@ export function loadConfig (env: Env = process.env): Config {
   const inflightMax = integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems)
   const accountRatePerSecond = integer(env, 'BEACON_ACCOUNT_RATE_PER_SECOND', 0, 0, 1_000_000, problems)
   const config: Config = {
-    host: env.BEACON_HOST || '0.0.0.0',
+    // Loopback for a bare start: the admin API is not on every interface by default (the image sets 0.0.0.0).
+    host: env.BEACON_HOST || '127.0.0.1',
     port: integer(env, 'BEACON_PORT', 8080, 0, 65535, problems),
     dataDir: env.BEACON_DATA_DIR || './data',
     adminKey,
