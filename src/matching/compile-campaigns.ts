@@ -120,6 +120,7 @@ function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, C
     platforms: assignBits(triggers.map(t => t.platforms)),
     devices: assignBits(triggers.map(t => t.devices)),
   }
+  yield
   const tree: KindLevel<Entry[]> = { by: new Map(), any: null }
   const groups = new Map<string, FieldGroup<Entry[]>>()
   const paths: PathIndex<Entry[]> = { exact: new Map(), prefixes: new Map(), hasPrefixLength: [] }
@@ -134,22 +135,21 @@ function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, C
     else fileInPaths(paths, key, makeEntry(c.id, c.def, rank, bits, key, null))
     if (rank % STEP_CAMPAIGNS === STEP_CAMPAIGNS - 1) yield
   }
-  return Object.freeze({
-    size: active.length,
-    match: matcher(
-      packLevel((p: PlatformLevel<Entry[]>) => packLevel((d: DeviceLevel<Entry[]>) => packLevel(pack, d), p), tree),
-      [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) })),
-      paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null,
-      bits,
-    ),
-  })
+  yield
+  const packedTree = packLevel((p: PlatformLevel<Entry[]>) => packLevel((d: DeviceLevel<Entry[]>) => packLevel(pack, d), p), tree)
+  yield
+  const packedGroups = [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) }))
+  yield
+  const packedPaths = paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null
+  return Object.freeze({ size: active.length, match: matcher(packedTree, packedGroups, packedPaths, bits) })
 }
 
 // Active campaigns in result order, and for each the key it is filed under (null: the tree).
 function * plan (campaigns: readonly CampaignInput[]): Generator<void, { active: CampaignInput[], places: Array<IndexKey | null> }, void> {
-  const active = campaigns
-    .filter(c => c.def.status === 'active')
-    .sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const active = campaigns.filter(c => c.def.status === 'active')
+  yield
+  active.sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  yield
   const keys: IndexKey[][] = []
   for (let i = 0; i < active.length; i++) {
     keys.push(candidateKeys(active[i]!.def))
