@@ -13,8 +13,8 @@ import type { EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Reply, Route } from './server.js'
-import type { AccountLimits } from './account-limits.js'
+import type { Reply, Request, Route } from './server.js'
+import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
   registry: Registry
@@ -134,28 +134,25 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   }
 
   /**
-   * The handler within its account's share: a body naming an existing, active account takes one of the
-   * account's slots and tokens first (or is refused, before any validation or actor work) and gives
-   * the slot back when answered; any other body goes on to be refused by the handler (400, 404).
+   * The account's share, taken right after the body is parsed (ids lower-cased in place first): a body
+   * naming an existing, active account takes one of the account's slots and tokens (or is refused,
+   * before any validation or actor work), given back once the handler settled; any other body goes on
+   * to be refused by the handler (400, 404).
    */
-  async function withinShare (handler: (body: unknown) => Promise<Reply>, body: unknown): Promise<Reply> {
-    const id = (body as { account?: unknown }).account
+  function admit (request: Request): AccountSlot | null {
+    const id = (lowerCaseIds(request.body) as { account?: unknown }).account
     const account = typeof id === 'string' ? registry.activeAccount(id) : undefined
-    if (account === undefined) return handler(body)
-    const slot = accountLimits.enter(account)
-    try {
-      return await handler(body)
-    } finally {
-      accountLimits.leave(slot)
-    }
+    return account === undefined ? null : accountLimits.enter(account)
   }
+  const release = (slot: object): void => accountLimits.leave(slot as AccountSlot)
 
   function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
     const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
     return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => withinShare(handler, lowerCaseIds(request.body)) })
+  // admit() lower-cased the ids of the body before the handler sees it.
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, admit, release, handler: request => handler(request.body) })
 
   return [
     post('/campaigns/query', campaignsQuery),

@@ -173,7 +173,8 @@ describe('per-account rate limits', function () {
     for (let i = 0; i < 10; i++) expect((await timedEvent(beacon.url, c)).status).to.equal(200)
     await admin(beacon.url, 'PATCH', `/admin/accounts/${c.account}`, { rateLimit: { perSecond: 1, burst: 1 } })
     expect((await timedEvent(beacon.url, c)).status).to.equal(200)
-    expect((await timedEvent(beacon.url, c)).status).to.equal(429)
+    // The same account spelt in upper case is the same account: no way around its rate.
+    expect((await timedEvent(beacon.url, { ...c, account: c.account.toUpperCase() })).status).to.equal(429)
     const reset = await admin(beacon.url, 'PATCH', `/admin/accounts/${c.account}`, { rateLimit: null })
     expect(reset.body).not.to.have.property('rateLimit')
     expect((await admin(beacon.url, 'PATCH', `/admin/accounts/${c.account}`, { rateLimit: { perSecond: -1 } })).status).to.equal(400)
