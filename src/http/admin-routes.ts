@@ -1,7 +1,7 @@
 // The admin API (the panel's operations): accounts, tokens, event types. Bearer admin key, JSON, REST.
 
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { ApiError } from '../errors.js'
+import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
@@ -11,6 +11,7 @@ import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
+import { originProblem } from '../auth/origins.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Handler, Reply, Request, Route } from './server.js'
@@ -21,6 +22,7 @@ const validateTokenCreate = validator(S.TokenCreate)
 const validateEventTypePut = validator(S.EventTypePut)
 const NAME = new RegExp(S.NAME_PATTERN)
 const validateReplay = validator(S.WebhookReplay)
+const validateIdentityRotate = validator(S.IdentitySecretRotate)
 
 export interface AdminDeps {
   registry: Registry
@@ -59,13 +61,20 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
   return [
     route('post', '/admin/accounts', async request => {
       const { name } = validateAccountCreate(request.body)
-      return ok(await registry.createAccount(name), 201)
+      const { account, identitySecret } = await registry.createAccount(name)
+      return ok({ ...account, identitySecret }, 201)
     }),
     route('get', '/admin/accounts', () => ok({ accounts: registry.listAccounts() })),
     route('get', '/admin/accounts/:account', request => ok(registry.getAccount(param(request, 0)))),
     route('patch', '/admin/accounts/:account', async request => {
       const patch = validateAccountPatch(request.body)
+      if (patch.allowedOrigins !== undefined) patch.allowedOrigins = checkOrigins(patch.allowedOrigins)
       return ok(await registry.updateAccount(param(request, 0), patch))
+    }),
+    route('post', '/admin/accounts/:account/identity-secret/rotate', async request => {
+      const { graceSeconds = S.IDENTITY_GRACE_SECONDS_DEFAULT } = validateIdentityRotate(request.body)
+      const { account, identitySecret } = await registry.rotateIdentitySecret(param(request, 0), graceSeconds * 1000)
+      return ok({ ...account, identitySecret })
     }),
 
     route('post', '/admin/accounts/:account/tokens', async request => {
@@ -218,6 +227,16 @@ function wholeNumber (raw: string | null, min: number, max: number, name: string
   const n = Number(raw)
   if (!Number.isInteger(n) || n < min || n > max) throw new ApiError('invalid_field', `${name} must be a whole number from ${min} to ${max}.`, `/${name}`)
   return n
+}
+
+/** Every origin pattern checked (all problems at once), duplicates dropped. */
+function checkOrigins (patterns: string[]): string[] {
+  const problems = patterns.flatMap((pattern, i) => {
+    const problem = originProblem(pattern)
+    return problem === null ? [] : [errorItem('invalid_field', `/allowedOrigins/${i}`, `${JSON.stringify(pattern)} ${problem}.`)]
+  })
+  if (problems.length > 0) throw ApiError.of(problems)
+  return [...new Set(patterns)]
 }
 
 function digest (text: string): Buffer {

@@ -1,17 +1,23 @@
 // The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
 // account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
+//
+// Browsers (any request with an Origin header) are checked first against the account's allowed
+// origins, compiled when the account changes. A preflight carries no body, so browser calls name the
+// account in the query string too (`?account=<id>`): the preflight is answered from it, and the body's
+// account must be the same. Token endpoints answer browsers only when the account allows it.
 
 import { ApiError, errorItem } from '../errors.js'
+import type { CorsHeaders } from '../auth/origins.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
-import type { Registry } from '../store/registry.js'
+import type { BrowserAccess, Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
 import type { EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Reply, Route } from './server.js'
+import { errorReply, type Reply, type Request, type Route } from './server.js'
 
 export interface PublicDeps {
   registry: Registry
@@ -36,6 +42,9 @@ const validateProfileSegments = validator(S.ProfileSegments)
 const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
+
+/** How long a browser may cache a preflight answer: an origin removed from allowedOrigins is refused by then. */
+export const PREFLIGHT_MAX_AGE_SECONDS = 600
 
 export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
@@ -76,9 +85,65 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return { status: 200, body: view.profileId === undefined ? body : { ...body, profileId: view.profileId } }
   }
 
+  /** The account a browser call is about: the query string's, else the body's. */
+  function browserAccount (request: Request): string {
+    const named = request.query === '' ? null : new URLSearchParams(request.query).get('account')
+    const inBody = (request.body as { account?: unknown } | undefined)?.account
+    if (named !== null && inBody !== undefined && inBody !== named) {
+      throw new ApiError('invalid_field', 'The account in the body differs from the account in the query string.', '/account')
+    }
+    return named ?? (typeof inBody === 'string' ? inBody : '')
+  }
+
+  /** The CORS headers for a browser's call, or a refusal (which carries none: the browser hides it). */
+  function allowBrowser (request: Request, account: string, tokens: boolean): CorsHeaders {
+    if (account === '') throw new ApiError('origin_not_allowed', 'Browser calls name the account in the query string: ?account=<id>.')
+    requireAccount(account)
+    const access = registry.browserAccessOf(account)!
+    const headers = access.origins.headersFor(request.origin)
+    if (headers === null) throw new ApiError('origin_not_allowed', `The origin ${JSON.stringify(request.origin.slice(0, 200))} is not in the account's allowedOrigins.`)
+    if (tokens && !access.allowBrowserTokens) throw new ApiError('browser_token_forbidden')
+    return headers
+  }
+
+  /** A browser's call: origin checked first; every answer after that carries the CORS headers. */
+  async function browserCall (request: Request, tokens: boolean, handler: (body: unknown) => Promise<Reply>): Promise<Reply> {
+    const headers = allowBrowser(request, browserAccount(request), tokens)
+    let reply: Reply
+    try {
+      reply = await handler(request.body)
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      reply = errorReply(error)
+    }
+    reply.headers = reply.headers === undefined ? headers : { ...reply.headers, ...headers }
+    return reply
+  }
+
+  /** A profileId is believed only with its signature, unless the account turned verification off. */
+  function verifyIdentity (access: BrowserAccess, event: EventBody): void {
+    if (access.identity === null) return
+    const signature = event.profileIdSignature as string | undefined
+    if (signature === undefined) {
+      throw new ApiError('identity_unverified', 'A profileId needs its profileIdSignature: the hex HMAC-SHA256 of the profileId under the account\'s identity secret.', '/profileIdSignature')
+    }
+    if (access.identity === 'none') {
+      throw new ApiError('identity_unverified', 'The account has no identity secret yet: rotate one with the admin API, or set identityVerification "off".', '/profileIdSignature')
+    }
+    if (!access.identity.verify(event.profileId!, signature, clock.nowMs())) {
+      throw new ApiError('identity_unverified', 'The profileIdSignature does not match the profileId under the account\'s identity secret.', '/profileIdSignature')
+    }
+  }
+
   async function campaignsQuery (body: unknown): Promise<Reply> {
-    const event = validateEvent(body) as EventBody
+    let event = validateEvent(body) as EventBody
     requireAccount(event.account)
+    if (event.profileId !== undefined) verifyIdentity(registry.browserAccessOf(event.account)!, event)
+    if (event.profileIdSignature !== undefined) {
+      // Proof, not data: never recorded nor passed on (a copy only on these calls, so others keep their shape).
+      const { profileIdSignature: _signature, ...rest } = event
+      event = rest as EventBody
+    }
     const type = registry.eventType(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
     const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
@@ -128,37 +193,55 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return segments
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
+  /** A public endpoint and its preflight; `tokens`: a token endpoint (browsers only when the account allows it). */
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>, tokens = true): Route[] => [
+    { method: 'post', pattern, body: true, handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler) },
+    { method: 'options', pattern, body: false, handler: request => preflight(request, tokens) },
+  ]
+
+  function preflight (request: Request, tokens: boolean): Reply {
+    // Not a browser's preflight: a plain OPTIONS, answered with the methods.
+    if (request.origin === '') return { status: 204, body: undefined, headers: PLAIN_OPTIONS }
+    const headers = allowBrowser(request, browserAccount(request), tokens)
+    return { status: 204, body: undefined, headers: { ...headers, ...PREFLIGHT } }
+  }
 
   return [
-    post('/campaigns/query', campaignsQuery),
-    post('/profiles/query', async body => {
+    ...post('/campaigns/query', campaignsQuery, false),
+    ...post('/profiles/query', async body => {
       const q = validateProfileQuery(body)
       return entityQuery(profiles, q.account, q.profileId, q.token, q.attributes, q.segments)
     }),
-    post('/visitors/query', async body => {
+    ...post('/visitors/query', async body => {
       const q = validateVisitorQuery(body)
       return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
     }),
-    post('/profiles/attributes', async body => {
+    ...post('/profiles/attributes', async body => {
       const u = validateProfileAttributes(body)
       await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes)
       return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Attributes saved.', errors: [] } }
     }),
-    post('/visitors/attributes', async body => {
+    ...post('/visitors/attributes', async body => {
       const u = validateVisitorAttributes(body)
       await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
       return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
     }),
-    post('/profiles/segments', async body => {
+    ...post('/profiles/segments', async body => {
       const u = validateProfileSegments(body)
       const segments = await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes)
       return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Segments saved.', errors: [], segments } }
     }),
-    post('/visitors/segments', async body => {
+    ...post('/visitors/segments', async body => {
       const u = validateVisitorSegments(body)
       const segments = await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes)
       return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Segments saved.', errors: [], segments } }
     }),
   ]
+}
+
+const PLAIN_OPTIONS = { Allow: 'POST, OPTIONS' }
+const PREFLIGHT = {
+  'Access-Control-Allow-Methods': 'POST',
+  'Access-Control-Allow-Headers': 'content-type',
+  'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),
 }

@@ -105,7 +105,21 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
 
 // ---- accounts and tokens ----
 
-export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso })
+export const AccountRecord = Type.Object({
+  account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso,
+  allowedOrigins: Type.Array(Type.String(), { description: 'Browser origins allowed to call the public API (docs/sdk.md).' }),
+  identityVerification: Type.Union([Type.Literal('required'), Type.Literal('off')]),
+  allowBrowserTokens: Type.Boolean(),
+  identitySecretSince: Type.Union([Iso, Type.Null()], { description: 'When the current identity secret was made; null: none yet.' }),
+  previousIdentitySecretUntil: Type.Union([Iso, Type.Null()], { description: 'Until when the previous identity secret is accepted.' }),
+})
+/** An answer that carries the account's new identity secret: shown only in this answer. */
+export const AccountWithSecret = Type.Object({
+  ...AccountRecord.properties,
+  identitySecret: Type.String({ description: 'The identity secret (bis_…): sign profileIds with it on your backend. Shown only in this answer.' }),
+})
+/** The JavaScript of the browser SDK. */
+export const ScriptText = Type.String({ description: 'JavaScript.' })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord) })
 
 const access = literals(['read', 'write', 'read-write'])
