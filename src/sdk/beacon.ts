@@ -24,6 +24,8 @@ const NONE: Campaign[] = []
 let options: InitOptions | null = null
 let url = ''
 let consented = false
+/** consent(false) was called: events are dropped, not kept for later. */
+let refused = false
 let visitorId: string | null = null
 let identity: { profileId: string, profileIdSignature: string } | null = null
 let queue: Item[] = []
@@ -50,13 +52,15 @@ function guard<A extends unknown[], R> (fn: (...args: A) => R, fallback: () => R
 }
 
 function enqueue (event: string, fields: Fields = {}): Promise<Campaign[]> {
-  if (options === null) return Promise.resolve(NONE)
+  if (options === null || refused) return Promise.resolve(NONE)
   return new Promise(resolve => {
     if (queue.length >= (options!.queueMax ?? 100)) {
       queue.shift()!.done(NONE)
       report('queue_full', 'The oldest queued event was dropped.')
     }
-    queue.push({ event, fields, done: resolve })
+    // While retrying after a failure, the caller is not kept waiting: [] now, the event goes later.
+    if (timer !== 0) resolve(NONE)
+    queue.push({ event, fields, done: timer === 0 ? resolve : noop })
     void pump()
   })
 }
@@ -150,6 +154,7 @@ function onClick (event: MouseEvent): void {
 
 function setConsent (granted: boolean): void {
   consented = granted
+  refused = !granted
   if (granted) {
     visitorId ??= loadVisitorId()
     void pump()
@@ -164,8 +169,8 @@ function setConsent (granted: boolean): void {
 let listening = false
 
 function init (init: InitOptions): void {
-  options = init
   url = `${init.endpoint.replace(/\/+$/, '')}/campaigns/query?account=${encodeURIComponent(init.account)}`
+  options = init
   if (!listening) {
     listening = true
     addEventListener('pagehide', flush)

@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import net from 'node:net'
 import { ERRORS, type ErrorCode } from '../../src/errors.js'
-import { ADMIN_KEY, admin, createTenant, createToken, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
+import { ADMIN_KEY, admin, createTenant, createToken, identified, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 
 // ---------------------------------------------------------------------------------------------------
 // What the cases run against (filled in by the before hook)
@@ -803,7 +803,7 @@ describe('bad input', function () {
     await must('visitor segments', post('/visitors/segments', { ...who, visitorId: c.visitorId, assignees: ['seg-a', 'seg-b'] }))
     await must('profile attributes', post('/profiles/attributes', { ...who, profileId: c.profileId, attributes: { color: 'red', plan: 'pro', langs: ['en', 'fr'] } }))
     await must('profile segments', post('/profiles/segments', { ...who, profileId: c.profileId, assignees: ['seg-p', 'seg-q'] }))
-    await must('link', post('/campaigns/query', { account: c.account, visitorId: c.visitorId, profileId: c.profileId, platform: 'web', event: 'pageView' }))
+    await must('link', post('/campaigns/query', { account: c.account, visitorId: c.visitorId, ...identified(main, c.profileId), platform: 'web', event: 'pageView' }))
 
     snapshots = [
       { label: 'visitor, everything', read: async () => JSON.stringify(await rawPost('/visitors/query', { ...who, visitorId: c.visitorId })) },
