@@ -7,6 +7,14 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { artifactPath, launchBrowser, servePages, type PageServer } from '../helpers/browser.js'
 import { admin, createTenant, removeDir, signProfile, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 
+// The functions passed to page.evaluate run in the page; the server's compilation has no DOM types, so
+// the few page globals they use are declared here, for this file only.
+declare const window: any
+declare const document: { cookie: string }
+declare const localStorage: { getItem: (key: string) => string | null }
+declare const navigator: { onLine: boolean }
+declare class DOMException { constructor (message: string, name: string) }
+
 const ARTIFACTS = 'sdk'
 const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -88,7 +96,7 @@ describe('browser SDK in Chromium', function () {
   async function openShop (context?: BrowserContext, path = '/'): Promise<Page> {
     const page = await (context ?? browser).newPage()
     await page.goto(shop.origin + path)
-    await page.waitForFunction(() => typeof (window as any).Beacon?.visitorId() === 'string')
+    await page.waitForFunction(() => typeof window.Beacon?.visitorId() === 'string')
     return page
   }
 
@@ -121,10 +129,10 @@ describe('browser SDK in Chromium', function () {
 
   it('generates a UUID v4 visitor id and keeps it in localStorage across reloads', async () => {
     const page = await openShop()
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     expect(id).to.match(UUID4)
     await page.reload()
-    expect(await page.evaluate(() => (window as any).Beacon.visitorId())).to.equal(id)
+    expect(await page.evaluate(() => window.Beacon.visitorId())).to.equal(id)
     expect(await page.evaluate(() => localStorage.getItem('beacon_vid'))).to.equal(id)
     await page.close()
   })
@@ -135,25 +143,25 @@ describe('browser SDK in Chromium', function () {
       Object.defineProperty(window, 'localStorage', { get () { throw new DOMException('blocked', 'SecurityError') } })
     })
     const page = await openShop(context)
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     expect(id).to.match(UUID4)
     expect(await page.evaluate(() => document.cookie)).to.include(`beacon_vid=${id}`)
     await page.reload()
-    expect(await page.evaluate(() => (window as any).Beacon.visitorId())).to.equal(id)
+    expect(await page.evaluate(() => window.Beacon.visitorId())).to.equal(id)
     await context.close()
   })
 
   it('fires page, product and purchase events, renders the matching campaign into its slot and reports its view and click', async () => {
     const page = await openShop()
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
-    expect(await page.evaluate(() => (window as any).Beacon.page())).to.deep.equal([])
-    const campaigns = await page.evaluate(() => (window as any).Beacon.productView({ sku: 'SHOE-1', price: 99, category: 'shoes' }))
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
+    expect(await page.evaluate(() => window.Beacon.page())).to.deep.equal([])
+    const campaigns = await page.evaluate(() => window.Beacon.productView({ sku: 'SHOE-1', price: 99, category: 'shoes' }))
     expect(campaigns.map((c: { id: string }) => c.id)).to.deep.equal(['summer'])
     await page.waitForSelector('[data-beacon-slot="hero"][data-beacon-campaign="summer"] strong')
     expect(await page.textContent('[data-beacon-slot="hero"]')).to.equal('Summer shoes -20%Only this week.')
     await page.screenshot({ path: artifactPath(ARTIFACTS, 'shop-with-campaign.png') })
-    expect(await page.evaluate(() => (window as any).Beacon.purchase({ orderId: 'o-1', orderTotal: 99, purchasedItems: ['SHOE-1'] }))).to.deep.equal([])
-    expect(await page.evaluate(() => (window as any).seen)).to.deep.equal([['pageView', []], ['productView', ['summer']], ['purchase', []]])
+    expect(await page.evaluate(() => window.Beacon.purchase({ orderId: 'o-1', orderTotal: 99, purchasedItems: ['SHOE-1'] }))).to.deep.equal([])
+    expect(await page.evaluate(() => window.seen)).to.deep.equal([['pageView', []], ['productView', ['summer']], ['purchase', []]])
     await until('the campaign view', async () => await count(id, 'campaignView') === 1)
     const v = await visitor(id)
     expect(v.counts).to.include({ pageView: 1, productView: 1, purchase: 1, campaignView: 1 })
@@ -168,9 +176,9 @@ describe('browser SDK in Chromium', function () {
   it('is blocked by the browser on an origin the account does not allow', async () => {
     const page = await browser.newPage()
     await page.goto(`${elsewhere.origin}/`)
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
-    expect(await page.evaluate(() => (window as any).Beacon.productView({ sku: 'SHOE-1', price: 99 }))).to.deep.equal([])
-    const errors = await page.evaluate(() => (window as any).errors as { code: string }[])
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
+    expect(await page.evaluate(() => window.Beacon.productView({ sku: 'SHOE-1', price: 99 }))).to.deep.equal([])
+    const errors = await page.evaluate(() => window.errors as { code: string }[])
     expect(errors.map(e => e.code)).to.include('network_error')
     // A plain fetch from this origin fails the same way: the preflight is refused.
     const direct = await page.evaluate(async ([url, account, visitorId]) => {
@@ -189,20 +197,20 @@ describe('browser SDK in Chromium', function () {
 
   it('refuses an unsigned identify (the event is still counted, anonymously) and links the profile on a signed one', async () => {
     const page = await openShop()
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     await page.evaluate(async () => {
-      const B = (window as any).Beacon
+      const B = window.Beacon
       B.identify('ana@example.com', 'ab'.repeat(32))
       await B.page()
     })
-    expect((await page.evaluate(() => (window as any).errors as { code: string }[])).map(e => e.code)).to.deep.equal(['identity_unverified'])
+    expect((await page.evaluate(() => window.errors as { code: string }[])).map(e => e.code)).to.deep.equal(['identity_unverified'])
     let v = await visitor(id)
     expect(v.profileId ?? null).to.equal(null)
     expect(v.counts).to.include({ pageView: 1 })
 
     const signature = signProfile(tenant.identitySecret, 'ana@example.com')
     await page.evaluate(async (sig) => {
-      const B = (window as any).Beacon
+      const B = window.Beacon
       B.identify('ana@example.com', sig)
       await B.page()
     }, signature)
@@ -215,15 +223,15 @@ describe('browser SDK in Chromium', function () {
 
   it('queues events while Beacon is down and sends them, in order, when it comes back', async () => {
     const page = await openShop(undefined, '/behind-lb')
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     const { dataDir } = beacon
     await beacon.stop()
     const answers = await page.evaluate(async () => {
-      const B = (window as any).Beacon
+      const B = window.Beacon
       return [await B.productView({ sku: 'OFF-1' }), await B.productView({ sku: 'OFF-2' })]
     })
     expect(answers).to.deep.equal([[], []])
-    expect((await page.evaluate(() => (window as any).errors as { code: string }[])).map(e => e.code)).to.include('network_error')
+    expect((await page.evaluate(() => window.errors as { code: string }[])).map(e => e.code)).to.include('network_error')
     await page.screenshot({ path: artifactPath(ARTIFACTS, 'offline.png') })
     beacon = await startBeacon({ dataDir })
     writePages()
@@ -235,9 +243,9 @@ describe('browser SDK in Chromium', function () {
   it('queues events while the browser is offline and sends them when it is back online', async () => {
     const context = await browser.newContext()
     const page = await openShop(context)
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     await context.setOffline(true)
-    expect(await page.evaluate(() => (window as any).Beacon.productView({ sku: 'AWAY-1' }))).to.deep.equal([])
+    expect(await page.evaluate(() => window.Beacon.productView({ sku: 'AWAY-1' }))).to.deep.equal([])
     expect(await page.evaluate(() => navigator.onLine)).to.equal(false)
     await context.setOffline(false)
     await until('the event sent when back online', async () => (await visitor(id)).viewedSkus?.length === 1)
@@ -248,10 +256,10 @@ describe('browser SDK in Chromium', function () {
     // A context of its own: no preflight cached from the other tests, the keepalive requests need theirs.
     const context = await browser.newContext()
     const page = await openShop(context)
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     // Three events at once: one goes out, two wait in the queue when the page closes.
     await page.evaluate(() => {
-      const B = (window as any).Beacon
+      const B = window.Beacon
       B.productView({ sku: 'LAST-1' })
       B.productView({ sku: 'LAST-2' })
       B.productView({ sku: 'LAST-3' })
@@ -267,21 +275,21 @@ describe('browser SDK in Chromium', function () {
     const sent: string[] = []
     page.on('request', request => { if (request.url().includes('/campaigns/query')) sent.push(request.method()) })
     await page.goto(`${shop.origin}/consent`)
-    await page.waitForFunction(() => typeof (window as any).Beacon === 'object')
-    void page.evaluate(() => { (window as any).pending = (window as any).Beacon.page() })
-    expect(await page.evaluate(() => (window as any).Beacon.visitorId())).to.equal(null)
+    await page.waitForFunction(() => typeof window.Beacon === 'object')
+    void page.evaluate(() => { window.pending = window.Beacon.page() })
+    expect(await page.evaluate(() => window.Beacon.visitorId())).to.equal(null)
     expect(await page.evaluate(() => [localStorage.getItem('beacon_vid'), document.cookie])).to.deep.equal([null, ''])
     expect(sent).to.deep.equal([])
-    await page.evaluate(() => (window as any).Beacon.consent(true))
-    const id = await page.evaluate(() => (window as any).Beacon.visitorId() as string)
+    await page.evaluate(() => window.Beacon.consent(true))
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     expect(id).to.match(UUID4)
-    await page.evaluate(() => (window as any).pending)
+    await page.evaluate(() => window.pending)
     expect(await count(id, 'pageView')).to.equal(1)
     // Withdrawn: the id is forgotten and nothing more is sent.
-    await page.evaluate(() => (window as any).Beacon.consent(false))
-    expect(await page.evaluate(() => [(window as any).Beacon.visitorId(), localStorage.getItem('beacon_vid')])).to.deep.equal([null, null])
+    await page.evaluate(() => window.Beacon.consent(false))
+    expect(await page.evaluate(() => [window.Beacon.visitorId(), localStorage.getItem('beacon_vid')])).to.deep.equal([null, null])
     const before = sent.length
-    expect(await page.evaluate(() => (window as any).Beacon.page())).to.deep.equal([])
+    expect(await page.evaluate(() => window.Beacon.page())).to.deep.equal([])
     expect(sent.length).to.equal(before)
     await page.close()
   })
@@ -289,7 +297,7 @@ describe('browser SDK in Chromium', function () {
   it('never throws into the host page', async () => {
     const page = await openShop()
     const results = await page.evaluate(async () => {
-      const B = (window as any).Beacon
+      const B = window.Beacon
       const out: unknown[] = []
       out.push(B.track(undefined, 5) instanceof Promise)
       out.push(await B.productView(null))

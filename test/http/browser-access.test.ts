@@ -216,7 +216,7 @@ describe('verified identity on /campaigns/query', () => {
   it('reads an account stored before verified identity as "required" with no secret until one is rotated', async () => {
     const dataDir = beacon.dataDir
     await beacon.beacon.stop()
-    const store = new Store({ path: dataDir, durability: 'durable', mapSizeBytes: 1 << 28 })
+    const store = new Store({ path: dataDir, durability: 'flushed', mapSizeBytes: 1 << 28 })
     const legacy = '0b6f3a52-93c4-4d6e-8f1a-2c3b4d5e6f70'
     await store.save(store.accounts, legacy, { account: legacy, name: 'Old shop', suspended: false, createdAt: '2025-01-01T00:00:00.000Z' })
     await store.close()
