@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { admin, createTenant, identified, post, signProfile, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
-import { startInProcess, type InProcess } from '../helpers/in-process.js'
+import { freshTenantEach, startInProcess, type InProcess } from '../helpers/in-process.js'
 import { Store } from '../../src/store/store.js'
 import { PREFLIGHT_MAX_AGE_SECONDS } from '../../src/http/public-routes.js'
 
@@ -143,23 +143,16 @@ describe('browser access: CORS per account', () => {
 })
 
 describe('verified identity on /campaigns/query', () => {
-  let beacon: InProcess
-  let tenant: Tenant
-
-  beforeEach(async () => {
-    beacon = await startInProcess()
-    tenant = await createTenant(beacon.url)
-  })
-  afterEach(() => beacon.close())
-
+  const each = freshTenantEach()
+  const at = (path: string) => `/admin/accounts/${each.tenant.account}${path}`
   const fire = (visitor: string, extra: Record<string, unknown>) =>
-    post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...extra })
-  const visitor = async (id: string) => (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${id}`)).body
-  const profile = async (id: string) => (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/${encodeURIComponent(id)}`)).body
+    post(each.beacon.url, '/campaigns/query', { account: each.tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...extra })
+  const visitor = async (id: string) => (await admin(each.beacon.url, 'GET', at(`/visitors/${id}`))).body
+  const profile = async (id: string) => (await admin(each.beacon.url, 'GET', at(`/profiles/${encodeURIComponent(id)}`))).body
 
   it('refuses a profileId without its signature, or with a wrong one, with 401 identity_unverified: nothing recorded, nothing linked', async () => {
     const device = visitorId()
-    for (const extra of [{ profileId: 'ana@example.com' }, { profileId: 'ana@example.com', profileIdSignature: signProfile(tenant.identitySecret, 'bob@example.com') }]) {
+    for (const extra of [{ profileId: 'ana@example.com' }, { profileId: 'ana@example.com', profileIdSignature: signProfile(each.tenant.identitySecret, 'bob@example.com') }]) {
       const res = await fire(device, extra)
       expect(res.status).to.equal(401)
       expect(res.body.errors[0]).to.include({ code: 'identity_unverified', field: '/profileIdSignature' })
@@ -174,7 +167,7 @@ describe('verified identity on /campaigns/query', () => {
 
   it('links the visitor with a valid signature (any hex case) and never keeps the signature', async () => {
     const device = visitorId()
-    const signed = identified(tenant, 'ana@example.com')
+    const signed = identified(each.tenant, 'ana@example.com')
     const res = await fire(device, { ...signed, profileIdSignature: signed.profileIdSignature.toUpperCase() })
     expect(res.status, JSON.stringify(res.body)).to.equal(200)
     const v = await visitor(device)
@@ -184,43 +177,44 @@ describe('verified identity on /campaigns/query', () => {
   })
 
   it('trusts a profileId as sent when the account turned verification off', async () => {
-    await admin(beacon.url, 'PATCH', `/admin/accounts/${tenant.account}`, { identityVerification: 'off' })
+    await admin(each.beacon.url, 'PATCH', at(''), { identityVerification: 'off' })
     const device = visitorId()
     expect((await fire(device, { profileId: 'carol' })).status).to.equal(200)
     expect((await visitor(device)).profileId).to.equal('carol')
   })
 
   it('rotates the secret: the previous one holds for the grace period, then only the new one; an older one goes at once', async () => {
-    const old = tenant.identitySecret
-    const rotated = await admin(beacon.url, 'POST', `/admin/accounts/${tenant.account}/identity-secret/rotate`, { graceSeconds: 60 })
+    const old = each.tenant.identitySecret
+    const rotated = await admin(each.beacon.url, 'POST', at('/identity-secret/rotate'), { graceSeconds: 60 })
     expect(rotated.status).to.equal(200)
     const fresh = rotated.body.identitySecret as string
     expect(fresh).to.match(/^bis_/).and.not.equal(old)
-    expect(rotated.body.previousIdentitySecretUntil).to.equal(new Date(beacon.clock.nowMs() + 60_000).toISOString())
-    expect(JSON.stringify((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}`)).body)).to.not.include(fresh)
+    expect(rotated.body.previousIdentitySecretUntil).to.equal(new Date(each.beacon.clock.nowMs() + 60_000).toISOString())
+    expect(JSON.stringify((await admin(each.beacon.url, 'GET', at(''))).body)).to.not.include(fresh)
     const tryWith = async (secret: string) => (await fire(visitorId(), { profileId: 'dan', profileIdSignature: signProfile(secret, 'dan') })).status
     expect(await tryWith(old)).to.equal(200)
     expect(await tryWith(fresh)).to.equal(200)
-    beacon.clock.advance(60_001)
+    each.beacon.clock.advance(60_001)
     expect(await tryWith(old)).to.equal(401)
     expect(await tryWith(fresh)).to.equal(200)
 
-    const again = (await admin(beacon.url, 'POST', `/admin/accounts/${tenant.account}/identity-secret/rotate`, { graceSeconds: 0 })).body.identitySecret as string
+    const again = (await admin(each.beacon.url, 'POST', at('/identity-secret/rotate'), { graceSeconds: 0 })).body.identitySecret as string
     expect(await tryWith(fresh)).to.equal(401)
     expect(await tryWith(again)).to.equal(200)
-    const bad = await admin(beacon.url, 'POST', `/admin/accounts/${tenant.account}/identity-secret/rotate`, { graceSeconds: -1 })
+    const bad = await admin(each.beacon.url, 'POST', at('/identity-secret/rotate'), { graceSeconds: -1 })
     expect(bad.status).to.equal(400)
     expect(await tryWith(again)).to.equal(200)
   })
 
   it('reads an account stored before verified identity as "required" with no secret until one is rotated', async () => {
-    const dataDir = beacon.dataDir
-    await beacon.beacon.stop()
+    const dataDir = each.beacon.dataDir
+    await each.beacon.beacon.stop()
     const store = new Store({ path: dataDir, durability: 'flushed', mapSizeBytes: 1 << 28 })
     const legacy = '0b6f3a52-93c4-4d6e-8f1a-2c3b4d5e6f70'
     await store.save(store.accounts, legacy, { account: legacy, name: 'Old shop', suspended: false, createdAt: '2025-01-01T00:00:00.000Z' })
     await store.close()
-    beacon = await startInProcess(dataDir)
+    each.beacon = await startInProcess(dataDir)
+    const beacon = each.beacon
     const shown = await admin(beacon.url, 'GET', `/admin/accounts/${legacy}`)
     expect(shown.body).to.include({ identityVerification: 'required', allowBrowserTokens: false, identitySecretSince: null })
     const body = { account: legacy, visitorId: visitorId(), platform: 'web', event: 'pageView', profileId: 'p', profileIdSignature: signProfile('anything', 'p') }
