@@ -192,7 +192,11 @@ export const Beacon = {
   purchase: guard((fields: Fields & { orderId: string }) => enqueue('purchase', fields), resolved),
   track: guard((event: string, fields?: Fields) => enqueue(event, fields), resolved),
   /** From here on events carry the profileId and its signature (made by the site's backend). */
-  identify: guard((profileId: string, signature: string) => { identity = { profileId, profileIdSignature: signature } }, noop),
+  identify: guard((profileId: string, signature: string) => {
+    // A malformed pair would have every later event refused: it is reported and ignored instead.
+    if (typeof profileId === 'string' && profileId !== '' && /^[0-9a-f]{64}$/i.test(signature)) identity = { profileId, profileIdSignature: signature }
+    else report('invalid_identity', 'identify(profileId, signature) needs a profileId and a 64-character hex signature.')
+  }, noop),
   /** Called with the campaigns of every event answered; returns the function that stops it. */
   onCampaigns: guard((listener: CampaignListener) => {
     listeners.push(listener)

@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { SDK_CACHE } from '../../src/http/sdk-routes.js'
@@ -36,3 +37,13 @@ describe('GET /sdk/beacon.js and /sdk/beacon.mjs', () => {
     })
   }
 })
+
+describe('the SDK from npm (package exports "beacon/sdk")', () => {
+  it('resolves to the built ES module, which exports Beacon with every method', async () => {
+    expect(createRequire(import.meta.url).resolve('beacon/sdk')).to.match(/\/dist\/web\/sdk\/beacon\.mjs$/)
+    const sdk = await import('beacon/sdk' as string) as { Beacon: Record<string, unknown>, default: unknown }
+    expect(sdk.default).to.equal(sdk.Beacon)
+    expect(Object.keys(sdk.Beacon).sort()).to.deep.equal(['consent', 'flush', 'identify', 'init', 'onCampaigns', 'page', 'productView', 'purchase', 'track', 'visitorId'])
+  })
+})
+
