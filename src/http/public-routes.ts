@@ -1,5 +1,6 @@
 // The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
-// account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
+// account (404), verified identity (401, /campaigns/query), token (401, 403), rate (429), attribute
+// permissions (403); then the actor.
 //
 // Browsers (any request with an Origin header) are checked first against the account's allowed
 // origins, compiled when the account changes. A preflight carries no body, so browser calls name the
@@ -87,12 +88,18 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
 
   /** The account a browser call is about: the query string's, else the body's. */
   function browserAccount (request: Request): string {
-    const named = request.query === '' ? null : new URLSearchParams(request.query).get('account')
+    const named = queryAccount(request.query)
     const inBody = (request.body as { account?: unknown } | undefined)?.account
+    return named ?? (typeof inBody === 'string' ? inBody : '')
+  }
+
+  /** When the query string and the body both name an account, they name the same one. */
+  function sameAccount (request: Request): void {
+    const named = queryAccount(request.query)
+    const inBody = (request.body as { account?: unknown }).account
     if (named !== null && inBody !== undefined && inBody !== named) {
       throw new ApiError('invalid_field', 'The account in the body differs from the account in the query string.', '/account')
     }
-    return named ?? (typeof inBody === 'string' ? inBody : '')
   }
 
   /** The CORS headers for a browser's call, or a refusal (which carries none: the browser hides it). */
@@ -111,6 +118,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     const headers = allowBrowser(request, browserAccount(request), tokens)
     let reply: Reply
     try {
+      sameAccount(request)
       reply = await handler(request.body)
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
@@ -244,4 +252,8 @@ const PREFLIGHT = {
   'Access-Control-Allow-Methods': 'POST',
   'Access-Control-Allow-Headers': 'content-type',
   'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),
+}
+
+function queryAccount (query: string): string | null {
+  return query === '' ? null : new URLSearchParams(query).get('account')
 }

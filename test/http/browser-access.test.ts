@@ -114,6 +114,7 @@ describe('browser access: CORS per account', () => {
     const res = await post(beacon.url, `/campaigns/query?account=${tenant.account}`, { ...event(), account: other.account }, fromBrowser(SHOP))
     expect(res.status).to.equal(400)
     expect(res.body.errors[0]).to.include({ code: 'invalid_field', field: '/account' })
+    expect(res.headers.get('access-control-allow-origin')).to.equal(SHOP)
   })
 
   it('keeps the token endpoints for servers unless the account allows browsers explicitly', async () => {
