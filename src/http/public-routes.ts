@@ -86,16 +86,14 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return { status: 200, body: view.profileId === undefined ? body : { ...body, profileId: view.profileId } }
   }
 
-  /** The account a browser call is about: the query string's, else the body's. */
-  function browserAccount (request: Request): string {
-    const named = queryAccount(request.query)
+  /** The account a browser call is about: the query string's (`named`), else the body's. */
+  function browserAccount (named: string | null, request: Request): string {
     const inBody = (request.body as { account?: unknown } | undefined)?.account
     return named ?? (typeof inBody === 'string' ? inBody : '')
   }
 
   /** When the query string and the body both name an account, they name the same one. */
-  function sameAccount (request: Request): void {
-    const named = queryAccount(request.query)
+  function sameAccount (named: string | null, request: Request): void {
     const inBody = (request.body as { account?: unknown }).account
     if (named !== null && inBody !== undefined && inBody !== named) {
       throw new ApiError('invalid_field', 'The account in the body differs from the account in the query string.', '/account')
@@ -115,10 +113,11 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
 
   /** A browser's call: origin checked first; every answer after that carries the CORS headers. */
   async function browserCall (request: Request, tokens: boolean, handler: (body: unknown) => Promise<Reply>): Promise<Reply> {
-    const headers = allowBrowser(request, browserAccount(request), tokens)
+    const named = queryAccount(request.query)
+    const headers = allowBrowser(request, browserAccount(named, request), tokens)
     let reply: Reply
     try {
-      sameAccount(request)
+      sameAccount(named, request)
       reply = await handler(request.body)
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
@@ -210,7 +209,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   function preflight (request: Request, tokens: boolean): Reply {
     // Not a browser's preflight: a plain OPTIONS, answered with the methods.
     if (request.origin === '') return { status: 204, body: undefined, headers: PLAIN_OPTIONS }
-    const headers = allowBrowser(request, browserAccount(request), tokens)
+    const headers = allowBrowser(request, browserAccount(queryAccount(request.query), request), tokens)
     return { status: 204, body: undefined, headers: { ...headers, ...PREFLIGHT } }
   }
 
