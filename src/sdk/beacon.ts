@@ -55,7 +55,8 @@ function enqueue (event: string, fields: Fields = {}): Promise<Campaign[]> {
   if (options === null || refused) return Promise.resolve(NONE)
   return new Promise(resolve => {
     if (queue.length >= (options!.queueMax ?? 100)) {
-      queue.shift()!.done(NONE)
+      // The oldest that is not in flight (that one is answered where it was sent from).
+      queue.splice(sending ? 1 : 0, 1)[0]?.done(NONE)
       report('queue_full', 'The oldest queued event was dropped.')
     }
     // While retrying after a failure, the caller is not kept waiting: [] now, the event goes later.

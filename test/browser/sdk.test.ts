@@ -85,6 +85,7 @@ describe('browser SDK in Chromium', function () {
     pages['/'] = shopPage(beacon.url, tenant.account)
     pages['/sale'] = '<!doctype html><p>Sale</p>'
     pages['/consent'] = shopPage(beacon.url, tenant.account, ', consent: false')
+    pages['/small-queue'] = shopPage(beacon.url, tenant.account, ', queueMax: 2')
     // The SDK from Beacon, the events through the forwarder.
     pages['/behind-lb'] = shopPage(beacon.url, tenant.account).replace(`endpoint: ${JSON.stringify(beacon.url)}`, `endpoint: ${JSON.stringify(lb.url)}`)
     otherPages['/'] = shopPage(beacon.url, tenant.account)
@@ -240,15 +241,21 @@ describe('browser SDK in Chromium', function () {
     await page.close()
   })
 
-  it('queues events while the browser is offline and sends them when it is back online', async () => {
+  it('queues events while the browser is offline, at most queueMax (the oldest dropped), and sends them when it is back online', async () => {
     const context = await browser.newContext()
-    const page = await openShop(context)
+    const page = await openShop(context, '/small-queue')
     const id = await page.evaluate(() => window.Beacon.visitorId() as string)
     await context.setOffline(true)
-    expect(await page.evaluate(() => window.Beacon.productView({ sku: 'AWAY-1' }))).to.deep.equal([])
+    const answers = await page.evaluate(async () => {
+      const B = window.Beacon
+      return [await B.productView({ sku: 'AWAY-1' }), await B.productView({ sku: 'AWAY-2' }), await B.productView({ sku: 'AWAY-3' })]
+    })
+    expect(answers).to.deep.equal([[], [], []])
     expect(await page.evaluate(() => navigator.onLine)).to.equal(false)
+    expect((await page.evaluate(() => window.errors as { code: string }[])).map(e => e.code)).to.include('queue_full')
     await context.setOffline(false)
-    await until('the event sent when back online', async () => (await visitor(id)).viewedSkus?.length === 1)
+    await until('the events sent when back online', async () => (await visitor(id)).viewedSkus?.length === 2)
+    expect((await visitor(id)).viewedSkus).to.deep.equal(['AWAY-3', 'AWAY-2'])
     await context.close()
   })
 
