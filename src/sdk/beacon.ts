@@ -28,7 +28,7 @@ let consented = false
 let refused = false
 let visitorId: string | null = null
 let identity: { profileId: string, profileIdSignature: string } | null = null
-let queue: Item[] = []
+const queue: Item[] = []
 let sending = false
 let timer = 0
 let backoffMs = 0
@@ -88,13 +88,12 @@ async function pump (): Promise<void> {
   const item = queue[0]!
   const sentIdentity = identity
   let retry = false
+  let answered: Campaign[] | null = null
   try {
     const res = await post(payload(item))
     const answer = await res.json().catch(() => null) as { campaigns?: Campaign[], errors?: BeaconError[] } | null
     if (res.ok) {
-      queue.shift()
-      backoffMs = 0
-      deliver(item, answer?.campaigns ?? NONE)
+      answered = answer?.campaigns ?? NONE
     } else if (res.status === 401 && sentIdentity !== null) {
       // The identity was refused (nothing was recorded): forget it and send the event without it.
       identity = null
@@ -102,8 +101,7 @@ async function pump (): Promise<void> {
     } else if (res.status === 429 || res.status >= 500) {
       retry = true
     } else {
-      queue.shift()
-      item.done(NONE)
+      answered = NONE
       report(answer?.errors?.[0]?.code ?? `http_${res.status}`, answer?.errors?.[0]?.message ?? `HTTP ${res.status}`)
     }
   } catch (error) {
@@ -111,6 +109,13 @@ async function pump (): Promise<void> {
     report('network_error', String(error))
   }
   sending = false
+  if (answered !== null) {
+    // Taken out by identity: consent(false) may have emptied the queue meanwhile.
+    const at = queue.indexOf(item)
+    if (at >= 0) queue.splice(at, 1)
+    backoffMs = 0
+    deliver(item, answered)
+  }
   if (retry) {
     item.done(NONE)
     item.done = noop
@@ -129,15 +134,19 @@ function resume (): void {
 
 function deliver (item: Item, campaigns: Campaign[]): void {
   item.done(campaigns)
-  if (IMPRESSIONS.includes(item.event)) return
+  if (campaigns === NONE || IMPRESSIONS.includes(item.event)) return
   for (const listener of listeners.slice()) {
     try { listener(campaigns, item.event) } catch (error) { report('sdk_error', String(error)) }
   }
   if (options?.render === false) return
-  for (const id of renderSlots(campaigns)) {
-    if (shown.has(id)) continue
-    shown.add(id)
-    void enqueue('campaignView', { campaignId: id })
+  try {
+    for (const id of renderSlots(campaigns)) {
+      if (shown.has(id)) continue
+      shown.add(id)
+      void enqueue('campaignView', { campaignId: id })
+    }
+  } catch (error) {
+    report('sdk_error', String(error))
   }
 }
 
