@@ -118,6 +118,8 @@ export const AccountWithSecret = Type.Object({
   ...AccountRecord.properties,
   identitySecret: Type.String({ description: 'The identity secret (bis_…): sign profileIds with it on your backend. Shown only in this answer.' }),
 })
+/** An answer without a body (204). */
+export const NoBody = Type.Null({ description: 'No body.' })
 /** The JavaScript of the browser SDK. */
 export const ScriptText = Type.String({ description: 'JavaScript.' })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord) })

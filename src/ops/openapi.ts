@@ -98,7 +98,7 @@ function preflight (tokens: boolean): Operation {
       'account (query string) allows the origin' + (tokens ? ' and allowBrowserTokens is on' : '') + '; refused otherwise, without CORS headers. ' +
       'Without an Origin header: 204 with Allow.',
     tag: 'Browsers', auth: 'none', query: [ACCOUNT_QUERY],
-    ok: { status: 204, description: 'Allowed (CORS headers), or a plain OPTIONS (Allow).', schema: R.ScriptText, contentType: null },
+    ok: { status: 204, description: 'Allowed (CORS headers), or a plain OPTIONS (Allow).', schema: R.NoBody, contentType: null },
     errors: ['account_not_found', ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)],
   }
 }
