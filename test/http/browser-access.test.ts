@@ -115,6 +115,9 @@ describe('browser access: CORS per account', () => {
     expect(res.status).to.equal(400)
     expect(res.body.errors[0]).to.include({ code: 'invalid_field', field: '/account' })
     expect(res.headers.get('access-control-allow-origin')).to.equal(SHOP)
+    // One spelling of an account id: upper case in the query string names the same account.
+    const upper = await post(beacon.url, `/campaigns/query?account=${tenant.account.toUpperCase()}`, event(), fromBrowser(SHOP))
+    expect(upper.status).to.equal(200)
   })
 
   it('keeps the token endpoints for servers unless the account allows browsers explicitly', async () => {
