@@ -1,11 +1,12 @@
-// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
-// account (404), verified identity (401, /campaigns/query), token (401, 403), rate (429), attribute
-// permissions (403); then the actor.
+// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: the account's
+// in-flight share and rate when the body names an existing account (503, 429: account-limits.ts),
+// schema (400), account (404), verified identity (401, /campaigns/query), token (401, 403), the
+// token's rate (429), attribute permissions (403); then the actor.
 //
-// Browsers (any request with an Origin header) are checked first against the account's allowed
-// origins, compiled when the account changes. A preflight carries no body, so browser calls name the
-// account in the query string too (`?account=<id>`): the preflight is answered from it, and the body's
-// account must be the same. Token endpoints answer browsers only when the account allows it.
+// Browsers (any request with an Origin header) are checked against the account's allowed origins
+// before the schema, compiled when the account changes. A preflight carries no body, so browser calls
+// name the account in the query string too (`?account=<id>`): the preflight is answered from it, and
+// the body's account must be the same. Token endpoints answer browsers only when the account allows it.
 
 import { ApiError, errorItem } from '../errors.js'
 import type { CorsHeaders } from '../auth/origins.js'
@@ -19,6 +20,7 @@ import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import { errorReply, type Reply, type Request, type Route } from './server.js'
+import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
   registry: Registry
@@ -32,6 +34,7 @@ export interface PublicDeps {
    */
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
+  accountLimits: AccountLimits
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -47,7 +50,7 @@ type Mode = 'read' | 'write'
 /** How long a browser may cache a preflight answer: an origin removed from allowedOrigins is refused by then. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 600
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -201,19 +204,32 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return canRead(record) ? segments : null
   }
 
+  /**
+   * The account's share, taken right after the body is parsed (ids lower-cased in place first): a body
+   * naming an existing, active account takes one of the account's slots and tokens (or is refused,
+   * before any validation or actor work), given back once the handler settled; any other body goes on
+   * to be refused by the handler (400, 404).
+   */
+  function admit (request: Request): AccountSlot | null {
+    const id = (lowerCaseIds(request.body) as { account?: unknown }).account
+    const account = typeof id === 'string' ? registry.activeAccount(id) : undefined
+    return account === undefined ? null : accountLimits.enter(account)
+  }
+  const release = (slot: object): void => accountLimits.leave(slot as AccountSlot)
+
   function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
     const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
     return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
-  /** A public endpoint and its preflight; `tokens`: a token endpoint (browsers only when the account allows it). */
+  /**
+   * A public endpoint and its preflight; `tokens`: a token endpoint (browsers only when the account
+   * allows it). admit() lower-cased the ids of the body before the handler sees it.
+   */
   const post = (pattern: string, handler: (body: unknown) => Promise<Reply>, tokens = true): Route[] => [
     {
-      method: 'post', pattern, body: true,
-      handler: request => {
-        lowerCaseIds(request.body)
-        return request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler)
-      },
+      method: 'post', pattern, body: true, admit, release,
+      handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
     },
     { method: 'options', pattern, body: false, handler: request => preflight(request, tokens) },
   ]
