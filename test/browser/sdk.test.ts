@@ -6,6 +6,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { artifactPath, launchBrowser, servePages, type PageServer } from '../helpers/browser.js'
 import { admin, createTenant, removeDir, signProfile, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { until } from '../webhooks/helpers.js'
 
 // The functions passed to page.evaluate run in the page; the server's compilation has no DOM types, so
 // the few page globals they use are declared here, for this file only.
@@ -56,15 +57,6 @@ async function forwarder (target: () => number): Promise<{ url: string, close: (
       for (const socket of sockets) socket.destroy()
       await new Promise<void>(resolve => server.close(() => resolve()))
     },
-  }
-}
-
-/** Poll `check` until it holds (a browser and a server working concurrently); fail with `what`. */
-async function until (what: string, check: () => Promise<boolean>, waitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + waitMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 50))
   }
 }
 
