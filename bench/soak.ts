@@ -26,7 +26,7 @@ import http from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomUUID } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 30)
@@ -90,8 +90,9 @@ async function call (method: string, path: string, body?: unknown, admin = false
   return { status: res.status, body: text === '' ? null : JSON.parse(text) as unknown }
 }
 
-async function setup (): Promise<{ account: string, token: string }> {
-  const account = (await call('POST', '/admin/accounts', { name: 'soak' }, true)).body.account as string
+async function setup (): Promise<{ account: string, token: string, identitySecret: string }> {
+  const created = (await call('POST', '/admin/accounts', { name: 'soak' }, true)).body as { account: string, identitySecret: string }
+  const account = created.account
   const token = (await call('POST', `/admin/accounts/${account}/tokens`, { name: 'soak', attributes: ['*'], access: 'read-write' }, true)).body.token as string
   const admin = (path: string, body: unknown) => call('PUT', `/admin/accounts/${account}${path}`, body, true)
   await admin('/segments/browsing', { rule: { fact: 'count', event: 'productView', within: '1m', op: 'gte', value: 2 } })
@@ -100,10 +101,10 @@ async function setup (): Promise<{ account: string, token: string }> {
   const delivery = { mode: 'async', timeoutMs: 2000, batchSize: 1 }
   await admin('/webhooks/orders', { name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] }, request: { method: 'POST', url: `${receiverUrl}/orders`, payload: '{"order": {{event.orderId}}, "plan": {{attribute.plan}}}' }, delivery })
   await admin('/webhooks/audience', { name: 'audience', enabled: true, trigger: { kind: 'audience', segments: ['browsing', 'spending'], on: ['enter', 'exit'] }, request: { method: 'POST', url: `${receiverUrl}/audience` }, delivery: { ...delivery, batchSize: 50 } })
-  return { account, token }
+  return { account, token, identitySecret: created.identitySecret }
 }
 
-const { account, token } = await setup()
+const { account, token, identitySecret } = await setup()
 const visitors = Array.from({ length: VISITORS }, () => randomUUID())
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!
 let orders = 0
@@ -116,7 +117,11 @@ function nextRequest (): [string, unknown] {
   if (r < 0.65) return event({ event: 'productView', sku: `SKU-${Math.floor(Math.random() * 500)}`, price: 20 })
   // One purchase in five repeats an earlier order id (a reload of the thank-you page).
   if (r < 0.75) return event({ event: 'purchase', orderId: `o-${Math.random() < 0.2 ? Math.max(0, orders - 1) : ++orders}`, orderTotal: 40 })
-  if (r < 0.82) return event({ event: 'pageView', profileId: `person-${Math.floor(Math.random() * 2000)}@example.com` })
+  if (r < 0.82) {
+    // A profileId goes with its signature, as a site's backend makes it (verified identity, docs/sdk.md).
+    const profileId = `person-${Math.floor(Math.random() * 2000)}@example.com`
+    return event({ event: 'pageView', profileId, profileIdSignature: createHmac('sha256', identitySecret).update(profileId).digest('hex') })
+  }
   if (r < 0.9) return ['/visitors/attributes', { account, token, visitorId, attributes: { plan: pick(['free', 'pro', 'team']), score: Math.floor(Math.random() * 100) } }]
   if (r < 0.95) return ['/visitors/segments', { account, token, visitorId, assignees: Math.random() < 0.5 ? ['vip'] : [], removes: Math.random() < 0.5 ? [] : ['vip'] }]
   return ['/visitors/query', { account, token, visitorId }]

@@ -10,6 +10,9 @@ const ROOT = new URL('../../', import.meta.url).pathname
 export const WEB_DIR = `${ROOT}dist/web/`
 
 const BUNDLES: BuildOptions[] = [
+  // The browser SDK (docs/sdk.md): a classic script defining the global Beacon, and an ES module.
+  { entryPoints: ['src/sdk/global.ts'], outfile: `${WEB_DIR}sdk/beacon.js`, format: 'iife', target: 'es2020', platform: 'browser' },
+  { entryPoints: ['src/sdk/beacon.ts'], outfile: `${WEB_DIR}sdk/beacon.mjs`, format: 'esm', target: 'es2020', platform: 'browser' },
 ]
 
 for (const options of BUNDLES) await build({ absWorkingDir: ROOT, bundle: true, minify: true, logLevel: 'warning', ...options })

@@ -15,11 +15,14 @@ export const ERRORS = {
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],
   admin_unauthorized: [401, 'The admin API needs "Authorization: Bearer <admin key>".'],
+  identity_unverified: [401, 'The profileId needs a valid profileIdSignature (HMAC-SHA256 under the account\'s identity secret).'],
   // 403
   attribute_forbidden: [403, 'The token does not allow this attribute.'],
   token_wrong_account: [403, 'The token belongs to another account.'],
   token_read_only: [403, 'The token may only read.'],
   token_write_only: [403, 'The token may only write.'],
+  origin_not_allowed: [403, 'This browser origin is not in the account\'s allowedOrigins.'],
+  browser_token_forbidden: [403, 'Token endpoints are for servers: the account does not allow browsers to call them.'],
   // 404
   account_not_found: [404, 'The account does not exist or is suspended.'],
   not_found: [404, 'No such path.'],

@@ -13,6 +13,7 @@ import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
+import { originProblem } from '../auth/origins.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Handler, Reply, Request, Route } from './server.js'
@@ -23,6 +24,7 @@ const validateTokenCreate = validator(S.TokenCreate)
 const validateEventTypePut = validator(S.EventTypePut)
 const NAME = new RegExp(S.NAME_PATTERN)
 const validateReplay = validator(S.WebhookReplay)
+const validateIdentityRotate = validator(S.IdentitySecretRotate)
 
 export interface AdminDeps {
   registry: Registry
@@ -62,7 +64,8 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
   return [
     route('post', '/admin/accounts', async request => {
       const { name } = validateAccountCreate(request.body)
-      return ok(await registry.createAccount(name), 201)
+      const { account, identitySecret } = await registry.createAccount(name)
+      return ok({ ...account, identitySecret }, 201)
     }),
     route('get', '/admin/accounts', request => {
       const { items, next } = registry.listAccounts(pageRequest(request))
@@ -71,7 +74,13 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     route('get', '/admin/accounts/:account', request => ok(registry.getAccount(param(request, 0)))),
     route('patch', '/admin/accounts/:account', async request => {
       const patch = validateAccountPatch(request.body)
+      if (patch.allowedOrigins !== undefined) patch.allowedOrigins = checkOrigins(patch.allowedOrigins)
       return ok(await registry.updateAccount(param(request, 0), patch))
+    }),
+    route('post', '/admin/accounts/:account/identity-secret/rotate', async request => {
+      const { graceSeconds = S.IDENTITY_GRACE_SECONDS_DEFAULT } = validateIdentityRotate(request.body)
+      const { account, identitySecret } = await registry.rotateIdentitySecret(param(request, 0), graceSeconds * 1000)
+      return ok({ ...account, identitySecret })
     }),
 
     route('post', '/admin/accounts/:account/tokens', async request => {
@@ -254,6 +263,16 @@ function wholeNumber (raw: string | null, min: number, max: number, name: string
   const n = Number(raw)
   if (!Number.isInteger(n) || n < min || n > max) throw new ApiError('invalid_field', `${name} must be a whole number from ${min} to ${max}.`, `/${name}`)
   return n
+}
+
+/** Every origin pattern checked (all problems at once), duplicates dropped. */
+function checkOrigins (patterns: string[]): string[] {
+  const problems = patterns.flatMap((pattern, i) => {
+    const problem = originProblem(pattern)
+    return problem === null ? [] : [errorItem('invalid_field', `/allowedOrigins/${i}`, `${JSON.stringify(pattern)} ${problem}.`)]
+  })
+  if (problems.length > 0) throw ApiError.of(problems)
+  return [...new Set(patterns)]
 }
 
 function digest (text: string): Buffer {

@@ -1,19 +1,25 @@
 // The seven public endpoints (docs/api.md, "Public API"). Order of checks, the same everywhere: the account's
 // in-flight share and rate when the body names an existing account (503, 429: account-limits.ts),
-// schema (400), account (404), token (401, 403), the token's rate (429), attribute permissions (403);
-// then the actor.
+// schema (400), account (404), verified identity (401, /campaigns/query), token (401, 403), the
+// token's rate (429), attribute permissions (403); then the actor.
+//
+// Browsers (any request with an Origin header) are checked against the account's allowed origins
+// before the schema, compiled when the account changes. A preflight carries no body, so browser calls
+// name the account in the query string too (`?account=<id>`): the preflight is answered from it, and
+// the body's account must be the same. Token endpoints answer browsers only when the account allows it.
 
 import { ApiError, errorItem } from '../errors.js'
+import type { CorsHeaders } from '../auth/origins.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
-import type { Registry } from '../store/registry.js'
+import type { BrowserAccess, Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
 import type { EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Reply, Request, Route } from './server.js'
+import { errorReply, type Reply, type Request, type Route } from './server.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
@@ -40,6 +46,9 @@ const validateProfileSegments = validator(S.ProfileSegments)
 const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
+
+/** How long a browser may cache a preflight answer: an origin removed from allowedOrigins is refused by then. */
+export const PREFLIGHT_MAX_AGE_SECONDS = 600
 
 export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
@@ -80,9 +89,71 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return { status: 200, body: view.profileId === undefined ? body : { ...body, profileId: view.profileId } }
   }
 
+  /** The account a browser call is about: the query string's (`named`), else the body's. */
+  function browserAccount (named: string | null, request: Request): string {
+    const inBody = (request.body as { account?: unknown } | undefined)?.account
+    return named ?? (typeof inBody === 'string' ? inBody : '')
+  }
+
+  /** When the query string and the body both name an account, they name the same one. */
+  function sameAccount (named: string | null, request: Request): void {
+    const inBody = (request.body as { account?: unknown }).account
+    if (named !== null && inBody !== undefined && inBody !== named) {
+      throw new ApiError('invalid_field', 'The account in the body differs from the account in the query string.', '/account')
+    }
+  }
+
+  /** The CORS headers for a browser's call, or a refusal (which carries none: the browser hides it). */
+  function allowBrowser (request: Request, account: string, tokens: boolean): CorsHeaders {
+    if (account === '') throw new ApiError('origin_not_allowed', 'Browser calls name the account in the query string: ?account=<id>.')
+    requireAccount(account)
+    const access = registry.browserAccessOf(account)!
+    const headers = access.origins.headersFor(request.origin)
+    if (headers === null) throw new ApiError('origin_not_allowed', `The origin ${JSON.stringify(request.origin.slice(0, 200))} is not in the account's allowedOrigins.`)
+    if (tokens && !access.allowBrowserTokens) throw new ApiError('browser_token_forbidden')
+    return headers
+  }
+
+  /** A browser's call: origin checked first; every answer after that carries the CORS headers. */
+  async function browserCall (request: Request, tokens: boolean, handler: (body: unknown) => Promise<Reply>): Promise<Reply> {
+    const named = queryAccount(request.query)
+    const headers = allowBrowser(request, browserAccount(named, request), tokens)
+    let reply: Reply
+    try {
+      sameAccount(named, request)
+      reply = await handler(request.body)
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      reply = errorReply(error)
+    }
+    reply.headers = reply.headers === undefined ? headers : { ...reply.headers, ...headers }
+    return reply
+  }
+
+  /** A profileId is believed only with its signature, unless the account turned verification off. */
+  function verifyIdentity (access: BrowserAccess, event: EventBody): void {
+    if (access.identity === null) return
+    const signature = event.profileIdSignature as string | undefined
+    if (signature === undefined) {
+      throw new ApiError('identity_unverified', 'A profileId needs its profileIdSignature: the hex HMAC-SHA256 of the profileId under the account\'s identity secret.', '/profileIdSignature')
+    }
+    if (access.identity === 'none') {
+      throw new ApiError('identity_unverified', 'The account has no identity secret yet: rotate one with the admin API, or set identityVerification "off".', '/profileIdSignature')
+    }
+    if (!access.identity.verify(event.profileId!, signature, clock.nowMs())) {
+      throw new ApiError('identity_unverified', 'The profileIdSignature does not match the profileId under the account\'s identity secret.', '/profileIdSignature')
+    }
+  }
+
   async function campaignsQuery (body: unknown): Promise<Reply> {
-    const event = validateEvent(body) as EventBody
+    let event = validateEvent(body) as EventBody
     requireAccount(event.account)
+    if (event.profileId !== undefined) verifyIdentity(registry.browserAccessOf(event.account)!, event)
+    if (event.profileIdSignature !== undefined) {
+      // Proof, not data: never recorded nor passed on (a copy only on these calls, so others keep their shape).
+      const { profileIdSignature: _signature, ...rest } = event
+      event = rest as EventBody
+    }
     const type = registry.eventType(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
     const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
@@ -151,38 +222,66 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
-  // admit() lower-cased the ids of the body before the handler sees it.
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, admit, release, handler: request => handler(request.body) })
+  /**
+   * A public endpoint and its preflight; `tokens`: a token endpoint (browsers only when the account
+   * allows it). admit() lower-cased the ids of the body before the handler sees it.
+   */
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>, tokens = true): Route[] => [
+    {
+      method: 'post', pattern, body: true, admit, release,
+      handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
+    },
+    { method: 'options', pattern, body: false, handler: request => preflight(request, tokens) },
+  ]
+
+  function preflight (request: Request, tokens: boolean): Reply {
+    // Not a browser's preflight: a plain OPTIONS, answered with the methods.
+    if (request.origin === '') return { status: 204, body: undefined, headers: PLAIN_OPTIONS }
+    const headers = allowBrowser(request, browserAccount(queryAccount(request.query), request), tokens)
+    return { status: 204, body: undefined, headers: { ...headers, ...PREFLIGHT } }
+  }
 
   return [
-    post('/campaigns/query', campaignsQuery),
-    post('/profiles/query', async body => {
+    ...post('/campaigns/query', campaignsQuery, false),
+    ...post('/profiles/query', async body => {
       const q = validateProfileQuery(body)
       return entityQuery(profiles, q.account, q.profileId, q.token, q.attributes, q.segments)
     }),
-    post('/visitors/query', async body => {
+    ...post('/visitors/query', async body => {
       const q = validateVisitorQuery(body)
       return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
     }),
-    post('/profiles/attributes', async body => {
+    ...post('/profiles/attributes', async body => {
       const u = validateProfileAttributes(body)
       await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes)
       return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Attributes saved.', errors: [] } }
     }),
-    post('/visitors/attributes', async body => {
+    ...post('/visitors/attributes', async body => {
       const u = validateVisitorAttributes(body)
       await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
       return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
     }),
-    post('/profiles/segments', async body => {
+    ...post('/profiles/segments', async body => {
       const u = validateProfileSegments(body)
       return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes))
     }),
-    post('/visitors/segments', async body => {
+    ...post('/visitors/segments', async body => {
       const u = validateVisitorSegments(body)
       return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes))
     }),
   ]
+}
+
+const PLAIN_OPTIONS = { Allow: 'POST, OPTIONS' }
+const PREFLIGHT = {
+  'Access-Control-Allow-Methods': 'POST',
+  'Access-Control-Allow-Headers': 'content-type',
+  'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),
+}
+
+/** The account a browser names in the query string (lower case, like the body's), or null. */
+function queryAccount (query: string): string | null {
+  return query === '' ? null : new URLSearchParams(query).get('account')?.toLowerCase() ?? null
 }
 
 /**

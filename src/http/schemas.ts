@@ -72,10 +72,12 @@ export const EventRequest = Type.Object({
   orderId: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idLengthMax })),
   orderTotal: Type.Optional(Amount),
   purchasedItems: Type.Optional(StringList),
+  profileIdSignature: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'Hex HMAC-SHA256 of profileId under the account\'s identity secret (docs/sdk.md).' })),
+  campaignId: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idLengthMax, description: 'The campaign of a campaignView or campaignClick event.' })),
 }, {
   additionalProperties: CustomField,
   // The custom-field limit itself is checked by the route (schemas count all properties).
-  maxProperties: 17 + LIMITS.customFieldsMax,
+  maxProperties: 19 + LIMITS.customFieldsMax,
   propertyNames: { pattern: NAME_PATTERN },
 })
 
@@ -127,9 +129,27 @@ export const RateLimit = Type.Object({
 }, { additionalProperties: false })
 
 export const AccountPatch = Type.Object({
-  name: Type.Optional(Label), suspended: Type.Optional(Type.Boolean()),
+  name: Type.Optional(Label),
+  suspended: Type.Optional(Type.Boolean()),
+  allowedOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+    maxItems: 100, description: 'Browser origins allowed to call the public API: https://shop.example or https://*.shop.example.',
+  })),
+  identityVerification: Type.Optional(Type.Union([Type.Literal('required'), Type.Literal('off')], {
+    description: '"required": a profileId on /campaigns/query needs a profileIdSignature.',
+  })),
+  allowBrowserTokens: Type.Optional(Type.Boolean({ description: 'Let allowed origins call the token endpoints too (default false).' })),
   rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
 }, { additionalProperties: false, minProperties: 1 })
+
+/** A day: how long the previous identity secret stays valid after a rotation, unless the body says otherwise. */
+export const IDENTITY_GRACE_SECONDS_DEFAULT = 86_400
+
+export const IdentitySecretRotate = Type.Object({
+  graceSeconds: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 30 * 86_400, description: `How long the previous secret stays valid (default ${IDENTITY_GRACE_SECONDS_DEFAULT}; 0: refused at once).`,
+  })),
+}, { additionalProperties: false })
+export type IdentitySecretRotate = Static<typeof IdentitySecretRotate>
 
 export const TokenCreate = Type.Object({
   name: Label,

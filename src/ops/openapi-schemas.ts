@@ -108,7 +108,24 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
 /** Every listing is a page: its items, and `next` to pass as `cursor` for the following page (null: the last). */
 export const Next = Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' })
 
-export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso, rateLimit: Type.Optional(RateLimit) })
+export const AccountRecord = Type.Object({
+  account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso,
+  allowedOrigins: Type.Array(Type.String(), { description: 'Browser origins allowed to call the public API (docs/sdk.md).' }),
+  identityVerification: Type.Union([Type.Literal('required'), Type.Literal('off')]),
+  allowBrowserTokens: Type.Boolean(),
+  identitySecretSince: Type.Union([Iso, Type.Null()], { description: 'When the current identity secret was made; null: none yet.' }),
+  previousIdentitySecretUntil: Type.Union([Iso, Type.Null()], { description: 'Until when the previous identity secret is accepted.' }),
+  rateLimit: Type.Optional(RateLimit),
+})
+/** An answer that carries the account's new identity secret: shown only in this answer. */
+export const AccountWithSecret = Type.Object({
+  ...AccountRecord.properties,
+  identitySecret: Type.String({ description: 'The identity secret (bis_…): sign profileIds with it on your backend. Shown only in this answer.' }),
+})
+/** An answer without a body (204). */
+export const NoBody = Type.Null({ description: 'No body.' })
+/** The JavaScript of the browser SDK. */
+export const ScriptText = Type.String({ description: 'JavaScript.' })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
 
 const access = literals(['read', 'write', 'read-write'])

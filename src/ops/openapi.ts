@@ -31,6 +31,7 @@ export const TAGS = {
   Webhooks: 'Webhooks, their deliveries and replay (admin); see docs/webhooks.md.',
   People: 'Everything held on a visitor or profile; export and erasure (admin).',
   Operations: 'Health, readiness, metrics and this document (no key).',
+  Browsers: 'CORS preflights of the public endpoints and the browser SDK (docs/sdk.md).',
 } as const
 type Tag = keyof typeof TAGS
 
@@ -38,8 +39,8 @@ interface Answer {
   status: number
   description: string
   schema: TSchema
-  /** Default application/json. */
-  contentType?: string
+  /** Default application/json; null: no body (204). */
+  contentType?: string | null
 }
 
 interface QueryParameter {
@@ -81,6 +82,38 @@ const VISITOR = '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60'
 
 const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
 
+/** Browsers name the account in the query string too: their preflight carries no body. */
+const ACCOUNT_QUERY: QueryParameter = {
+  name: 'account',
+  description: 'The account (browser calls): the preflight is answered for it; when the body names one too, they must be equal.',
+  schema: { type: 'string', format: 'uuid' } as TSchema,
+}
+const BROWSER_ERRORS: ErrorCode[] = ['origin_not_allowed']
+const TOKEN_BROWSER_ERRORS: ErrorCode[] = ['origin_not_allowed', 'browser_token_forbidden']
+
+/** The preflight of a public endpoint; `tokens`: a token endpoint (browsers only when the account allows it). */
+function preflight (tokens: boolean): Operation {
+  return {
+    summary: 'CORS preflight',
+    description: 'With an Origin header: 204 with Access-Control-Allow-Origin (the origin), -Methods, -Headers and -Max-Age when the ' +
+      'account (query string) allows the origin' + (tokens ? ' and allowBrowserTokens is on' : '') + '; refused otherwise, without CORS headers. ' +
+      'Without an Origin header: 204 with Allow.',
+    tag: 'Browsers', auth: 'none', query: [ACCOUNT_QUERY],
+    ok: { status: 204, description: 'Allowed (CORS headers), or a plain OPTIONS (Allow).', schema: R.NoBody, contentType: null },
+    errors: ['account_not_found', ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)],
+  }
+}
+
+function sdkFile (name: string, kind: string): Operation {
+  return {
+    summary: `The browser SDK (${kind})`,
+    description: `Built from src/sdk. Cache-Control: public, max-age=3600, with an ETag (If-None-Match: 304); docs/sdk.md. ${name}`,
+    tag: 'Browsers', auth: 'none',
+    ok: { status: 200, description: 'The script.', schema: R.ScriptText, contentType: 'text/javascript; charset=utf-8' },
+    errors: ['not_found'],
+  }
+}
+
 /** `?cursor=&limit=` of every admin listing (items in id or name order). */
 const PAGE_QUERY: QueryParameter[] = [
   { name: 'cursor', description: 'The `next` of the previous page (omitted: the first page).', schema: { type: 'string', maxLength: 300 } as TSchema },
@@ -94,58 +127,75 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     description: 'Records the event on the visitor (durably, before answering) and answers the campaigns the visitor is eligible for. No token needed: browsers call it.',
     tag: 'Events', auth: 'none',
     body: { schema: S.EventRequest, example: { account: EXAMPLE_ACCOUNT, visitorId: VISITOR, platform: 'web', event: 'pageView', path: '/shoes' } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
-    errors: ['account_not_found', 'unknown_event_type', 'rate_limited'],
+    errors: ['account_not_found', 'unknown_event_type', 'rate_limited', 'identity_unverified', ...BROWSER_ERRORS],
   },
+  'OPTIONS /campaigns/query': preflight(false),
+  'OPTIONS /profiles/query': preflight(true),
+  'OPTIONS /visitors/query': preflight(true),
+  'OPTIONS /profiles/attributes': preflight(true),
+  'OPTIONS /visitors/attributes': preflight(true),
+  'OPTIONS /profiles/segments': preflight(true),
+  'OPTIONS /visitors/segments': preflight(true),
+  'GET /sdk/beacon.js': sdkFile('A classic script: defines the global Beacon.', 'classic script'),
+  'GET /sdk/beacon.mjs': sdkFile('An ES module: import { Beacon } from it.', 'ES module'),
   'POST /profiles/query': {
     summary: 'Read a profile\'s attributes and segments',
     tag: 'Profiles', auth: 'token-read',
     body: { schema: S.ProfileQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: ['plan'] } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'The unified view of the profile (never seen: empty).', R.EntityAnswer),
-    errors: ['account_not_found', 'attribute_forbidden'],
+    errors: ['account_not_found', 'attribute_forbidden', ...TOKEN_BROWSER_ERRORS],
   },
   'POST /visitors/query': {
     summary: 'Read a visitor\'s attributes and segments',
     tag: 'Visitors', auth: 'token-read',
     body: { schema: S.VisitorQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'The visitor\'s data, with profileId when linked (never seen: empty).', R.EntityAnswer),
-    errors: ['account_not_found', 'attribute_forbidden'],
+    errors: ['account_not_found', 'attribute_forbidden', ...TOKEN_BROWSER_ERRORS],
   },
   'POST /profiles/attributes': {
     summary: 'Set or delete (null) a profile\'s attributes',
     tag: 'Profiles', auth: 'token-write',
     body: { schema: S.ProfileAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: { plan: 'pro', tags: ['a', 'b'], old: null } } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'Saved (durably).', R.savedAnswer('profileId', false)),
-    errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
+    errors: ['account_not_found', 'attribute_forbidden', 'entity_full', ...TOKEN_BROWSER_ERRORS],
   },
   'POST /visitors/attributes': {
     summary: 'Set or delete (null) a visitor\'s attributes',
     tag: 'Visitors', auth: 'token-write',
     body: { schema: S.VisitorAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR, attributes: { color: 'red' } } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'Saved (durably).', R.savedAnswer('visitorId', false)),
-    errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
+    errors: ['account_not_found', 'attribute_forbidden', 'entity_full', ...TOKEN_BROWSER_ERRORS],
   },
   'POST /profiles/segments': {
     summary: 'Assign or remove a profile\'s manual segments',
     tag: 'Profiles', auth: 'token-write',
     body: { schema: S.ProfileSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', assignees: ['vip'], removes: ['trial'] } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('profileId', true)),
-    errors: ['account_not_found', 'segment_computed', 'entity_full'],
+    errors: ['account_not_found', 'segment_computed', 'entity_full', ...TOKEN_BROWSER_ERRORS],
   },
   'POST /visitors/segments': {
     summary: 'Assign or remove a visitor\'s manual segments',
     tag: 'Visitors', auth: 'token-write',
     body: { schema: S.VisitorSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR, assignees: ['returning'] } },
+    query: [ACCOUNT_QUERY],
     ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('visitorId', true)),
-    errors: ['account_not_found', 'segment_computed', 'entity_full'],
+    errors: ['account_not_found', 'segment_computed', 'entity_full', ...TOKEN_BROWSER_ERRORS],
   },
 
   // ---- admin: accounts and tokens ----
   'POST /admin/accounts': {
     summary: 'Create an account',
     tag: 'Accounts', auth: 'admin',
+    description: 'New accounts require verified identity (identityVerification "required"); the answer carries the first identity secret, shown only here.',
     body: { schema: S.AccountCreate, example: { name: 'My shop' } },
-    ok: json(201, 'The new account.', R.AccountRecord),
+    ok: json(201, 'The new account, with its identity secret.', R.AccountWithSecret),
     errors: ['conflict'],
   },
   'GET /admin/accounts': {
@@ -158,11 +208,18 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
   },
   'PATCH /admin/accounts/{account}': {
-    summary: 'Rename or suspend an account, or set its rate',
-    description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND.',
+    summary: 'Change an account: name, suspension, rate, browser access, identity verification',
+    description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND. allowedOrigins replaces the list (exact origins or https://*.shop.example); docs/sdk.md.',
     tag: 'Accounts', auth: 'admin',
-    body: { schema: S.AccountPatch, example: { name: 'My shop (EU)' } },
+    body: { schema: S.AccountPatch, example: { name: 'My shop (EU)', allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'required' } },
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
+  },
+  'POST /admin/accounts/{account}/identity-secret/rotate': {
+    summary: 'Rotate the identity secret',
+    description: 'A new secret, shown only in this answer. The one it replaces stays valid for graceSeconds (default a day), then only the new one is; an older one is dropped at once.',
+    tag: 'Accounts', auth: 'admin',
+    body: { schema: S.IdentitySecretRotate, example: { graceSeconds: 3600 } },
+    ok: json(200, 'The account, with its new identity secret.', R.AccountWithSecret), errors: ['account_not_found'],
   },
   'POST /admin/accounts/{account}/tokens': {
     summary: 'Create a token',
@@ -406,7 +463,9 @@ function responses (operation: Operation): Record<string, unknown> {
   }
   const out: Record<string, { description: string, content: Record<string, { schema: TSchema }> }> = {}
   for (const answer of [operation.ok, ...(operation.also ?? [])]) {
-    out[String(answer.status)] = { description: answer.description, content: { [answer.contentType ?? 'application/json']: { schema: answer.schema } } }
+    out[String(answer.status)] = answer.contentType === null
+      ? { description: answer.description } as typeof out[string]
+      : { description: answer.description, content: { [answer.contentType ?? 'application/json']: { schema: answer.schema } } }
   }
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     const error = R.ErrorBody(list)

@@ -5,6 +5,8 @@
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
+import { IdentityVerifier, newIdentitySecret, sealIdentitySecret, type IdentitySecrets } from '../auth/identity.js'
+import { OriginPolicy } from '../auth/origins.js'
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
 import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
@@ -22,11 +24,25 @@ export interface PageRequest {
   limit: number
 }
 
+export const IDENTITY_VERIFICATION = ['required', 'off'] as const
+export type IdentityVerification = typeof IDENTITY_VERIFICATION[number]
+
+/** An account as the admin API shows it: never its identity secrets. */
 export interface Account {
   account: string
   name: string
   suspended: boolean
   createdAt: string
+  /** Browser origins allowed to call the public API (CORS); empty: no browser access. */
+  allowedOrigins: string[]
+  /** 'required': a profileId on /campaigns/query needs a profileIdSignature. */
+  identityVerification: IdentityVerification
+  /** Whether allowed origins may also call the token endpoints (/visitors/*, /profiles/*). */
+  allowBrowserTokens: boolean
+  /** When the current identity secret was made (null: none yet, rotate to get one). */
+  identitySecretSince: string | null
+  /** Until when the previous identity secret is still accepted (null: no previous one). */
+  previousIdentitySecretUntil: string | null
   /** The account's own rate on the public endpoints (absent: BEACON_ACCOUNT_RATE_PER_SECOND). */
   rateLimit?: RateLimit
 }
@@ -35,6 +51,30 @@ export interface Account {
 export interface RateLimit {
   perSecond: number
   burst?: number
+}
+
+/** What PATCH may change; `rateLimit: null` goes back to the installation's default rate. */
+export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens'>> & { rateLimit?: RateLimit | null }
+
+/** What is kept on disk: the settings and the identity secrets (sealed). Fields absent from older records take safe defaults. */
+interface StoredAccount {
+  account: string
+  name: string
+  suspended: boolean
+  createdAt: string
+  allowedOrigins?: string[]
+  identityVerification?: IdentityVerification
+  allowBrowserTokens?: boolean
+  identitySecrets?: IdentitySecrets
+  rateLimit?: RateLimit
+}
+
+/** What browser calls of an account are checked against, compiled when the account changes. */
+export interface BrowserAccess {
+  origins: OriginPolicy
+  /** Null: a profileId is trusted as sent (identityVerification "off"). */
+  identity: IdentityVerifier | 'none' | null
+  allowBrowserTokens: boolean
 }
 
 export interface EventType {
@@ -47,6 +87,9 @@ export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
   ['pageView', { name: 'pageView', required: [] }],
   ['productView', { name: 'productView', required: ['sku'] }],
   ['purchase', { name: 'purchase', required: ['orderId'] }],
+  // Impressions and clicks of a campaign, as the browser SDK reports them (reports and caps count them).
+  ['campaignView', { name: 'campaignView', required: ['campaignId'] }],
+  ['campaignClick', { name: 'campaignClick', required: ['campaignId'] }],
 ])
 
 interface AccountCampaigns {
@@ -101,6 +144,8 @@ export class Registry {
   private readonly store: Store
   private readonly clock: Clock
   private readonly accounts = new Map<string, Account>()
+  private readonly storedAccounts = new Map<string, StoredAccount>()
+  private readonly browserAccess = new Map<string, BrowserAccess>()
   private readonly tokens = new Map<string, LiveToken>()
   /** Token ids by account (listing and counting one account's tokens without scanning every token). */
   private readonly tokenIds = new Map<string, Map<string, string>>()
@@ -123,10 +168,7 @@ export class Registry {
   constructor (store: Store, clock: Clock) {
     this.store = store
     this.clock = clock
-    for (const { value } of store.accounts.getRange()) {
-      const account = value as Account
-      this.accounts.set(account.account, account)
-    }
+    for (const { value } of store.accounts.getRange()) this.setAccount(value as StoredAccount)
     for (const { value } of store.tokens.getRange()) this.addLiveToken(value as TokenRecord)
     for (const { key, value } of store.config.getRange()) {
       const [account, kind] = key as [string, string, string]
@@ -156,24 +198,84 @@ export class Registry {
     return found
   }
 
-  async createAccount (name: string): Promise<Account> {
-    const account: Account = { account: randomUUID(), name, suspended: false, createdAt: this.isoNow() }
-    await this.reserve('', account.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
-      await this.store.save(this.store.accounts, account.account, account)
-      this.accounts.set(account.account, account)
+  /** A new account requires verified identity; its first identity secret is in this answer only. */
+  async createAccount (name: string): Promise<{ account: Account, identitySecret: string }> {
+    const identitySecret = newIdentitySecret()
+    const now = this.isoNow()
+    const stored: StoredAccount = {
+      account: randomUUID(), name, suspended: false, createdAt: now, allowedOrigins: [], identityVerification: 'required', allowBrowserTokens: false,
+      identitySecrets: { current: sealIdentitySecret(identitySecret), currentSince: now, previous: null, previousUntil: null },
+    }
+    let account: Account | undefined
+    await this.reserve('', stored.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
+      await this.store.save(this.store.accounts, stored.account, stored)
+      account = this.setAccount(stored)
     })
-    return account
+    return { account: account!, identitySecret }
   }
 
-  /** `rateLimit: null` goes back to the installation's default rate. */
-  async updateAccount (id: string, patch: { name?: string, suspended?: boolean, rateLimit?: RateLimit | null }): Promise<Account> {
+  async updateAccount (id: string, patch: AccountSettings): Promise<Account> {
+    this.getAccount(id)
     const { rateLimit, ...rest } = patch
-    const next: Account = { ...this.getAccount(id), ...rest }
+    const next: StoredAccount = { ...this.storedAccounts.get(id)!, ...rest }
     if (rateLimit === null) delete next.rateLimit
     else if (rateLimit !== undefined) next.rateLimit = rateLimit
     await this.store.save(this.store.accounts, id, next)
-    this.accounts.set(id, next)
-    return next
+    return this.setAccount(next)
+  }
+
+  /**
+   * A new identity secret, answered once; the one it replaces stays valid for `graceMs` (0: refused at
+   * once). A secret older than that is dropped: at most two are ever valid.
+   */
+  async rotateIdentitySecret (id: string, graceMs: number): Promise<{ account: Account, identitySecret: string }> {
+    this.getAccount(id)
+    const stored = this.storedAccounts.get(id)!
+    const identitySecret = newIdentitySecret()
+    const nowMs = this.clock.nowMs()
+    const previous = graceMs > 0 ? stored.identitySecrets?.current ?? null : null
+    const identitySecrets: IdentitySecrets = {
+      current: sealIdentitySecret(identitySecret),
+      currentSince: new Date(nowMs).toISOString(),
+      previous,
+      previousUntil: previous === null ? null : new Date(nowMs + graceMs).toISOString(),
+    }
+    const next: StoredAccount = { ...stored, identitySecrets }
+    await this.store.save(this.store.accounts, id, next)
+    return { account: this.setAccount(next), identitySecret }
+  }
+
+  /** The account's compiled browser rules (origins, identity); the caller checks it is active. */
+  browserAccessOf (account: string): BrowserAccess | undefined {
+    return this.browserAccess.get(account)
+  }
+
+  /** Keep the stored record, its admin view and its compiled browser rules; answers the view. */
+  private setAccount (stored: StoredAccount): Account {
+    const secrets = stored.identitySecrets ?? null
+    // Records written before verified identity existed read as "required": the safe side (see the upgrade notes).
+    const verification = stored.identityVerification ?? 'required'
+    const account: Account = {
+      account: stored.account,
+      name: stored.name,
+      suspended: stored.suspended,
+      createdAt: stored.createdAt,
+      allowedOrigins: stored.allowedOrigins ?? [],
+      identityVerification: verification,
+      allowBrowserTokens: stored.allowBrowserTokens ?? false,
+      identitySecretSince: secrets?.currentSince ?? null,
+      previousIdentitySecretUntil: secrets?.previousUntil ?? null,
+    }
+    // The same object while the account is unchanged (the account limiter rebuilds its bucket when it changes).
+    if (stored.rateLimit !== undefined) account.rateLimit = stored.rateLimit
+    this.storedAccounts.set(account.account, stored)
+    this.accounts.set(account.account, account)
+    this.browserAccess.set(account.account, {
+      origins: new OriginPolicy(account.allowedOrigins),
+      identity: verification === 'off' ? null : secrets === null ? 'none' : new IdentityVerifier(secrets),
+      allowBrowserTokens: account.allowBrowserTokens,
+    })
+    return account
   }
 
   // Tokens

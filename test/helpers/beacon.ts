@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomUUID } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 
 export const ADMIN_KEY = 'test-admin-key-0123456789'
@@ -122,6 +122,8 @@ export interface Tenant {
   account: string
   /** A read-write token for every attribute. */
   token: string
+  /** The account's identity secret (profileIdSignature is the hex HMAC-SHA256 of a profileId under it). */
+  identitySecret: string
 }
 
 /** Create an account and a read-write token for all attributes. */
@@ -130,7 +132,17 @@ export async function createTenant (base: string, name = 'Test site'): Promise<T
   if (created.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(created.body)}`)
   const account = created.body.account as string
   const token = await createToken(base, account, { name: 'all', attributes: ['*'], access: 'read-write' })
-  return { account, token }
+  return { account, token, identitySecret: created.body.identitySecret as string }
+}
+
+/** The profileIdSignature of `profileId` under `secret`, as a site's backend makes it. */
+export function signProfile (secret: string, profileId: string): string {
+  return createHmac('sha256', secret).update(profileId).digest('hex')
+}
+
+/** The profileId of an event with its signature, to spread into an event body. */
+export function identified (tenant: Tenant, profileId: string): { profileId: string, profileIdSignature: string } {
+  return { profileId, profileIdSignature: signProfile(tenant.identitySecret, profileId) }
 }
 
 export async function createToken (base: string, account: string, spec: Record<string, unknown>): Promise<string> {

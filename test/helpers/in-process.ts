@@ -3,7 +3,7 @@
 
 import { loadConfig } from '../../src/config.js'
 import { startBeacon, type Beacon } from '../../src/app.js'
-import { ADMIN_KEY, admin, removeDir, tempDir } from './beacon.js'
+import { ADMIN_KEY, admin, createTenant, removeDir, tempDir, type Tenant } from './beacon.js'
 import { startReceiver } from '../webhooks/helpers.js'
 import { log } from '../../src/log.js'
 
@@ -41,6 +41,17 @@ export async function startInProcess (dataDir = tempDir(), env: Record<string, s
       removeDir(dataDir)
     },
   }
+}
+
+/** A fresh in-process Beacon with one tenant for each test of the calling describe block (read the fields inside tests). */
+export function freshTenantEach (): { beacon: InProcess, tenant: Tenant } {
+  const each = {} as { beacon: InProcess, tenant: Tenant }
+  beforeEach(async () => {
+    each.beacon = await startInProcess()
+    each.tenant = await createTenant(each.beacon.url)
+  })
+  afterEach(() => each.beacon.close())
+  return each
 }
 
 /**

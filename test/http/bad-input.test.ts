@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import net from 'node:net'
 import { ERRORS, type ErrorCode } from '../../src/errors.js'
-import { ADMIN_KEY, admin, createTenant, createToken, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
+import { ADMIN_KEY, admin, createTenant, createToken, identified, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 
 // ---------------------------------------------------------------------------------------------------
 // What the cases run against (filled in by the before hook)
@@ -477,8 +477,9 @@ for (const [method, path] of UNKNOWN_PATHS) {
   cases.push({ what: 'an unknown path', method, path, ...(method === 'POST' ? { body: (c: Ctx) => BASE.event(c) } : {}), status: 404, code: 'not_found' })
 }
 for (const ep of EPS) {
-  for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']) {
-    cases.push({ what: 'a wrong method', method, path: PATH[ep], status: 405, code: 'method_not_allowed', allow: 'POST' })
+  // OPTIONS is the CORS preflight (test/http/browser-access.test.ts).
+  for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'HEAD']) {
+    cases.push({ what: 'a wrong method', method, path: PATH[ep], status: 405, code: 'method_not_allowed', allow: 'POST, OPTIONS' })
   }
 }
 const ADMIN_METHODS: [string, string, string][] = [
@@ -803,7 +804,7 @@ describe('bad input', function () {
     await must('visitor segments', post('/visitors/segments', { ...who, visitorId: c.visitorId, assignees: ['seg-a', 'seg-b'] }))
     await must('profile attributes', post('/profiles/attributes', { ...who, profileId: c.profileId, attributes: { color: 'red', plan: 'pro', langs: ['en', 'fr'] } }))
     await must('profile segments', post('/profiles/segments', { ...who, profileId: c.profileId, assignees: ['seg-p', 'seg-q'] }))
-    await must('link', post('/campaigns/query', { account: c.account, visitorId: c.visitorId, profileId: c.profileId, platform: 'web', event: 'pageView' }))
+    await must('link', post('/campaigns/query', { account: c.account, visitorId: c.visitorId, ...identified(main, c.profileId), platform: 'web', event: 'pageView' }))
 
     snapshots = [
       { label: 'visitor, everything', read: async () => JSON.stringify(await rawPost('/visitors/query', { ...who, visitorId: c.visitorId })) },

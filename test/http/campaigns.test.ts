@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 
 describe('campaigns over HTTP', () => {
   let beacon: BeaconProcess
@@ -55,7 +55,7 @@ describe('campaigns over HTTP', () => {
   it('sees a linked profile\'s attributes', async () => {
     await put('shoes', shoes)
     await post(beacon.url, '/profiles/attributes', { account: tenant.account, profileId: 'gold@example.com', token: tenant.token, attributes: { tier: 'gold' } })
-    const ids = await fire({ visitorId: visitorId(), profileId: 'gold@example.com', event: 'productView', sku: 'S1', price: 99, path: '/shoes/x' })
+    const ids = await fire({ visitorId: visitorId(), ...identified(tenant, 'gold@example.com'), event: 'productView', sku: 'S1', price: 99, path: '/shoes/x' })
     expect(ids).to.deep.equal(['shoes'])
   })
 

@@ -6,7 +6,7 @@ import { expect } from 'chai'
 import { Store } from '../../src/store/store.js'
 import { emptyVisitor } from '../../actors/visitor.js'
 import { emptyProfile } from '../../actors/profile.js'
-import { admin, createTenant, createToken, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, createToken, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 
 describe('correctness', function () {
@@ -28,7 +28,11 @@ describe('correctness', function () {
     receiver.requests.length = 0
   })
 
-  const event = (fields: Record<string, unknown>) => post(beacon.url, '/campaigns/query', { account: tenant.account, platform: 'web', event: 'pageView', ...fields })
+  // A profileId goes with its signature (verified identity).
+  const event = (fields: Record<string, unknown>) => post(beacon.url, '/campaigns/query', {
+    account: tenant.account, platform: 'web', event: 'pageView', ...fields,
+    ...(typeof fields.profileId === 'string' ? identified(tenant, fields.profileId) : {}),
+  })
   const putWebhook = (id: string, body: Record<string, unknown>) => admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/${id}`, {
     name: id, enabled: true, delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 }, ...body,
   })

@@ -196,7 +196,7 @@ describe('public API', () => {
     it('answers 405 with Allow for a wrong method', async () => {
       const res = await fetch(beacon.url + '/visitors/query')
       expect(res.status).to.equal(405)
-      expect(res.headers.get('allow')).to.equal('POST')
+      expect(res.headers.get('allow')).to.equal('POST, OPTIONS')
       expect(((await res.json()) as any).errors[0].code).to.equal('method_not_allowed')
     })
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
 import { audienceSink, startInProcess, type InProcess } from '../helpers/in-process.js'
 
 const DAY_MS = 86_400_000
@@ -129,8 +129,12 @@ describe('identity stitching', () => {
   })
   afterEach(() => beacon.close())
 
+  // A profileId goes with its signature (verified identity).
   const event = (visitor: string, fields: Record<string, unknown>) =>
-    post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields })
+    post(beacon.url, '/campaigns/query', {
+      account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields,
+      ...(typeof fields.profileId === 'string' ? identified(tenant, fields.profileId) : {}),
+    })
   const setAttributes = (visitor: string, attributes: Record<string, unknown>) =>
     post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: visitor, token: tenant.token, attributes })
   const profile = async (profileId: string) => (await post(beacon.url, '/profiles/query', { account: tenant.account, profileId, token: tenant.token })).body
@@ -208,7 +212,7 @@ describe('segments and links are durable', () => {
       await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/viewer`, { rule: { fact: 'count', event: 'productView', op: 'gte', value: 1 } })
       const device = visitorId()
       await post(beacon.url, '/visitors/attributes', { account: tenant.account, visitorId: device, token: tenant.token, attributes: { color: 'red' } })
-      const res = await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: device, profileId: 'dan', platform: 'web', event: 'productView', sku: 'A' })
+      const res = await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: device, ...identified(tenant, 'dan'), platform: 'web', event: 'productView', sku: 'A' })
       expect(res.status).to.equal(200)
       await beacon.kill()
       beacon = await startBeacon({ dataDir: beacon.dataDir })

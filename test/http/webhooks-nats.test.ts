@@ -9,7 +9,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { Webhook } from 'standardwebhooks'
-import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { startProxy, startReceiver, until, type Receiver, type Responder } from '../webhooks/helpers.js'
@@ -94,7 +94,7 @@ for (const transport of [embedded(), jetstream()]) {
       const saved = await putWebhook('orders', webhook({ request: { auth: { type: 'basic', username: 'shop', password: 'pw' }, signingSecret: SECRET } }))
       expect(saved.status, JSON.stringify(saved.body)).to.equal(200)
       const v = visitorId()
-      await purchase(v, 'o-1', { profileId: 'ana@example.com' })
+      await purchase(v, 'o-1', identified(tenant, 'ana@example.com'))
       await post(b().url, '/campaigns/query', { account: tenant.account, visitorId: v, platform: 'web', event: 'pageView' })
       await until('one delivery', () => rx().requests.length === 1)
       const [request] = rx().requests

@@ -5,6 +5,7 @@ import { ADMIN_KEY, createTenant, admin, removeDir, startBeacon, type BeaconProc
 import { publicRoutes, type PublicDeps } from '../../src/http/public-routes.js'
 import { adminRoutes, type AdminDeps } from '../../src/http/admin-routes.js'
 import { opsRoutes } from '../../src/ops/ops-routes.js'
+import { sdkRoutes } from '../../src/http/sdk-routes.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, OPERATIONS, operationKey, shapeOf } from '../../src/ops/openapi.js'
 
 type Doc = {
@@ -21,7 +22,7 @@ type OperationObject = {
   security: unknown[]
 }
 
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const
+const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options'] as const
 /** The admin webhook routes may land after this document; until then they are tolerated (with a note). */
 const PENDING = /\/webhooks/
 
@@ -31,6 +32,7 @@ function servedRoutes (): string[] {
     ...opsRoutes({ metrics: null, lmdbOpen: () => true, draining: () => false, nats: null }),
     ...publicRoutes({} as PublicDeps),
     ...adminRoutes({ adminKey: ADMIN_KEY } as AdminDeps),
+    ...sdkRoutes(new Map()),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }
