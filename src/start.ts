@@ -6,10 +6,15 @@ import { loadConfig, redactUrl, ConfigError, type Config } from './config.js'
 import { resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
+import { DataFolderLockedError } from './store/data-lock.js'
 
 /** Start Beacon as this process's job; a failure to start is logged and exits with code 1. */
 export function runServer (): void {
   start().catch((error: unknown) => {
+    if (error instanceof DataFolderLockedError) {
+      process.stderr.write(`beacon: ${error.message}\n`)
+      process.exit(1)
+    }
     log.fatal({ err: error }, 'beacon failed to start')
     process.exit(1)
   })
@@ -24,7 +29,7 @@ export async function start (): Promise<void> {
     process.stderr.write(`beacon: ${error.message}\n`)
     process.exit(1)
   }
-  mkdirSync(config.dataDir, { recursive: true })
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const admin = resolveAdminKey(config.dataDir, config.adminKey)
   if (admin.generated) {
     // Printed once, on the start that created it; it stays in the file for later starts.

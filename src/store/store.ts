@@ -14,10 +14,12 @@
 // codec (webhooks/record-codec.ts), stored as msgpack bins; a record's are also what it is published as.
 
 import { randomUUID } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
 import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
+import { lockDataFolder, type DataLock } from './data-lock.js'
 
 export type Key = string | (string | number)[]
 
@@ -60,17 +62,28 @@ export class Store {
   private closed = false
   private lastIgnored: Promise<boolean> | null = null
   private lastReport: ((error: unknown) => void) | null = null
+  private readonly lock: DataLock
 
   constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
-    mkdirSync(path, { recursive: true })
-    this.root = open({
-      path,
-      // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
-      noSubdir: false,
-      separateFlushed: true,
-      maxDbs: 16,
-      ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
-    })
+    // The folder and its files hold visitors' data and webhook credentials: owner only.
+    mkdirSync(path, { recursive: true, mode: 0o700 })
+    restrict(path, 0o700)
+    this.lock = lockDataFolder(path)
+    try {
+      this.root = open({
+        path,
+        // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
+        noSubdir: false,
+        separateFlushed: true,
+        maxDbs: 16,
+        ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
+      })
+    } catch (error) {
+      this.lock.release()
+      throw error
+    }
+    // LMDB creates its files with mode 0644 less the umask; those of earlier releases are tightened too.
+    for (const file of LMDB_FILES) restrict(join(path, file), 0o600)
     this.meta = this.root.openDB('meta', {})
     this.accounts = this.root.openDB('accounts', {})
     this.tokens = this.root.openDB('tokens', {})
@@ -163,6 +176,19 @@ export class Store {
     this.closed = true
     await this.root.flushed
     await this.root.close()
+    this.lock.release()
+  }
+}
+
+const LMDB_FILES = ['data.mdb', 'lock.mdb']
+
+/** chmod, where this process may (a folder owned by another user keeps its mode). */
+export function restrict (path: string, mode: number): void {
+  try {
+    chmodSync(path, mode)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== 'EPERM' && code !== 'ENOENT') throw error
   }
 }
 
