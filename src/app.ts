@@ -44,7 +44,7 @@ export interface StartOptions {
 }
 
 export async function startBeacon ({ config, adminKey, clock = systemClock }: StartOptions): Promise<Beacon> {
-  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes })
+  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey })
   const registry = new Registry(store, clock)
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const segments = (account: string): SegmentSet => registry.segmentSet(account)

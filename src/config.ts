@@ -1,6 +1,8 @@
 // Configuration from BEACON_* environment variables, checked once at start: every bad value gets
 // its own line, and the process refuses to start rather than run with a guess.
 
+import { parseKeys } from './store/secrets.js'
+
 export const DURABILITY = ['flushed', 'committed'] as const
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type Durability = typeof DURABILITY[number]
@@ -27,6 +29,8 @@ export interface Config {
   requestLogSample: number
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
   natsUrl: string | null
+  /** BEACON_SECRETS_KEY: base64 32-byte keys, comma-separated, the first sealing; null: <data>/secrets.key. */
+  secretsKey: string | null
 }
 
 export class ConfigError extends Error {
@@ -101,6 +105,18 @@ function describeUrl (text: string): string {
   return scheme === null ? 'no scheme://' : `scheme ${scheme[1]}`
 }
 
+function secretsKey (env: Env, problems: string[]): string | null {
+  const raw = env.BEACON_SECRETS_KEY
+  if (raw === undefined || raw.trim() === '') return null
+  try {
+    parseKeys(raw, 'BEACON_SECRETS_KEY')
+  } catch (error) {
+    // The message names the entry, never its value.
+    problems.push((error as Error).message)
+  }
+  return raw
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const problems: string[] = []
   const logLevel = env.BEACON_LOG_LEVEL
@@ -133,6 +149,7 @@ export function loadConfig (env: Env = process.env): Config {
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
+    secretsKey: secretsKey(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -7,11 +7,12 @@ import { resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
 import { DataFolderLockedError } from './store/data-lock.js'
+import { SecretsKeyError } from './store/secrets.js'
 
 /** Start Beacon as this process's job; a failure to start is logged and exits with code 1. */
 export function runServer (): void {
   start().catch((error: unknown) => {
-    if (error instanceof DataFolderLockedError) {
+    if (error instanceof DataFolderLockedError || error instanceof SecretsKeyError) {
       process.stderr.write(`beacon: ${error.message}\n`)
       process.exit(1)
     }
@@ -57,6 +58,11 @@ export async function start (): Promise<void> {
 
 /** The settings as they may be logged: no admin key, no credentials in the NATS URL. */
 export function settingsOf (config: Config): Record<string, unknown> {
-  const { adminKey, natsUrl, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
-  return { ...rest, adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY', nats: natsUrl === null ? null : redactUrl(natsUrl) }
+  const { adminKey, natsUrl, secretsKey, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
+  return {
+    ...rest,
+    adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY',
+    secretsKeyFrom: secretsKey === null ? 'secrets.key' : 'BEACON_SECRETS_KEY',
+    nats: natsUrl === null ? null : redactUrl(natsUrl),
+  }
 }

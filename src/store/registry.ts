@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
+import { openWebhook, sealStoredSecrets, sealWebhook } from './seal-secrets.js'
 import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
 import type { SegmentDef } from '../segments/rules.js'
@@ -91,6 +92,7 @@ export class Registry {
   constructor (store: Store, clock: Clock) {
     this.store = store
     this.clock = clock
+    sealStoredSecrets(store)
     for (const { value } of store.accounts.getRange()) {
       const account = value as Account
       this.accounts.set(account.account, account)
@@ -102,7 +104,7 @@ export class Registry {
       else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
       else if (kind === 'segment') this.segmentsOf(account).defs.set((key as string[])[2]!, value as SegmentDef)
       else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
-      else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, value as WebhookConfig)
+      else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, openWebhook(store, value as WebhookConfig))
     }
   }
 
@@ -367,7 +369,7 @@ export class Registry {
       throw new ApiError('conflict', `An account has at most ${WEBHOOKS_MAX} webhooks; delete some first.`)
     }
     const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivateWebhooks })
-    await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
+    await this.store.save(this.store.config, [account, 'webhook', id], sealWebhook(this.store, compiled.config))
     entry.compiled.set(id, compiled)
     if (this.indexWebhooks(entry)) await this.relist(account)
     this.onWebhookChanged?.(account, id, compiled)

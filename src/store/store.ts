@@ -20,6 +20,7 @@ import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lm
 import type { Durability } from '../config.js'
 import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
 import { lockDataFolder, type DataLock } from './data-lock.js'
+import { resolveSecretsKeys, SecretBox } from './secrets.js'
 
 export type Key = string | (string | number)[]
 
@@ -27,6 +28,10 @@ export interface StoreOptions {
   path: string
   durability: Durability
   mapSizeBytes?: number
+  /** BEACON_SECRETS_KEY (null or absent: the data folder's secrets.key, generated on first start). */
+  secretsKey?: string | null
+  /** The keys themselves, the first sealing (a rotation); overrides secretsKey. */
+  secretKeys?: Buffer[]
 }
 
 export class Store {
@@ -57,6 +62,8 @@ export class Store {
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
   onDurableMs: ((durationMs: number) => void) | null = null
   readonly durability: Durability
+  /** Seals secrets before they are written and opens them after they are read (secrets.ts). */
+  readonly secrets: SecretBox
   private outboxSeq: number
   private seqReserved: number
   private closed = false
@@ -64,12 +71,13 @@ export class Store {
   private lastReport: ((error: unknown) => void) | null = null
   private readonly lock: DataLock
 
-  constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
+  constructor ({ path, durability, mapSizeBytes, secretsKey = null, secretKeys }: StoreOptions) {
     // The folder and its files hold visitors' data and webhook credentials: owner only.
     mkdirSync(path, { recursive: true, mode: 0o700 })
     restrict(path, 0o700)
     this.lock = lockDataFolder(path)
     try {
+      this.secrets = new SecretBox(secretKeys ?? resolveSecretsKeys(path, secretsKey).keys)
       this.root = open({
         path,
         // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.

@@ -5,7 +5,7 @@ export { AudienceTrigger, BasicAuth, BearerAuth, EventTrigger, HTTP_METHODS, Sch
 export type { HttpMethod, ValidateOptions, WebhookAuth, WebhookConfig, WebhookTrigger } from './config.js'
 export { compileWebhook, USER_AGENT } from './compile.js'
 export type { CompiledTrigger, CompiledWebhook, HeaderTemplate } from './compile.js'
-export { REDACTED, isSecretHeader, redactWebhook, restoreSecrets } from './redact.js'
+export { REDACTED, isSecretHeader, mapSecrets, redactWebhook, restoreSecrets } from './redact.js'
 export { compileTemplate, DEFAULT_PAYLOAD, PLACEHOLDERS, Template, TemplateError, TEMPLATE_MODES } from './template.js'
 export type { TemplateMode } from './template.js'
 export { renderRequest } from './render.js'
