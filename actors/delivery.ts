@@ -625,7 +625,6 @@ export class DeliveryHub {
         settled = { ...record, ...change }
         this.live.set(settled.id, settled)
       } else {
-        this.live.delete(record.id)
       }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
       if (record.node === undefined || record.node === this.store.nodeId) {
@@ -790,6 +789,52 @@ export class DeliveryHub {
     return requeued.length
   }
 
+  /**
+   * Erasure: remove the outbox rows and the delivery records (any status: the deliveries log, dead
+   * letters) of the account that carry one of these profile or visitor ids, a bounded page at a time
+   * with the event loop free between pages. A record already handed to a worker may still be sent
+   * once; what its attempt writes afterwards carries no personal data. Resolves with how many went.
+   */
+  async forget (account: string, profileIds: ReadonlySet<string>, visitorIds: ReadonlySet<string>): Promise<number> {
+    const carries = (who: { profileId?: string, visitorId?: string }): boolean =>
+      (who.profileId !== undefined && profileIds.has(who.profileId)) || (who.visitorId !== undefined && visitorIds.has(who.visitorId))
+    // Rows appended before now are relayed first (their records then exist), and outcomes written.
+    await this.settled()
+    await this.writesCommitted()
+    let removed = 0
+    let last: Promise<boolean> | null = null
+    for (const key of this.store.outbox.getKeys() as Iterable<number>) {
+      const row = storedRow(key, this.store.outbox.get(key)).value
+      if (row.account === account && carries(row)) {
+        last = this.store.outbox.remove(key)
+        removed++
+      }
+    }
+    let start: unknown[] = [account]
+    for (;;) {
+      const page: DeliveryRecord[] = []
+      let next: unknown[] | null = null
+      for (const record of recordsIn(this.store, { start, end: [account, MAX_KEY_PART] })) {
+        if (page.length === LIST_PAGE_MAX) {
+          next = [account, record.webhookId, record.seq]
+          break
+        }
+        page.push(record)
+      }
+      for (const record of page) {
+        if (!carries(record.item.context)) continue
+        this.store.ignoreFailure(this.store.deliveries.remove([account, record.webhookId, record.seq, OUTCOME_KEY]), logFailure)
+        last = this.store.deliveries.remove([account, record.webhookId, record.seq])
+        removed++
+      }
+      if (next === null) break
+      start = next
+      await new Promise(resolve => setImmediate(resolve))
+    }
+    if (last !== null) await this.store.durable(last)
+    return removed
+  }
+
   async stop (): Promise<void> {
     this.stopped = true
     if (this.scheduleTimer !== null) clearInterval(this.scheduleTimer)
@@ -844,6 +889,9 @@ interface SyncWait {
   pending: Set<string>
   resolve: () => void
 }
+
+/** Sorts after every webhook id (names are ASCII): the end of an account's range of records. */
+const MAX_KEY_PART = '\uffff'
 
 function slot (account: string, webhookId: string): string {
   return account + '\u0000' + webhookId

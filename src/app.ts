@@ -17,6 +17,7 @@ import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './segments/maintenance.js'
 import { DeliveryHub } from '../actors/delivery.js'
+import { Erasure } from '../actors/erasure.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './webhooks/jetstream-queue.js'
 import { Metrics } from './ops/metrics.js'
@@ -89,7 +90,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
       }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock }), adminKey }),
     ],
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),

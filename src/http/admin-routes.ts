@@ -7,6 +7,7 @@ import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
+import type { Erasure } from '../../actors/erasure.js'
 import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
@@ -28,6 +29,7 @@ export interface AdminDeps {
   visitors: VisitorKind
   profiles: ProfileKind
   deliveries: DeliveryHub
+  erasure: Erasure
   adminKey: string
 }
 
@@ -37,7 +39,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, adminKey }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, adminKey }: AdminDeps): Route[] {
   const expected = digest(`Bearer ${adminKey}`)
 
   function guard (authorization: string): void {
@@ -181,22 +183,29 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok({ replayed: await deliveries.replay(param(request, 0), param(request, 1), deliveryIds ?? null, fromMs, toMs) })
     }),
 
-    // Privacy: everything held on a person, and its erasure (the profile and its linked devices).
+    // Privacy: everything held on a person, and its erasure (the profile and every device ever linked
+    // to it: actors/erasure.ts), and the erasure of one anonymous device.
     route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
-      const profile = await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }) as { visitors: string[] }
-      const devices = await Promise.all(profile.visitors.map(id => runtime.send(visitors, account, id, { type: 'snapshot' })))
+      const { profile, visitors: devices } = await erasure.exportProfile(account, param(request, 1))
       return ok({ profileId: param(request, 1), profile, visitors: devices })
     }),
     route('del', '/admin/accounts/:account/profiles/:id', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
       const id = param(request, 1)
-      const linked = await runtime.send(profiles, account, id, { type: 'erase' }) as string[] | null
-      if (linked === null) throw new ApiError('profile_not_found')
-      await Promise.all(linked.map(visitorId => runtime.send(visitors, account, visitorId, { type: 'erase' })))
-      return ok({ profileId: id, erased: { profiles: 1, visitors: linked.length } })
+      const erased = await erasure.eraseProfile(account, id)
+      if (!erased.found) throw new ApiError('profile_not_found')
+      return ok({ profileId: id, erased: { profiles: 1, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
+    }),
+    route('del', '/admin/accounts/:account/visitors/:id', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      const id = param(request, 1)
+      const erased = await erasure.eraseVisitor(account, id)
+      if (erased === null) throw new ApiError('visitor_not_found')
+      return ok({ visitorId: id, erased: { visitors: 1, deliveries: erased.deliveries }, unlinkedFrom: erased.profileId })
     }),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).

@@ -250,5 +250,15 @@ export const ProfileSnapshot = Type.Object({
 export const PersonExport = Type.Object({ profileId: Type.String(), profile: ProfileSnapshot, visitors: Type.Array(VisitorSnapshot) })
 export const Erased = Type.Object({
   profileId: Type.String(),
-  erased: Type.Object({ profiles: Type.Integer(), visitors: Type.Integer() }),
+  erased: Type.Object({
+    profiles: Type.Integer(),
+    visitors: Type.Integer({ description: 'Devices erased: every visitor ever linked to the profile and still linked to it.' }),
+    deliveries: Type.Integer({ description: 'Outbox rows and webhook delivery records (any status) carrying the profile or those visitors, removed.' }),
+  }),
+  keptVisitors: Type.Integer({ description: 'Devices once linked that belong to another profile now: kept, their link to this one removed.' }),
+})
+export const VisitorErased = Type.Object({
+  visitorId: Type.String(),
+  erased: Type.Object({ visitors: Type.Integer(), deliveries: Type.Integer() }),
+  unlinkedFrom: Type.Union([Type.String(), Type.Null()], { description: 'The profile the visitor was linked to (its copy of the device is gone), or null.' }),
 })

@@ -291,8 +291,14 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     ok: json(200, 'The person\'s data.', R.PersonExport), errors: ['account_not_found'],
   },
   'DELETE /admin/accounts/{account}/profiles/{profileId}': {
-    summary: 'Erase a person', description: 'The profile and its linked visitors.', tag: 'People', auth: 'admin',
+    summary: 'Erase a person', tag: 'People', auth: 'admin',
+    description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
     ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
+  },
+  'DELETE /admin/accounts/{account}/visitors/{visitorId}': {
+    summary: 'Erase a visitor', tag: 'People', auth: 'admin',
+    description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
+    ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
   },
 
   // ---- operations ----

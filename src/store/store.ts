@@ -50,6 +50,11 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
+  /**
+   * Every visitor ever linked to a profile, uncapped (a profile's own list keeps its latest devices
+   * only): key [account, profileId, visitorId], value null. What erasure and export follow.
+   */
+  readonly links: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -102,6 +107,7 @@ export class Store {
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', sharedStructures(this.meta, 'deliveries'))
     this.members = this.root.openDB('members', {})
+    this.links = this.root.openDB('links', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.

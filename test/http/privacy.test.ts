@@ -1,0 +1,121 @@
+// Erasure that really erases: every device that ever carried the profile id, the deliveries log and
+// dead letters of the person, and one anonymous visitor on its own.
+
+import { expect } from 'chai'
+import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
+import { PROFILE_VISITORS_MAX } from '../../actors/profile.js'
+
+describe('privacy: erasure', () => {
+  let beacon: BeaconProcess
+  let tenant: Tenant
+  let receiver: Receiver
+  before(async () => {
+    beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    // Orders "o-dead-…" are refused: they end as dead letters.
+    receiver = await startReceiver(request => request.body.includes('o-dead') ? { status: 422 } : { status: 200 })
+  })
+  after(async () => {
+    await beacon.stop()
+    removeDir(beacon.dataDir)
+    await receiver.close()
+  })
+  beforeEach(async () => {
+    tenant = await createTenant(beacon.url)
+    const hook = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+      name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: `${receiver.url}/in`, payload: '{"order": {{event.orderId}}, "who": "{{visitorId}}"}' },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, maxAttempts: 1 },
+    })
+    expect(hook.status).to.equal(200)
+  })
+
+  const event = (visitor: string, fields: Record<string, unknown>) =>
+    post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields })
+  const deliveries = async (): Promise<string> =>
+    JSON.stringify((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/orders/deliveries?limit=500`)).body.deliveries)
+  async function settled (count: number): Promise<void> {
+    await until(`${count} deliveries settled`, async () => {
+      const all = JSON.parse(await deliveries()) as { status: string }[]
+      return all.length === count && all.every(d => d.status === 'delivered' || d.status === 'dead')
+    })
+  }
+
+  it('follows every device that ever carried the profile id, past the capped device list, and scrubs its deliveries', async () => {
+    const real = visitorId()
+    const other = visitorId()
+    expect((await event(real, { profileId: 'victim', event: 'purchase', orderId: 'o-live-1', orderTotal: 40 })).status).to.equal(200)
+    expect((await event(real, { profileId: 'victim', event: 'purchase', orderId: 'o-dead-1', orderTotal: 60 })).status).to.equal(200)
+    expect((await post(beacon.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: real, attributes: { phone: '+33 6 12 34 56 78' } })).status).to.equal(200)
+    // Someone else's purchase: its delivery stays.
+    expect((await event(other, { event: 'purchase', orderId: 'o-other' })).status).to.equal(200)
+    // Forged devices push the real one off the profile's own list.
+    for (let i = 0; i < PROFILE_VISITORS_MAX; i++) expect((await event(visitorId(), { profileId: 'victim' })).status).to.equal(200)
+    const before = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/victim`)
+    expect(before.body.visitors).not.to.include(real)
+    await settled(3)
+    expect(await deliveries()).to.include(real)
+
+    const exported = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/victim/export`)
+    expect(exported.body.visitors.map((v: { visitorId: string }) => v.visitorId)).to.include(real)
+    expect(JSON.stringify(exported.body)).to.include('+33 6 12 34 56 78')
+
+    const erased = await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/profiles/victim`)
+    expect(erased.status).to.equal(200)
+    expect(erased.body.erased).to.deep.equal({ profiles: 1, visitors: PROFILE_VISITORS_MAX + 1, deliveries: 2 })
+
+    const device = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${real}`)
+    expect(device.body).to.include({ profileId: null, purchases: 0, totalSpent: 0 })
+    expect(device.body.attributes).to.deep.equal({})
+    const log = await deliveries()
+    expect(log).not.to.include(real)
+    expect(log).not.to.include('victim')
+    expect(log).to.include('o-other')
+    // The device's next event is an anonymous one: the profile is not made again.
+    expect((await event(real, {})).status).to.equal(200)
+    const profile = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/victim`)
+    expect(profile.body.visitors).to.deep.equal([])
+    expect(profile.body.attributes).to.deep.equal({})
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/victim/export`)).body.visitors).to.deep.equal([])
+  })
+
+  it('keeps a device that was linked to another profile since, removing only the old link', async () => {
+    const shared = visitorId()
+    expect((await event(shared, { profileId: 'first' })).status).to.equal(200)
+    expect((await post(beacon.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: shared, attributes: { lang: 'fr' } })).status).to.equal(200)
+    expect((await event(shared, { profileId: 'second' })).status).to.equal(200)
+    const erased = await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/profiles/first`)
+    expect(erased.body).to.deep.equal({ profileId: 'first', erased: { profiles: 1, visitors: 0, deliveries: 0 }, keptVisitors: 1 })
+    const device = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${shared}`)
+    expect(device.body).to.include({ profileId: 'second' })
+    expect(device.body.attributes).to.deep.equal({ lang: 'fr' })
+  })
+
+  it('DELETE …/visitors/{id} erases an anonymous visitor, its outbox and delivery traces, and its copy in a profile', async () => {
+    const anon = visitorId()
+    const linked = visitorId()
+    expect((await event(anon, { event: 'purchase', orderId: 'o-anon' })).status).to.equal(200)
+    expect((await post(beacon.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: anon, attributes: { email: 'anon@example.com' } })).status).to.equal(200)
+    expect((await event(linked, { profileId: 'pat' })).status).to.equal(200)
+    expect((await post(beacon.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: linked, attributes: { city: 'Lyon' } })).status).to.equal(200)
+    await settled(1)
+
+    const res = await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/visitors/${anon}`)
+    expect(res.status).to.equal(200)
+    expect(res.body).to.deep.equal({ visitorId: anon, erased: { visitors: 1, deliveries: 1 }, unlinkedFrom: null })
+    const query = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: anon, token: tenant.token })
+    expect(query.body).to.include({ status: 200 })
+    expect(query.body.attributes).to.deep.equal({})
+    expect(await deliveries()).not.to.include(anon)
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/visitors/${anon}`)).body.errors[0].code).to.equal('visitor_not_found')
+
+    const unlinked = await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/visitors/${linked}`)
+    expect(unlinked.body).to.deep.equal({ visitorId: linked, erased: { visitors: 1, deliveries: 0 }, unlinkedFrom: 'pat' })
+    const profile = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/pat`)
+    expect(profile.body.visitors).to.deep.equal([])
+    expect(JSON.stringify(profile.body)).not.to.include('Lyon')
+    expect(JSON.stringify(profile.body)).not.to.include(linked)
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/visitors/${visitorId()}`)).status).to.equal(404)
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${visitorId()}/visitors/${anon}`)).body.errors[0].code).to.equal('account_not_found')
+  })
+})
