@@ -18,6 +18,7 @@ import { log } from './log.js'
 import { SegmentMaintenance } from './segments/maintenance.js'
 import { DeliveryHub } from '../actors/delivery.js'
 import { Erasure } from '../actors/erasure.js'
+import { AccountDeletions } from '../actors/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './webhooks/jetstream-queue.js'
 import { Metrics } from './ops/metrics.js'
@@ -69,6 +70,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
+  const accountDeletions = new AccountDeletions({ store, registry, clock })
+  accountDeletions.start()
 
   const server: HttpServer = new HttpServer({
     host: config.host,
@@ -90,7 +93,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
       }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock }), adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock }), accountDeletions, adminKey }),
     ],
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
@@ -109,6 +112,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       stopping ??= (async () => {
         maintenance.stop()
         await server.drain()
+        await accountDeletions.stop()
         await runtime.drain()
         await deliveries.stop()
         runtime.close()

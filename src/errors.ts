@@ -28,6 +28,7 @@ export const ERRORS = {
   segment_not_found: [404, 'No such segment.'],
   profile_not_found: [404, 'No such profile.'],
   visitor_not_found: [404, 'No such visitor.'],
+  deletion_not_found: [404, 'This account was not deleted.'],
   webhook_not_found: [404, 'No such webhook.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],

@@ -8,6 +8,7 @@ import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import type { Erasure } from '../../actors/erasure.js'
+import type { AccountDeletions } from '../../actors/account-deletion.js'
 import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
@@ -30,6 +31,7 @@ export interface AdminDeps {
   profiles: ProfileKind
   deliveries: DeliveryHub
   erasure: Erasure
+  accountDeletions: AccountDeletions
   adminKey: string
 }
 
@@ -39,7 +41,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, adminKey }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, accountDeletions, adminKey }: AdminDeps): Route[] {
   const expected = digest(`Bearer ${adminKey}`)
 
   function guard (authorization: string): void {
@@ -69,6 +71,9 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const patch = validateAccountPatch(request.body)
       return ok(await registry.updateAccount(param(request, 0), patch))
     }),
+    // Served no more at once; its data goes in the background (actors/account-deletion.ts).
+    route('del', '/admin/accounts/:account', async request => ok(await accountDeletions.delete(param(request, 0)), 202)),
+    route('get', '/admin/accounts/:account/deletion', request => ok(accountDeletions.progress(param(request, 0)))),
 
     route('post', '/admin/accounts/:account/tokens', async request => {
       const spec = validateTokenCreate(request.body)

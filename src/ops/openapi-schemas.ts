@@ -107,6 +107,16 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
 
 export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord) })
+const DELETION_PHASE_NAMES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles'] as const
+export const AccountDeletion = Type.Object({
+  account: Uuid,
+  name: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('done')]),
+  startedAt: Iso,
+  finishedAt: Type.Union([Iso, Type.Null()]),
+  phase: Type.Union([...DELETION_PHASE_NAMES.map(name => Type.Literal(name)), Type.Null()], { description: 'The kind of records being removed now; null when done.' }),
+  removed: Type.Object(Object.fromEntries(DELETION_PHASE_NAMES.map(name => [name, Type.Integer()])), { description: 'Records removed so far, by kind.' }),
+}, { description: 'The background removal of a deleted account\'s data.' })
 
 const access = literals(['read', 'write', 'read-write'])
 const tokenFields = {

@@ -156,6 +156,16 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     body: { schema: S.AccountPatch, example: { name: 'My shop (EU)' } },
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
   },
+  'DELETE /admin/accounts/{account}': {
+    summary: 'Delete an account and all its data',
+    description: 'From this answer on nothing of the account is served (404 account_not_found everywhere); its visitors, profiles, links, configuration, tokens, outbox rows, deliveries and indexes are removed in the background, in batches, resuming after a restart. Deleting again answers the same job.',
+    tag: 'Accounts', auth: 'admin',
+    ok: json(202, 'The deletion job, started.', R.AccountDeletion), errors: ['account_not_found'],
+  },
+  'GET /admin/accounts/{account}/deletion': {
+    summary: 'Progress of an account\'s deletion', tag: 'Accounts', auth: 'admin',
+    ok: json(200, 'The deletion job.', R.AccountDeletion), errors: ['account_not_found', 'deletion_not_found'],
+  },
   'POST /admin/accounts/{account}/tokens': {
     summary: 'Create a token',
     description: 'The secret `token` is in this answer only; Beacon keeps a SHA-256 of it.',

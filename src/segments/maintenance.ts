@@ -53,7 +53,7 @@ export class SegmentMaintenance {
     for (const { key, value } of this.deps.store.config.getRange()) {
       const [account, kind] = key as [string, string]
       const cursor = value as PassCursor
-      if (kind === 'segments-pass' && cursor.version === this.deps.registry.segmentSet(account).version) this.runPass(account, cursor)
+      if (kind === 'segments-pass' && this.deps.registry.knows(account) && cursor.version === this.deps.registry.segmentSet(account).version) this.runPass(account, cursor)
     }
   }
 
@@ -72,6 +72,8 @@ export class SegmentMaintenance {
       if (due.length === 0 || this.stopped) return done
       await Promise.all(due.map(async key => {
         const [, account, kind, id] = key
+        // An account being deleted: its entities must not be written again.
+        if (!this.deps.registry.knows(account)) return store.expiries.remove(key)
         const message = { type: 'evaluate', nowMs } as const
         await (kind === 'visitor' ? runtime.send(visitors, account, id, message) : runtime.send(profiles, account, id, message))
           .catch(logFailure)

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
-import type { Store } from './store.js'
+import type { Key, Store } from './store.js'
 import { openWebhook, sealStoredSecrets, sealWebhook } from './seal-secrets.js'
 import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
@@ -97,9 +97,11 @@ export class Registry {
       const account = value as Account
       this.accounts.set(account.account, account)
     }
-    for (const { value } of store.tokens.getRange()) this.addLiveToken(value as TokenRecord)
+    // Tokens and configuration of an account being deleted (its row gone first) are not served.
+    for (const { value } of store.tokens.getRange()) if (this.accounts.has((value as TokenRecord).account)) this.addLiveToken(value as TokenRecord)
     for (const { key, value } of store.config.getRange()) {
       const [account, kind] = key as [string, string, string]
+      if (!this.accounts.has(account)) continue
       if (kind === 'event-type') this.eventTypesOf(account).set((value as EventType).name, value as EventType)
       else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
       else if (kind === 'segment') this.segmentsOf(account).defs.set((key as string[])[2]!, value as SegmentDef)
@@ -117,6 +119,27 @@ export class Registry {
   }
 
   listAccounts (): Account[] { return [...this.accounts.values()] }
+
+  /** Whether the account exists (suspended or not): not deleted. */
+  knows (account: string): boolean { return this.accounts.has(account) }
+
+  /**
+   * Delete the account from what is served: its row goes, in the transaction of `jobKey`'s record (the
+   * background removal of its data, which resumes after a restart); at once nothing of it is served.
+   */
+  async forgetAccount (id: string, jobKey: Key, job: unknown): Promise<void> {
+    this.getAccount(id)
+    this.store.ignoreFailure(this.store.meta.put(jobKey, job))
+    await this.store.durable(this.store.accounts.remove(id))
+    this.accounts.delete(id)
+    for (const [tokenId, live] of this.tokens) if (live.record.account === id) this.tokens.delete(tokenId)
+    this.eventTypes.delete(id)
+    this.campaigns.delete(id)
+    this.segments.delete(id)
+    const webhooks = this.webhooks.get(id)
+    this.webhooks.delete(id)
+    for (const webhookId of webhooks?.compiled.keys() ?? []) this.onWebhookChanged?.(id, webhookId, null)
+  }
 
   getAccount (account: string): Account {
     const found = this.accounts.get(account)
