@@ -21,6 +21,8 @@ export interface ErasureDeps {
   profiles: ProfileKind
   deliveries: DeliveryHub
   clock: Clock
+  /** Resolves once the links index holds the links of earlier releases too (src/store/links-backfill.ts). */
+  linksReady: () => Promise<void>
 }
 
 export interface ProfileErased {
@@ -40,7 +42,8 @@ export class Erasure {
   }
 
   /** Every visitor id ever linked to the profile: the index and the profile's own list. */
-  linkedVisitors (account: string, profileId: string, own: readonly string[]): string[] {
+  async linkedVisitors (account: string, profileId: string, own: readonly string[]): Promise<string[]> {
+    await this.deps.linksReady()
     const ids = new Set(own)
     for (const key of this.deps.store.links.getKeys({ start: [account, profileId], end: [account, profileId, MAX_KEY_PART] })) {
       ids.add((key as string[])[2]!)
@@ -53,7 +56,7 @@ export class Erasure {
     const { runtime, visitors, profiles } = this.deps
     const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState
     const devices: unknown[] = []
-    for (const id of this.linkedVisitors(account, profileId, profile.visitors)) {
+    for (const id of await this.linkedVisitors(account, profileId, profile.visitors)) {
       const device = await runtime.send(visitors, account, id, { type: 'snapshot' }) as { profileId: string | null }
       if (device.profileId === profileId) devices.push({ visitorId: id, ...device })
     }
@@ -66,7 +69,7 @@ export class Erasure {
     // Devices first: one erased later could otherwise send its data to the profile again.
     const erased = new Set<string>()
     const kept = new Set<string>()
-    const ids = this.linkedVisitors(account, profileId, profile.visitors)
+    const ids = await this.linkedVisitors(account, profileId, profile.visitors)
     for (let i = 0; i < ids.length; i += ERASE_CONCURRENCY) {
       const chunk = ids.slice(i, i + ERASE_CONCURRENCY)
       const results = await Promise.all(chunk.map(id => runtime.send(visitors, account, id, { type: 'erase', ofProfile: profileId }) as Promise<VisitorErased>))

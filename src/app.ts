@@ -7,6 +7,7 @@
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
+import { LinksBackfill } from './store/links-backfill.js'
 import { Registry } from './store/registry.js'
 import { HttpServer } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
@@ -72,6 +73,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   await deliveries.start()
   const accountDeletions = new AccountDeletions({ store, registry, clock })
   accountDeletions.start()
+  const linksBackfill = new LinksBackfill(store)
+  linksBackfill.start()
 
   const server: HttpServer = new HttpServer({
     host: config.host,
@@ -93,7 +96,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
       }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock }), accountDeletions, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled() }), accountDeletions, adminKey }),
     ],
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
@@ -113,6 +116,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         maintenance.stop()
         await server.drain()
         await accountDeletions.stop()
+        await linksBackfill.stop()
         await runtime.drain()
         await deliveries.stop()
         runtime.close()

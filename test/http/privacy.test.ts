@@ -2,7 +2,8 @@
 // dead letters of the person, and one anonymous visitor on its own.
 
 import { expect } from 'chai'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { open } from 'lmdb'
+import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 import { PROFILE_VISITORS_MAX } from '../../actors/profile.js'
 
@@ -117,5 +118,37 @@ describe('privacy: erasure', () => {
     expect(JSON.stringify(profile.body)).not.to.include(linked)
     expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/visitors/${visitorId()}`)).status).to.equal(404)
     expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${visitorId()}/visitors/${anon}`)).body.errors[0].code).to.equal('account_not_found')
+  })
+})
+
+describe('privacy: links made by an earlier release', () => {
+  it('indexes them from the visitors at the first start, so erasure still finds a device pushed off the list', async () => {
+    const dataDir = tempDir()
+    try {
+      let server = await startBeacon({ dataDir })
+      const tenant = await createTenant(server.url)
+      const real = visitorId()
+      const send = (visitor: string) => post(server.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', profileId: 'old-timer' })
+      expect((await send(real)).status).to.equal(200)
+      expect((await post(server.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: real, attributes: { phone: '555-0100' } })).status).to.equal(200)
+      for (let i = 0; i < PROFILE_VISITORS_MAX; i++) expect((await send(visitorId())).status).to.equal(200)
+      await server.stop()
+      // As an earlier release left it: no links index, no backfill done.
+      const root = open({ path: dataDir })
+      const links = root.openDB('links', {})
+      for (const key of links.getKeys()) await links.remove(key)
+      await root.openDB('meta', {}).remove('links-backfill')
+      await root.close()
+
+      server = await startBeacon({ dataDir })
+      const erased = await admin(server.url, 'DELETE', `/admin/accounts/${tenant.account}/profiles/old-timer`)
+      expect(erased.body.erased.visitors).to.equal(PROFILE_VISITORS_MAX + 1)
+      const device = await admin(server.url, 'GET', `/admin/accounts/${tenant.account}/visitors/${real}`)
+      expect(device.body.attributes).to.deep.equal({})
+      expect(device.body.profileId).to.equal(null)
+      await server.stop()
+    } finally {
+      removeDir(dataDir)
+    }
   })
 })
