@@ -3,7 +3,7 @@
 // bounded batch a transaction with the event loop free between batches. The job's record (in meta)
 // carries its cursor and counts, written with each batch, so a restart resumes where it stood.
 
-import type { Key, Store } from '../src/store/store.js'
+import { KEY_PART_MAX, type Key, type Store } from '../src/store/store.js'
 import type { Registry } from '../src/store/registry.js'
 import type { Clock } from '../src/clock.js'
 import type { Database } from 'lmdb'
@@ -58,7 +58,7 @@ export class AccountDeletions {
 
   /** Resume the deletions a stop or a crash interrupted. */
   start (): void {
-    for (const { value } of this.deps.store.meta.getRange({ start: [JOB_PREFIX], end: [JOB_PREFIX, MAX_KEY_PART] })) {
+    for (const { value } of this.deps.store.meta.getRange({ start: [JOB_PREFIX], end: [JOB_PREFIX, KEY_PART_MAX] })) {
       const job = value as DeletionJob
       if (job.state === 'running') this.run(job)
     }
@@ -136,11 +136,13 @@ export class AccountDeletions {
    */
   private batch (phase: DeletionPhase, db: Database, account: string, after: Key | null): { remove: Key[], cursor: Key | null, exhausted: boolean } {
     const prefixed = PREFIXED.has(phase)
-    const range = prefixed ? { start: after ?? [account], end: [account, MAX_KEY_PART] } : after === null ? {} : { start: after }
+    // No end key for a prefix: ids after the account (profile ids) may hold any character.
+    const range = prefixed ? { start: after ?? [account] } : after === null ? {} : { start: after }
     const remove: Key[] = []
     let cursor: Key | null = null
     let read = 0
-    for (const { key, value } of db.getRange(range as { start?: Key, end?: Key }) as Iterable<{ key: Key, value: unknown }>) {
+    for (const { key, value } of db.getRange(range as { start?: Key }) as Iterable<{ key: Key, value: unknown }>) {
+      if (prefixed && (key as unknown[])[0] !== account) return { remove, cursor, exhausted: true }
       if (after !== null && sameKey(key, after)) continue
       cursor = key
       if (prefixed || ownerOf(phase, key, value) === account) remove.push(key)
@@ -154,8 +156,6 @@ export class AccountDeletions {
 const PREFIXED: ReadonlySet<DeletionPhase> = new Set(['members', 'config', 'deliveries', 'links', 'visitors', 'profiles'])
 
 const JOB_PREFIX = 'account-deletion'
-/** Sorts after every id (UUIDs, names and webhook ids are ASCII): the end of a key range. */
-const MAX_KEY_PART = '\uffff'
 
 function jobKey (account: string): Key {
   return [JOB_PREFIX, account]

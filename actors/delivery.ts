@@ -6,7 +6,7 @@
 // webhook-id on every attempt.
 
 import type { Clock } from '../src/clock.js'
-import type { Key, Store } from '../src/store/store.js'
+import { KEY_PART_MAX, type Key, type Store } from '../src/store/store.js'
 import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
@@ -814,7 +814,7 @@ export class DeliveryHub {
     for (;;) {
       const page: DeliveryRecord[] = []
       let next: unknown[] | null = null
-      for (const record of recordsIn(this.store, { start, end: [account, MAX_KEY_PART] })) {
+      for (const record of recordsIn(this.store, { start, end: [account, KEY_PART_MAX] })) {
         if (page.length === LIST_PAGE_MAX) {
           next = [account, record.webhookId, record.seq]
           break
@@ -889,9 +889,6 @@ interface SyncWait {
   pending: Set<string>
   resolve: () => void
 }
-
-/** Sorts after every webhook id (names are ASCII): the end of an account's range of records. */
-const MAX_KEY_PART = '\uffff'
 
 function slot (account: string, webhookId: string): string {
   return account + '\u0000' + webhookId

@@ -45,8 +45,10 @@ export class Erasure {
   async linkedVisitors (account: string, profileId: string, own: readonly string[]): Promise<string[]> {
     await this.deps.linksReady()
     const ids = new Set(own)
-    for (const key of this.deps.store.links.getKeys({ start: [account, profileId], end: [account, profileId, MAX_KEY_PART] })) {
-      ids.add((key as string[])[2]!)
+    // No end key: a profile id may hold any character, so the range ends where the prefix does.
+    for (const key of this.deps.store.links.getKeys({ start: [account, profileId] }) as Iterable<string[]>) {
+      if (key[0] !== account || key[1] !== profileId) break
+      ids.add(key[2]!)
     }
     return [...ids]
   }
@@ -100,5 +102,3 @@ export class Erasure {
 }
 
 const NO_IDS: ReadonlySet<string> = new Set()
-/** Sorts after every id (UUIDs and names are ASCII): the end of a key range. */
-const MAX_KEY_PART = '\uffff'

@@ -24,6 +24,9 @@ import { resolveSecretsKeys, SecretBox } from './secrets.js'
 
 export type Key = string | (string | number)[]
 
+/** Sorts after every id Beacon keys by (UUIDs, names, webhook ids: ASCII): `[prefix, KEY_PART_MAX]` ends a prefix's range. */
+export const KEY_PART_MAX = '\uffff'
+
 export interface StoreOptions {
   path: string
   durability: Durability
