@@ -43,7 +43,7 @@ async function populate (server: BeaconProcess, tenant: Tenant, visitors: number
     await Promise.all(ids.slice(i, i + 50).map(async (id, j) => {
       const n = i + j
       // Profile ids may hold any character: one sorts after every fixed end of a key range.
-      const fields = n % 2 === 0 ? { profileId: n === 0 ? "😀-first" : `p-${n}` } : {}
+      const fields = n % 2 === 0 ? { profileId: n === 0 ? '😀-first' : `p-${n}` } : {}
       const res = await post(server.url, '/campaigns/query', { account: tenant.account, visitorId: id, platform: 'web', event: n % 10 === 0 ? 'purchase' : 'pageView', orderId: `o-${n}`, ...fields })
       expect(res.status).to.equal(200)
     }))
