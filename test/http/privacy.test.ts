@@ -6,16 +6,20 @@ import { open } from 'lmdb'
 import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 import { PROFILE_VISITORS_MAX } from '../../actors/profile.js'
+import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 
 // Profile ids may hold any character (a 4-byte one sorts after any fixed end of a key range).
 const VICTIM = 'vïctim😀@example.com'
 
-describe('privacy: erasure', () => {
+// The deliveries log is the store's under both transports: erasure scrubs it under both.
+for (const transport of ['embedded', 'jetstream'] as const) describe(`privacy: erasure (${transport})`, () => {
   let beacon: BeaconProcess
   let tenant: Tenant
   let receiver: Receiver
+  let nats: NatsServer | null = null
   before(async () => {
-    beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    if (transport === 'jetstream') nats = await startNatsServer()
+    beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', ...(nats === null ? {} : { BEACON_NATS_URL: nats.url }) } })
     // Orders "o-dead-…" are refused: they end as dead letters.
     receiver = await startReceiver(request => request.body.includes('o-dead') ? { status: 422 } : { status: 200 })
   })
@@ -23,6 +27,7 @@ describe('privacy: erasure', () => {
     await beacon.stop()
     removeDir(beacon.dataDir)
     await receiver.close()
+    await nats?.close()
   })
   beforeEach(async () => {
     tenant = await createTenant(beacon.url)
