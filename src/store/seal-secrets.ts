@@ -5,18 +5,29 @@
 import type { Key, Store } from './store.js'
 import { mapSecrets, type WebhookConfig } from '../webhooks/index.js'
 
-/** Re-seal what needs it; resolves with how many configuration rows were written. */
+type SecretMap = (secret: string) => string
+
+/**
+ * The configuration rows (key [account, kind, …]) that hold secrets, by kind: each maps its secrets
+ * through `map` into a copy. A new kind of secret is one more line here.
+ */
+const SECRET_ROWS: ReadonlyMap<string, (value: unknown, map: SecretMap) => unknown> = new Map([
+  ['webhook', (value: unknown, map: SecretMap) => mapSecrets(value as WebhookConfig, map)],
+])
+
+/** Re-seal what needs it; returns how many configuration rows were written. */
 export function sealStoredSecrets (store: Store): number {
   const box = store.secrets
-  const rows: { key: Key, value: WebhookConfig }[] = []
+  const rows: { key: Key, value: unknown }[] = []
   for (const { key, value } of store.config.getRange()) {
-    if ((key as unknown[])[1] !== 'webhook') continue
+    const mapRow = SECRET_ROWS.get((key as unknown[])[1] as string)
+    if (mapRow === undefined) continue
     let stale = false
-    mapSecrets(value as WebhookConfig, secret => {
+    mapRow(value, secret => {
       if (!box.isCurrent(secret)) stale = true
       return secret
     })
-    if (stale) rows.push({ key: key as Key, value: mapSecrets(value as WebhookConfig, secret => box.seal(box.open(secret))) })
+    if (stale) rows.push({ key: key as Key, value: mapRow(value, secret => box.seal(box.open(secret))) })
   }
   if (rows.length > 0) store.config.transactionSync(() => { for (const { key, value } of rows) store.config.putSync(key, value) })
   return rows.length
