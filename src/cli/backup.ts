@@ -6,7 +6,7 @@
 // 0600), like the data folder: it holds the same visitors' data and credentials.
 
 import { existsSync, mkdirSync, statSync } from 'node:fs'
-import { restrict } from '../store/store.js'
+import { restrict, restrictOwnFolder } from '../store/file-modes.js'
 import { join, resolve } from 'node:path'
 import { open } from 'lmdb'
 import { CliError } from './errors.js'
@@ -23,7 +23,7 @@ export async function backup (dataDir: string, outDir: string, output: Output): 
   const umask = process.umask(0o077)
   try {
     mkdirSync(outDir, { recursive: true, mode: 0o700 })
-    restrict(outDir, 0o700)
+    restrictOwnFolder(outDir)
     await root.backup(outDir, true)
     restrict(join(outDir, DATA_FILE), 0o600)
   } catch (error) {

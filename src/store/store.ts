@@ -14,12 +14,13 @@
 // codec (webhooks/record-codec.ts), stored as msgpack bins; a record's are also what it is published as.
 
 import { randomUUID } from 'node:crypto'
-import { chmodSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
 import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
 import { lockDataFolder, type DataLock } from './data-lock.js'
+import { restrict, restrictOwnFolder } from './file-modes.js'
 import { resolveSecretsKeys, SecretBox } from './secrets.js'
 
 export type Key = string | (string | number)[]
@@ -82,7 +83,7 @@ export class Store {
   constructor ({ path, durability, mapSizeBytes, secretsKey = null, secretKeys }: StoreOptions) {
     // The folder and its files hold visitors' data and webhook credentials: owner only.
     mkdirSync(path, { recursive: true, mode: 0o700 })
-    restrict(path, 0o700)
+    restrictOwnFolder(path)
     this.lock = lockDataFolder(path)
     try {
       this.secrets = new SecretBox(secretKeys ?? resolveSecretsKeys(path, secretsKey).keys)
@@ -198,16 +199,6 @@ export class Store {
 }
 
 const LMDB_FILES = ['data.mdb', 'lock.mdb']
-
-/** chmod, where this process may (a folder owned by another user keeps its mode). */
-export function restrict (path: string, mode: number): void {
-  try {
-    chmodSync(path, mode)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code !== 'EPERM' && code !== 'ENOENT') throw error
-  }
-}
 
 /**
  * The field names of Beacon's own records (entity state, outbox rows, delivery records and what they

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ADMIN_KEY, admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
 import { beacon } from '../helpers/cli.js'
@@ -89,6 +89,21 @@ describe('data folder permissions', () => {
       for (const file of files) expect(mode(join(dataDir, file)), file).to.equal(0o600)
     } finally {
       await first.stop()
+      removeDir(dataDir)
+    }
+  })
+
+  it('leaves the mode of a folder that also holds files not Beacon\'s (a shared folder), and says so', async () => {
+    const dataDir = tempDir()
+    chmodSync(dataDir, 0o755)
+    writeFileSync(join(dataDir, 'notes.txt'), 'not beacon\'s')
+    const server = await startBeacon({ dataDir })
+    try {
+      expect(mode(dataDir)).to.equal(0o755)
+      expect(server.output()).to.include('its mode is left as it is')
+      expect(mode(join(dataDir, 'data.mdb'))).to.equal(0o600)
+    } finally {
+      await server.stop()
       removeDir(dataDir)
     }
   })
