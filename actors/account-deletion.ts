@@ -45,6 +45,8 @@ export interface AccountDeletionsDeps {
   store: Store
   registry: Registry
   clock: Clock
+  /** Resolves once no background segment pass writes the account's entities (it stops, seeing the account gone). */
+  entitiesIdle: (account: string) => Promise<void>
 }
 
 export class AccountDeletions {
@@ -113,6 +115,7 @@ export class AccountDeletions {
     const { store, clock } = this.deps
     while (job.phase < DELETION_PHASES.length && !this.stopped) {
       const phase = DELETION_PHASES[job.phase]!
+      if (phase === 'visitors' && job.after === null) await this.deps.entitiesIdle(job.account)
       const db = dbOf(store, phase)
       const { remove, cursor, exhausted } = this.batch(phase, db, job.account, job.after)
       for (const key of remove) store.ignoreFailure(db.remove(key))

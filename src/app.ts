@@ -71,7 +71,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
-  const accountDeletions = new AccountDeletions({ store, registry, clock })
+  const accountDeletions = new AccountDeletions({ store, registry, clock, entitiesIdle: account => maintenance.idle(account) })
   accountDeletions.start()
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()

@@ -120,6 +120,11 @@ export class SegmentMaintenance {
     const { store, runtime, visitors, profiles, clock } = this.deps
     for (;;) {
       if (this.stopped) return
+      // A deleted account: its entities must not be written again.
+      if (!this.deps.registry.knows(account)) {
+        this.passes.delete(account)
+        return
+      }
       const wanted = this.passes.get(account)!
       if (wanted !== cursor.version) cursor = { version: wanted, kind: 'visitor', after: null }
       const db = cursor.kind === 'visitor' ? store.visitors : store.profiles

@@ -130,7 +130,8 @@ export class Registry {
   async forgetAccount (id: string, jobKey: Key, job: unknown): Promise<void> {
     this.getAccount(id)
     this.store.ignoreFailure(this.store.meta.put(jobKey, job))
-    await this.store.durable(this.store.accounts.remove(id))
+    const write = this.store.durable(this.store.accounts.remove(id))
+    // Out of memory first: no request is served for it from here on.
     this.accounts.delete(id)
     for (const [tokenId, live] of this.tokens) if (live.record.account === id) this.tokens.delete(tokenId)
     this.eventTypes.delete(id)
@@ -139,6 +140,7 @@ export class Registry {
     const webhooks = this.webhooks.get(id)
     this.webhooks.delete(id)
     for (const webhookId of webhooks?.compiled.keys() ?? []) this.onWebhookChanged?.(id, webhookId, null)
+    await write
   }
 
   getAccount (account: string): Account {
