@@ -11,7 +11,7 @@ import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
-  DeliveryWorker, Sender, asStored, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
+  DeliveryWorker, Sender, asStored, maskCredentials, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
   type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow,
 } from '../src/webhooks/index.js'
 
@@ -757,7 +757,7 @@ export class DeliveryHub {
         next = deliveries[deliveries.length - 1]!.seq
         break
       }
-      deliveries.push(record)
+      deliveries.push(withMaskedErrors(record))
     }
     return { deliveries, next }
   }
@@ -888,6 +888,12 @@ interface SyncWait {
   /** Sync delivery ids of the range whose first attempt has not ended yet. */
   pending: Set<string>
   resolve: () => void
+}
+
+/** Excerpts stored by releases that did not mask them are masked as they are shown. */
+function withMaskedErrors (record: DeliveryRecord): DeliveryRecord {
+  if (!record.attempts.some(attempt => attempt.error !== undefined)) return record
+  return { ...record, attempts: record.attempts.map(attempt => attempt.error === undefined ? attempt : { ...attempt, error: maskCredentials(attempt.error) }) }
 }
 
 function slot (account: string, webhookId: string): string {

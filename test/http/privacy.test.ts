@@ -7,6 +7,7 @@ import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, 
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 import { PROFILE_VISITORS_MAX } from '../../actors/profile.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
+import { asStored, decodeRecord, encodeRecord } from '../../src/webhooks/index.js'
 
 // Profile ids may hold any character (a 4-byte one sorts after any fixed end of a key range).
 const VICTIM = 'vïctim😀@example.com'
@@ -157,6 +158,49 @@ describe('privacy: links made by an earlier release', () => {
       await server.stop()
     } finally {
       removeDir(dataDir)
+    }
+  })
+})
+
+describe('privacy: receiver error excerpts', () => {
+  it('stores and shows them with credential-looking values masked, those stored by an earlier release too', async () => {
+    const receiver = await startReceiver(() => ({ status: 422, body: 'rejected: db_password=hunter2 user=app' }))
+    const dataDir = tempDir()
+    try {
+      let server = await startBeacon({ dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      const tenant = await createTenant(server.url)
+      expect((await admin(server.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+        name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/in` }, delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, maxAttempts: 1 },
+      })).status).to.equal(200)
+      expect((await post(server.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: 'o-1' })).status).to.equal(200)
+      const dead = async (): Promise<{ attempts: { status: number, error: string }[] }[]> =>
+        (await admin(server.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/orders/deliveries?status=dead`)).body.deliveries
+      await until('a dead delivery', async () => (await dead()).length === 1)
+      expect((await dead())[0]!.attempts[0]).to.include({ status: 422, error: 'HTTP 422: rejected: db_password=*** user=app' })
+      await server.stop()
+
+      // As an earlier release stored it: the excerpt in clear, in the record and in its outcome row.
+      const root = open({ path: dataDir })
+      const db = root.openDB('deliveries', {})
+      let rewritten = 0
+      for (const { key, value } of db.getRange()) {
+        const record = decodeRecord(value as Uint8Array) as { attempts: { error?: string }[] }
+        if (record.attempts.length === 0) continue
+        record.attempts[0]!.error = 'HTTP 422: rejected: db_password=hunter2 user=app'
+        await db.put(key, asStored(encodeRecord(record)))
+        rewritten++
+      }
+      await root.close()
+      expect(rewritten).to.be.greaterThan(0)
+      server = await startBeacon({ dataDir, env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      const shown = JSON.stringify(await dead())
+      expect(shown).not.to.include('hunter2')
+      expect(shown).to.include('db_password=***')
+      await server.stop()
+    } finally {
+      removeDir(dataDir)
+      await receiver.close()
     }
   })
 })
