@@ -28,6 +28,8 @@ export interface ErasureDeps {
 export interface ProfileErased {
   /** Whether there was anything under this id (a profile row, or devices linked to it). */
   found: boolean
+  /** Whether the profile's own record existed. */
+  profile: boolean
   visitors: number
   /** Devices once linked that belong to another profile now: kept. */
   keptVisitors: number
@@ -85,7 +87,7 @@ export class Erasure {
     for (const id of ids) last = store.links.remove([account, profileId, id])
     if (last !== null) await store.durable(last)
     const removed = await deliveries.forget(account, new Set([profileId]), new Set(ids.filter(id => !kept.has(id))))
-    return { found: had !== null || erased.size > 0 || kept.size > 0, visitors: erased.size, keptVisitors: kept.size, deliveries: removed }
+    return { found: had !== null || erased.size > 0 || kept.size > 0, profile: had !== null, visitors: erased.size, keptVisitors: kept.size, deliveries: removed }
   }
 
   /** Erase one device; a linked one is also dropped from its profile's copy. Null: never seen. */

@@ -202,7 +202,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const id = param(request, 1)
       const erased = await erasure.eraseProfile(account, id)
       if (!erased.found) throw new ApiError('profile_not_found')
-      return ok({ profileId: id, erased: { profiles: 1, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
+      return ok({ profileId: id, erased: { profiles: erased.profile ? 1 : 0, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
     }),
     route('del', '/admin/accounts/:account/visitors/:id', async request => {
       const account = param(request, 0)
