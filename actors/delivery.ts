@@ -625,6 +625,7 @@ export class DeliveryHub {
         settled = { ...record, ...change }
         this.live.set(settled.id, settled)
       } else {
+        this.live.delete(record.id)
       }
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
       if (record.node === undefined || record.node === this.store.nodeId) {
