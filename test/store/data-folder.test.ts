@@ -57,6 +57,26 @@ describe('one process per data folder', () => {
     }
   })
 
+  it('tells a PID reused by another process from the holder by its start time', async () => {
+    const dataDir = tempDir()
+    try {
+      // This test process runs, but it did not start when the file says: a stale file from a PID reused.
+      writeFileSync(join(dataDir, 'beacon.pid'), `${process.pid}\n1\n`)
+      const server = await startBeacon({ dataDir })
+      expect(readFileSync(join(dataDir, 'beacon.pid'), 'utf8').split('\n')[0]).to.equal(String(server.child.pid))
+      await server.stop()
+      // With its real start time, the same live PID holds the folder.
+      const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8')
+      const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+      writeFileSync(join(dataDir, 'beacon.pid'), `${process.pid}\n${startTime}\n`)
+      const run = secondStart(dataDir)
+      expect(run.status).to.equal(1)
+      expect(String(run.stderr)).to.include(`(PID ${process.pid}`)
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+
   it('lets backup and admin-key run beside the server (they do not write the database)', async () => {
     const first = await startBeacon({ env: { BEACON_ADMIN_KEY: '' } })
     const dir = tempDir()
