@@ -7,7 +7,7 @@
 import type { Store } from '../src/store/store.js'
 import type { Clock } from '../src/clock.js'
 import type { ActorRuntime } from './runtime.js'
-import type { VisitorErased, VisitorKind } from './visitor.js'
+import type { VisitorErased, VisitorKind, VisitorState } from './visitor.js'
 import type { ProfileKind, ProfileState } from './profile.js'
 import type { DeliveryHub } from './delivery.js'
 
@@ -55,14 +55,14 @@ export class Erasure {
     return [...ids]
   }
 
-  /** The profile, and every device still linked to it, as export shows them. */
-  async exportProfile (account: string, profileId: string): Promise<{ profile: ProfileState, visitors: unknown[] }> {
+  /** The profile, and every device still linked to it: what export shows. */
+  async exportProfile (account: string, profileId: string): Promise<{ profile: ProfileState, visitors: { id: string, state: VisitorState }[] }> {
     const { runtime, visitors, profiles } = this.deps
     const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState
-    const devices: unknown[] = []
+    const devices: { id: string, state: VisitorState }[] = []
     for (const id of await this.linkedVisitors(account, profileId, profile.visitors)) {
-      const device = await runtime.send(visitors, account, id, { type: 'snapshot' }) as { profileId: string | null }
-      if (device.profileId === profileId) devices.push({ visitorId: id, ...device })
+      const state = await runtime.send(visitors, account, id, { type: 'snapshot' }) as VisitorState
+      if (state.profileId === profileId) devices.push({ id: visitors.key?.(id) ?? id, state })
     }
     return { profile, visitors: devices }
   }

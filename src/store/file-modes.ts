@@ -6,7 +6,7 @@ import { chmodSync, readdirSync, statSync } from 'node:fs'
 import { log } from '../log.js'
 
 /** What Beacon keeps in a data folder (and a backup), temp files of its atomic writes aside. */
-const OWN_FILES = new Set(['data.mdb', 'lock.mdb', 'admin.key', 'secrets.key', 'beacon.pid'])
+const OWN_FILES = new Set(['data.mdb', 'lock.mdb', 'admin.key', 'admin.key.unshown', 'secrets.key', 'beacon.pid'])
 const OWN_TEMP = /^(admin|secrets)\.key\.\d+\.tmp$/
 
 /** chmod, where this process may (a file owned by another user keeps its mode). */

@@ -53,8 +53,9 @@ export class LinksBackfill {
         last = key
         const profileId = value.profileId
         if (typeof profileId === 'string') {
+          // Visitor ids are keyed in lower case (a row of an earlier release in upper case moves on its next load).
           const [account, visitorId] = key as [string, string]
-          store.ignoreFailure(store.links.put([account, profileId, visitorId], null))
+          store.ignoreFailure(store.links.put([account, profileId, visitorId.toLowerCase()], null))
         }
         if (++read === BACKFILL_BATCH_MAX) break
       }
