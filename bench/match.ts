@@ -1,97 +1,32 @@
 // Campaign matching throughput: the compiled, indexed CampaignSet against the reference
-// interpreter (every campaign's JSON walked per event) and json-rules-engine, on generated
-// accounts of 10 .. 10,000 campaigns (bench/match-data.ts describes the model).
+// interpreter (every campaign's JSON walked per event) and three rule engines (json-rules-engine,
+// json-logic-engine compiled, @gorules/zen-engine; bench/match-peers.ts), on generated accounts of
+// 10 .. 10,000 campaigns (bench/match-data.ts describes the model).
 //
-//   node --allow-natives-syntax --import tsx bench/match.ts
+//   npm run bench:match
 //
-// Every implementation is first checked to return the same campaigns for all 1,000 events;
-// then bench-node measures events per second, cycling through the same events.
+// Every implementation is first checked to return the same campaigns, in the same order, for each
+// of the 1,000 events (a disagreement fails the run); then bench-node measures events per second,
+// cycling through the same events. The peers run at 10, 100 and 1,000 campaigns.
 // MATCH_BENCH_QUICK=1 shortens every measurement (for a smoke run, not for numbers).
 
 import { cpus } from 'node:os'
 import { Suite } from 'bench-node'
-import { Engine, type RuleProperties, type TopLevelCondition } from 'json-rules-engine'
-import { compileCampaigns, referenceMatch, validateCampaign, type CampaignInput, type Condition, type MatchContext } from '../src/matching/index.js'
+import { compileCampaigns, validateCampaign, type CampaignInput, type MatchContext } from '../src/matching/index.js'
 import { indexPlan } from '../src/matching/compile-campaigns.js'
-import { parseIsoMs } from '../src/matching/iso-time.js'
-import { simpleGlob } from '../src/matching/reference.js'
+import { referenceMatch } from '../test/matching/reference.js'
 import { makeCampaigns, makeCatalog, makeContexts, mulberry32, type AccountShape } from './match-data.js'
+import {
+  answerOrder, flatFacts, jreMatcher, jsonLogicMatcher, nestedFacts, zenMatcher,
+  type AsyncMatcher, type SyncMatcher,
+} from './match-peers.js'
 
 const QUICK = process.env.MATCH_BENCH_QUICK === '1'
 const EVENTS = 1000
 const ACCOUNT_SEED = 3
-const JRE_SIZES = new Set([10, 100])
+const PEER_SIZES = new Set([10, 100, 1000])
 
 interface Account { label: string, size: number, shape: AccountShape, campaigns: CampaignInput[] }
-
-// ---- json-rules-engine, given the same campaigns ---------------------------------------------
-
-// Built-in operators where their meaning is ours; custom ones where it is not (ne and nin are
-// false on a missing fact here, true there) or where there is no built-in.
-const JRE_OPS: Record<string, string> = {
-  eq: 'equal', ne: 'beaconNe', in: 'in', nin: 'beaconNin', gt: 'greaterThan', gte: 'greaterThanInclusive',
-  lt: 'lessThan', lte: 'lessThanInclusive', contains: 'contains', startsWith: 'startsWith', endsWith: 'endsWith',
-  glob: 'glob', exists: 'exists',
-}
-
-// json-rules-engine's own condition type is not exported; this is its JSON shape.
-type NestedCondition = { all: NestedCondition[] } | { any: NestedCondition[] } | { not: NestedCondition } | { fact: string, operator: string, value: unknown }
-
-const isScalar = (v: unknown): boolean => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
-
-function jreCondition (cond: Condition): NestedCondition {
-  if ('all' in cond) return { all: cond.all.map(jreCondition) }
-  if ('any' in cond) return { any: cond.any.map(jreCondition) }
-  if ('not' in cond) return { not: jreCondition(cond.not) }
-  return { fact: cond.fact, operator: JRE_OPS[cond.op] as string, value: cond.value }
-}
-
-function jreRule ({ id, def }: CampaignInput): RuleProperties {
-  const all: NestedCondition[] = []
-  const { events, platforms, devices, paths } = def.trigger
-  if (events !== undefined) all.push({ fact: 'event.event', operator: 'in', value: events })
-  if (platforms !== undefined) all.push({ fact: 'event.platform', operator: 'in', value: platforms })
-  if (devices !== undefined) all.push({ fact: 'event.device', operator: 'in', value: devices })
-  if (paths !== undefined) all.push({ any: paths.map(p => ({ fact: 'event.path', operator: 'glob', value: p })) })
-  if (def.startsAt !== undefined) all.push({ fact: 'nowMs', operator: 'greaterThanInclusive', value: parseIsoMs(def.startsAt) })
-  if (def.endsAt !== undefined) all.push({ fact: 'nowMs', operator: 'lessThan', value: parseIsoMs(def.endsAt) })
-  if (def.rule !== undefined) all.push(jreCondition(def.rule))
-  return { conditions: { all } as TopLevelCondition, event: { type: id }, priority: 1 }
-}
-
-function jreEngine (campaigns: CampaignInput[]): Engine {
-  const engine = new Engine(campaigns.filter(c => c.def.status === 'active').map(jreRule), { allowUndefinedFacts: true })
-  engine.addOperator('beaconNe', (a: unknown, b: unknown) => isScalar(a) && a !== b)
-  engine.addOperator('beaconNin', (a: unknown, b: unknown[]) => isScalar(a) && !b.includes(a))
-  engine.addOperator('startsWith', (a: unknown, b: string) => typeof a === 'string' && a.startsWith(b))
-  engine.addOperator('endsWith', (a: unknown, b: string) => typeof a === 'string' && a.endsWith(b))
-  engine.addOperator('glob', (a: unknown, b: string) => typeof a === 'string' && simpleGlob(b, a))
-  engine.addOperator('exists', (a: unknown, b: boolean) => (a !== undefined && a !== null) === b)
-  return engine
-}
-
-// json-rules-engine reads named facts; each event's context is flattened once, outside timing.
-function jreFacts (ctx: MatchContext): Record<string, unknown> {
-  const facts: Record<string, unknown> = { nowMs: ctx.nowMs, segment: [...ctx.segments] }
-  for (const [k, v] of Object.entries(ctx.event)) facts[`event.${k}`] = v
-  for (const [k, v] of Object.entries(ctx.attributes)) facts[`attribute.${k}`] = v
-  const { visitor: vm, nowMs } = ctx
-  Object.assign(facts, {
-    'visitor.pageViews': vm.pageViews, 'visitor.productViews': vm.productViews, 'visitor.purchases': vm.purchases,
-    'visitor.totalSpent': vm.totalSpent, 'visitor.viewedSkus': vm.viewedSkus, 'visitor.purchasedSkus': vm.purchasedSkus,
-    'visitor.viewedCategories': vm.viewedCategories,
-    'visitor.firstSeenSecondsAgo': Math.floor((nowMs - vm.firstSeenMs) / 1000),
-    'visitor.lastSeenSecondsAgo': Math.floor((nowMs - vm.lastSeenMs) / 1000),
-    'time.hour': new Date(nowMs).getUTCHours(),
-    'time.weekday': new Date(nowMs).getUTCDay(),
-  })
-  return facts
-}
-
-async function jreMatch (engine: Engine, facts: Record<string, unknown>, order: Map<string, number>): Promise<string[]> {
-  const { events } = await engine.run(facts)
-  return events.map(e => e.type).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))
-}
 
 // ---- setup and agreement checks --------------------------------------------------------------
 
@@ -105,15 +40,51 @@ const accounts: Account[] = [
 
 const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
+interface Peers {
+  jre: AsyncMatcher
+  jsonLogic: SyncMatcher
+  zen: AsyncMatcher
+  dispose: () => void
+  /** Per event, the facts each peer reads, prepared outside timing. */
+  flat: Array<Record<string, unknown>>
+  nested: Array<Record<string, unknown>>
+}
+
 interface Prepared {
   account: Account
   set: ReturnType<typeof compileCampaigns>
   compileMs: number
   matchesPerEvent: number
   places: string
-  engine: Engine | null
-  facts: Array<Record<string, unknown>>
-  order: Map<string, number>
+  peers: Peers | null
+}
+
+const PEER_NAMES = ['json-rules-engine', 'json-logic-engine', 'zen-engine'] as const
+
+async function agree (account: Account, peer: string, want: string[][], match: (i: number) => string[] | Promise<string[]>): Promise<void> {
+  for (let i = 0; i < EVENTS; i++) {
+    const got = await match(i)
+    if (!same(got, want[i] as string[])) {
+      throw new Error(`${account.label}, event ${i}: ${peer} ${JSON.stringify(got)} but compiled ${JSON.stringify(want[i])}`)
+    }
+  }
+}
+
+async function preparePeers (account: Account, want: string[][]): Promise<Peers> {
+  const order = answerOrder(account.campaigns)
+  const zen = zenMatcher(account.campaigns, order)
+  const peers: Peers = {
+    jre: jreMatcher(account.campaigns, order),
+    jsonLogic: jsonLogicMatcher(account.campaigns, order),
+    zen: zen.match,
+    dispose: zen.dispose,
+    flat: contexts.map(flatFacts),
+    nested: contexts.map(nestedFacts),
+  }
+  await agree(account, 'json-rules-engine', want, i => peers.jre(peers.flat[i] as Record<string, unknown>))
+  await agree(account, 'json-logic-engine', want, i => peers.jsonLogic(peers.nested[i] as Record<string, unknown>))
+  await agree(account, 'zen-engine', want, i => peers.zen(peers.nested[i] as Record<string, unknown>))
+  return peers
 }
 
 async function prepare (account: Account): Promise<Prepared> {
@@ -124,11 +95,13 @@ async function prepare (account: Account): Promise<Prepared> {
   const startMs = performance.now()
   const set = compileCampaigns(account.campaigns)
   const compileMs = performance.now() - startMs
+  const want: string[][] = []
   let matches = 0
   for (const ctx of contexts) {
     const got = set.match(ctx).map(m => m.id)
-    const want = referenceMatch(account.campaigns, ctx).map(m => m.id)
-    if (!same(got, want)) throw new Error(`${account.label}: compiled ${JSON.stringify(got)} but reference ${JSON.stringify(want)}`)
+    const reference = referenceMatch(account.campaigns, ctx).map(m => m.id)
+    if (!same(got, reference)) throw new Error(`${account.label}: compiled ${JSON.stringify(got)} but reference ${JSON.stringify(reference)}`)
+    want.push(got)
     matches += got.length
   }
   const counts = new Map<string, number>()
@@ -137,23 +110,8 @@ async function prepare (account: Account): Promise<Prepared> {
     counts.set(kind, (counts.get(kind) ?? 0) + 1)
   }
   const places = ['field', 'path', 'tree'].map(k => `${k} ${counts.get(k) ?? 0}`).join(', ')
-  const order = new Map<string, number>()
-  account.campaigns
-    .filter(c => c.def.status === 'active')
-    .sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : 1))
-    .forEach((c, i) => order.set(c.id, i))
-  let engine: Engine | null = null
-  const facts: Array<Record<string, unknown>> = []
-  if (JRE_SIZES.has(account.size) && account.shape === 'typical') {
-    engine = jreEngine(account.campaigns)
-    for (const ctx of contexts) facts.push(jreFacts(ctx))
-    for (let i = 0; i < EVENTS; i++) {
-      const got = await jreMatch(engine, facts[i] as Record<string, unknown>, order)
-      const want = set.match(contexts[i] as MatchContext).map(m => m.id)
-      if (!same(got, want)) throw new Error(`${account.label}: json-rules-engine ${JSON.stringify(got)} but compiled ${JSON.stringify(want)}`)
-    }
-  }
-  return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, engine, facts, order }
+  const peers = PEER_SIZES.has(account.size) && account.shape === 'typical' ? await preparePeers(account, want) : null
+  return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, peers }
 }
 
 // ---- measurement ------------------------------------------------------------------------------
@@ -165,36 +123,50 @@ async function main (): Promise<void> {
   console.log(`node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} logical CPUs; one core used`)
   const prepared: Prepared[] = []
   for (const account of accounts) prepared.push(await prepare(account))
-  console.log(`agreement: compiled = reference on ${EVENTS} events for every account; json-rules-engine = compiled at ${[...JRE_SIZES].join(' and ')} campaigns\n`)
+  console.log(`agreement: compiled = reference on ${EVENTS} events for every account; ${PEER_NAMES.join(', ')} = compiled ` +
+    `on ${EVENTS} events at ${[...PEER_SIZES].map(n => n.toLocaleString('en-US')).join(', ')} campaigns\n`)
 
   const time = QUICK ? { minTime: 0.01, maxTime: 0.05 } : { minTime: 0.1, maxTime: 1.5 }
   const suite = new Suite({ reporter: false })
-  for (const p of prepared) {
-    const { set, account, engine, facts, order } = p
+  for (const { set, account, peers } of prepared) {
     let i = 0
     let j = 0
-    let k = 0
     // Results go to `sink` so that no engine can skip work whose result is unused.
     suite.add(`${account.label}/compiled`, time, () => { sink = set.match(contexts[i++ % EVENTS] as MatchContext) })
     suite.add(`${account.label}/reference`, time, () => { sink = referenceMatch(account.campaigns, contexts[j++ % EVENTS] as MatchContext) })
-    if (engine !== null) suite.add(`${account.label}/json-rules-engine`, time, async () => { sink = await jreMatch(engine, facts[k++ % EVENTS] as Record<string, unknown>, order) })
+    if (peers === null) continue
+    let k = 0
+    let l = 0
+    let m = 0
+    suite.add(`${account.label}/json-rules-engine`, time, async () => { sink = await peers.jre(peers.flat[k++ % EVENTS] as Record<string, unknown>) })
+    suite.add(`${account.label}/json-logic-engine`, time, () => { sink = peers.jsonLogic(peers.nested[l++ % EVENTS] as Record<string, unknown>) })
+    suite.add(`${account.label}/zen-engine`, time, async () => { sink = await peers.zen(peers.nested[m++ % EVENTS] as Record<string, unknown>) })
   }
   const results = await suite.run()
+  for (const { peers } of prepared) peers?.dispose()
   const ops = new Map(results.map(r => [r.name, r.opsSec ?? 0]))
   const get = (label: string, impl: string): number | undefined => ops.get(`${label}/${impl}`)
 
   const fmt = (n: number | undefined): string => n === undefined ? '—' : Math.round(n).toLocaleString('en-US')
   const ratio = (a: number | undefined, b: number | undefined): string => a === undefined || b === undefined ? '—' : `${(a / b).toFixed(a / b >= 100 ? 0 : 1)}×`
-  const rows = prepared.map(p => {
-    const { label } = p.account
-    const compiled = get(label, 'compiled')
-    const reference = get(label, 'reference')
-    const jre = get(label, 'json-rules-engine')
-    return [label, fmt(compiled), fmt(reference), fmt(jre), ratio(compiled, reference), ratio(compiled, jre), p.matchesPerEvent.toFixed(2), p.compileMs.toFixed(0), p.places]
-  })
-  const header = ['campaigns', 'compiled ev/s', 'reference ev/s', 'json-rules-engine ev/s', 'compiled/reference', 'compiled/jre', 'matches/event', 'compile ms', 'index (field, path, tree)']
-  const table = [header, header.map(h => '-'.repeat(Math.max(3, h.length))), ...rows]
-  console.log(table.map(r => '| ' + r.join(' | ') + ' |').join('\n'))
+  const print = (header: string[], rows: string[][]): void => {
+    const table = [header, header.map(h => '-'.repeat(Math.max(3, h.length))), ...rows]
+    console.log(table.map(r => '| ' + r.join(' | ') + ' |').join('\n'))
+  }
+  print(['campaigns', 'compiled ev/s', 'reference ev/s', 'compiled/reference', 'matches/event', 'compile ms', 'index (field, path, tree)'],
+    prepared.map(p => {
+      const { label } = p.account
+      const compiled = get(label, 'compiled')
+      const reference = get(label, 'reference')
+      return [label, fmt(compiled), fmt(reference), ratio(compiled, reference), p.matchesPerEvent.toFixed(2), p.compileMs.toFixed(0), p.places]
+    }))
+  console.log('\npeers (events/s, and compiled/peer measured in this run):')
+  print(['campaigns', 'compiled', ...PEER_NAMES, ...PEER_NAMES.map(n => `compiled/${n}`)],
+    prepared.filter(p => p.peers !== null).map(p => {
+      const { label } = p.account
+      const compiled = get(label, 'compiled')
+      return [label, fmt(compiled), ...PEER_NAMES.map(n => fmt(get(label, n))), ...PEER_NAMES.map(n => ratio(compiled, get(label, n)))]
+    }))
 
   const c100 = get('100', 'compiled')
   const c1000 = get('1,000', 'compiled')

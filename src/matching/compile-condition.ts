@@ -2,7 +2,7 @@
 // code where the process allows `new Function` (measured faster: one function per rule shape
 // with inlined property reads), composed closures otherwise.
 //
-// Semantics (the reference interpreter implements the same table independently):
+// Semantics (test/matching/reference.ts implements the same table independently):
 // a fact is missing when its value is undefined or null; "scalar" means string, number or boolean.
 //   eq          fact === value                    (missing: false)
 //   ne          fact is a scalar and !== value    (missing, array or object: false)

@@ -1,6 +1,6 @@
 // Fact names: what a condition may ask about, and what kind of value each one yields.
-// Validation, compilation and the reference interpreter all read fact names through here,
-// so they cannot disagree on what a name means.
+// Validation and compilation read fact names through here, so they cannot disagree on what a name
+// means (the reference interpreter in test/matching/ resolves them on its own, as an independent check).
 
 import type { Op } from './types.js'
 

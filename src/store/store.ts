@@ -2,7 +2,7 @@
 //
 // Writes go through lmdb-js's asynchronous batching: every put issued in the same event turn lands in
 // the same transaction (`eventTurnBatching`, on by default), so an actor's state row and the rows that
-// must travel with it (outbox, later) are atomic. A put's promise resolves at commit; with
+// must travel with it (its outbox rows) are atomic. A put's promise resolves at commit; with
 // `separateFlushed` it also carries `.flushed`, resolved once the OS reports the sync. Which of the two
 // a write waits for before it is acknowledged is BEACON_DURABILITY.
 //
@@ -42,7 +42,7 @@ export class Store {
   readonly root: RootDatabase
   readonly accounts: Database
   readonly tokens: Database
-  /** Per-account configuration: key [account, kind, name] (event types; campaigns, segments, webhooks later). */
+  /** Per-account configuration: key [account, kind, name] (event types, campaigns, segments, webhooks). */
   readonly config: Database
   readonly visitors: Database
   readonly profiles: Database

@@ -3,7 +3,7 @@
 //
 // Factor 4 rather than doubling: with the default maxAttempts of 8, doubling would give up about two
 // minutes after the first failure, shorter than a typical receiver deploy or outage; factor 4 keeps
-// trying for 41 to 83 minutes. The schedule table is in docs/webhooks-library.md.
+// trying for 41 to 83 minutes. The schedule table is in docs/webhooks.md (Retry schedule).
 
 export const BACKOFF = {
   baseMs: 1000,

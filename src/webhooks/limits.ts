@@ -47,6 +47,4 @@ export const DELIVERY_LIMITS = {
   connectionsPerOriginDefault: 32,
   /** ProxyAgents kept (one per distinct proxy URL); the least recently used is closed beyond this. */
   proxyAgentsMax: 100,
-  /** deliverSync answers at most this long after its timeout even if a DNS check is still running. */
-  syncGraceMs: 50,
 } as const

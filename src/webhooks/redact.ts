@@ -5,9 +5,19 @@
 // Secrets: request.auth.password, request.auth.token, request.signingSecret, and the value of every
 // custom header whose name looks like a credential (see isSecretHeader).
 
-import type { WebhookConfig } from './config.js'
-
 export const REDACTED = '[redacted]'
+
+/**
+ * The parts of a webhook configuration that hold secrets. Structural, so that this file needs
+ * nothing from config.ts (which imports REDACTED and isSecretHeader from here): any WebhookConfig is one.
+ */
+export interface WithSecrets {
+  request: {
+    auth?: { type: 'basic', username: string, password: string } | { type: 'bearer', token: string } | undefined
+    signingSecret?: string | undefined
+    headers?: Record<string, string> | undefined
+  }
+}
 
 const SECRET_HEADER = /auth|token|secret|key|pass|cookie|session|signature|credential/i
 
@@ -17,13 +27,13 @@ export function isSecretHeader (name: string): boolean {
 }
 
 /** A copy of the configuration safe to return from GET. */
-export function redactWebhook (config: WebhookConfig): WebhookConfig {
+export function redactWebhook<C extends WithSecrets> (config: C): C {
   return mapSecrets(config, toRedacted)
 }
 
 /** A copy of the configuration with every secret replaced by `map(secret)` (redacted, sealed, opened). */
-export function mapSecrets (config: WebhookConfig, map: (secret: string) => string): WebhookConfig {
-  const request = { ...config.request }
+export function mapSecrets<C extends WithSecrets> (config: C, map: (secret: string) => string): C {
+  const request: WithSecrets['request'] = { ...config.request }
   if (request.auth !== undefined) {
     request.auth = request.auth.type === 'basic'
       ? { ...request.auth, password: map(request.auth.password) }
@@ -35,7 +45,7 @@ export function mapSecrets (config: WebhookConfig, map: (secret: string) => stri
     for (const [name, value] of Object.entries(request.headers)) headers[name] = isSecretHeader(name) ? map(value) : value
     request.headers = headers
   }
-  return { ...config, request }
+  return { ...config, request } as C
 }
 
 function toRedacted (): string { return REDACTED }
@@ -45,7 +55,7 @@ function toRedacted (): string { return REDACTED }
  * has that secret, put the stored secret back. Everything else is returned as is (validate afterwards:
  * a "[redacted]" left over, with nothing stored to restore, is refused by validateWebhook).
  */
-export function restoreSecrets (incoming: unknown, previous: WebhookConfig | null): unknown {
+export function restoreSecrets (incoming: unknown, previous: WithSecrets | null): unknown {
   if (previous === null || !isObject(incoming) || !isObject(incoming.request)) return incoming
   const request: Record<string, unknown> = { ...incoming.request }
   const before = previous.request

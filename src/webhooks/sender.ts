@@ -17,7 +17,7 @@
 //   here (such networks often have no outside DNS); the trusted proxy's egress rules apply.
 // What remains: the proxy resolves the name again, so a name whose DNS answer changes between the two
 // lookups could still reach a private address through an untrusted proxy. The proxy's own egress
-// policy is the last line there; docs/webhooks-library.md says so.
+// policy is the last line there; docs/webhooks.md (SSRF) says so.
 
 import { rootCertificates } from 'node:tls'
 import { performance } from 'node:perf_hooks'
@@ -194,7 +194,7 @@ function classifyError (err: unknown): { outcome: 'retry' | 'terminal', code: Se
  * goes back to the pool, and a timer bounds the whole exchange (waiting for a socket, connect,
  * headers, body). No response stream, no promise per stage, no AbortSignal: AbortSignal.timeout
  * cannot be cancelled, so every request left a timer and a weakly held signal alive for the whole
- * timeout, which halved the request rate (bench/README.md).
+ * timeout, which halved the request rate (bench/results/2026-11-history.md).
  */
 class Exchange implements Dispatcher.DispatchHandler {
   private readonly resolve: (result: SendResult) => void

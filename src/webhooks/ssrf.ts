@@ -5,7 +5,7 @@
 // `lookup: guardedLookup`, which resolves the name and refuses the connection if any resolved address
 // is refused, so DNS answers that change between a check and the connect cannot slip through. A URL
 // whose host is an IP literal is never looked up, so literal hosts are checked before the request
-// (compileWebhook precomputes that). With a proxy, see sender.ts and docs/webhooks-library.md.
+// (compileWebhook precomputes that). With a proxy, see sender.ts and docs/webhooks.md (SSRF).
 
 import dns, { type LookupAddress, type LookupOptions } from 'node:dns'
 import { isIP } from 'node:net'

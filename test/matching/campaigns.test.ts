@@ -1,9 +1,10 @@
 import { expect } from 'chai'
 import {
-  compileCampaigns, referenceMatch, validateCampaign,
+  compileCampaigns, validateCampaign,
   type CampaignDef, type CampaignInput, type MatchContext,
 } from '../../src/matching/index.js'
 import { indexPlan } from '../../src/matching/compile-campaigns.js'
+import { referenceMatch } from './reference.js'
 
 const NOW_MS = Date.UTC(2025, 5, 3, 12)
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { compileCondition, type Condition, type MatchContext, type VisitorMetrics } from '../../src/matching/index.js'
-import { evaluate } from '../../src/matching/reference.js'
+import { evaluate } from './reference.js'
 
 const NOW_MS = Date.UTC(2025, 5, 3, 14, 30) // Tuesday 2025-06-03 14:30 UTC
 

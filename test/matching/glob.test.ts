@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { compileGlob, globMatch, globProblem } from '../../src/matching/glob.js'
-import { simpleGlob } from '../../src/matching/reference.js'
+import { simpleGlob } from './reference.js'
 
 // The compiled tester (fast paths), the linear scan and the reference DP must all agree.
 function matches (pattern: string, s: string): boolean {

@@ -1,12 +1,12 @@
 import { expect } from 'chai'
 import {
-  compileCampaigns, compileCondition, referenceMatch, validateCampaign, validateCondition,
+  compileCampaigns, compileCondition, validateCampaign, validateCondition,
   type CampaignDef, type CampaignInput, type Condition, type MatchContext, type Scalar,
 } from '../../src/matching/index.js'
 import { indexPlan } from '../../src/matching/compile-campaigns.js'
 import { closureCondition } from '../../src/matching/closure-condition.js'
 import { generateCondition } from '../../src/matching/generate-condition.js'
-import { evaluate } from '../../src/matching/reference.js'
+import { evaluate, referenceMatch } from './reference.js'
 
 // Seeded so a failure reproduces; the seed is in the assertion message.
 function mulberry32 (seed: number): () => number {

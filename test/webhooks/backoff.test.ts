@@ -3,7 +3,7 @@ import { BACKOFF, parseRetryAfterMs, retryDelayMs } from '../../src/webhooks/ind
 
 describe('retry backoff', () => {
   it('follows the documented schedule: 1 s × 4^(n-1), capped at 1 h, with equal jitter (half fixed, half random)', () => {
-    // [attempt that failed, lowest delay, highest delay] — the table in docs/webhooks-library.md.
+    // [attempt that failed, lowest delay, highest delay] — the table in docs/webhooks.md (Retry schedule).
     const table: [number, number, number][] = [
       [1, 500, 1000], [2, 2000, 4000], [3, 8000, 16_000], [4, 32_000, 64_000],
       [5, 128_000, 256_000], [6, 512_000, 1_024_000], [7, 1_800_000, 3_600_000], [8, 1_800_000, 3_600_000], [49, 1_800_000, 3_600_000],

@@ -1,9 +1,9 @@
 // The obvious implementation, kept deliberately naive: for every event, walk every campaign's
 // JSON. It exists to pin down semantics (property tests compare the compiled matcher with it)
-// and as the benchmark baseline. Never use it to serve traffic.
+// and as the benchmark baseline (bench/match.ts). A test oracle: it is not part of the server.
 
-import type { CampaignInput, Condition, MatchContext, MatchedCampaign, Scalar } from './types.js'
-import { parseIsoMs } from './iso-time.js'
+import type { CampaignInput, Condition, MatchContext, MatchedCampaign, Scalar } from '../../src/matching/types.js'
+import { parseIsoMs } from '../../src/matching/iso-time.js'
 
 export function referenceMatch (campaigns: readonly CampaignInput[], ctx: MatchContext): MatchedCampaign[] {
   const out: MatchedCampaign[] = []
