@@ -6,12 +6,12 @@
 // webhook-id on every attempt.
 
 import type { Clock } from '../src/clock.js'
-import type { Key, Store } from '../src/store/store.js'
+import { KEY_PART_MAX, type Key, type Store } from '../src/store/store.js'
 import type { Registry } from '../src/store/registry.js'
 import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
-  DeliveryWorker, Sender, asStored, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
+  DeliveryWorker, Sender, asStored, maskCredentials, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
   type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow,
 } from '../src/webhooks/index.js'
 
@@ -758,7 +758,7 @@ export class DeliveryHub {
         next = deliveries[deliveries.length - 1]!.seq
         break
       }
-      deliveries.push(record)
+      deliveries.push(withMaskedErrors(record))
     }
     return { deliveries, next }
   }
@@ -788,6 +788,52 @@ export class DeliveryHub {
     if (last !== null) await this.store.durable(last)
     await this.queue.publish(requeued.map(record => ({ ...record, attempts: [] })))
     return requeued.length
+  }
+
+  /**
+   * Erasure: remove the outbox rows and the delivery records (any status: the deliveries log, dead
+   * letters) of the account that carry one of these profile or visitor ids, a bounded page at a time
+   * with the event loop free between pages. A record already handed to a worker may still be sent
+   * once; what its attempt writes afterwards carries no personal data. Resolves with how many went.
+   */
+  async forget (account: string, profileIds: ReadonlySet<string>, visitorIds: ReadonlySet<string>): Promise<number> {
+    const carries = (who: { profileId?: string, visitorId?: string }): boolean =>
+      (who.profileId !== undefined && profileIds.has(who.profileId)) || (who.visitorId !== undefined && visitorIds.has(who.visitorId))
+    // Rows appended before now are relayed first (their records then exist), and outcomes written.
+    await this.settled()
+    await this.writesCommitted()
+    let removed = 0
+    let last: Promise<boolean> | null = null
+    for (const key of this.store.outbox.getKeys() as Iterable<number>) {
+      const row = storedRow(key, this.store.outbox.get(key)).value
+      if (row.account === account && carries(row)) {
+        last = this.store.outbox.remove(key)
+        removed++
+      }
+    }
+    let start: unknown[] = [account]
+    for (;;) {
+      const page: DeliveryRecord[] = []
+      let next: unknown[] | null = null
+      for (const record of recordsIn(this.store, { start, end: [account, KEY_PART_MAX] })) {
+        if (page.length === LIST_PAGE_MAX) {
+          next = [account, record.webhookId, record.seq]
+          break
+        }
+        page.push(record)
+      }
+      for (const record of page) {
+        if (!carries(record.item.context)) continue
+        this.store.ignoreFailure(this.store.deliveries.remove([account, record.webhookId, record.seq, OUTCOME_KEY]), logFailure)
+        last = this.store.deliveries.remove([account, record.webhookId, record.seq])
+        removed++
+      }
+      if (next === null) break
+      start = next
+      await new Promise(resolve => setImmediate(resolve))
+    }
+    if (last !== null) await this.store.durable(last)
+    return removed
   }
 
   async stop (): Promise<void> {
@@ -843,6 +889,12 @@ interface SyncWait {
   /** Sync delivery ids of the range whose first attempt has not ended yet. */
   pending: Set<string>
   resolve: () => void
+}
+
+/** Excerpts stored by releases that did not mask them are masked as they are shown. */
+function withMaskedErrors (record: DeliveryRecord): DeliveryRecord {
+  if (!record.attempts.some(attempt => attempt.error !== undefined)) return record
+  return { ...record, attempts: record.attempts.map(attempt => attempt.error === undefined ? attempt : { ...attempt, error: maskCredentials(attempt.error) }) }
 }
 
 function slot (account: string, webhookId: string): string {

@@ -47,7 +47,7 @@ export type ProfileMessage =
   | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
   | { type: 'segments', assign: string[], remove: string[] }
   | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number }
-  | { type: 'unlink', visitorId: string, nowMs: number }
+  | { type: 'unlink', visitorId: string, nowMs: number, forget?: boolean }
   | { type: 'evaluate', nowMs: number }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
@@ -146,6 +146,9 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
         case 'device': {
           const at = state.visitors.indexOf(message.visitorId)
           if (at >= 0) state.visitors.splice(at, 1)
+          // Into the uncapped index (with the state write, in this event turn): the capped list below
+          // may drop this device, erasure must still find it.
+          else store.ignoreFailure(store.links.put([actor.account, actor.id, message.visitorId], null))
           state.visitors.push(message.visitorId)
           state.devices[message.visitorId] = message.summary
           if (state.visitors.length > PROFILE_VISITORS_MAX) delete state.devices[state.visitors.shift()!]
@@ -157,7 +160,8 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           if (at < 0) return undefined
           state.visitors.splice(at, 1)
           delete state.devices[message.visitorId]
-          state.moves.push([message.visitorId, message.nowMs])
+          // An erased device leaves no trace here; a device that moved to another profile is remembered.
+          if (message.forget !== true) state.moves.push([message.visitorId, message.nowMs])
           if (state.moves.length > MOVES_MAX) state.moves.shift()
           save(actor, NO_EVENT, message.nowMs)
           return undefined

@@ -84,7 +84,17 @@ export type VisitorMessage =
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
   | { type: 'evaluate', nowMs: number }
-  | { type: 'erase' }
+  | { type: 'erase', ofProfile?: string }
+
+/**
+ * What an erase did: `kept` when it was asked for a profile's devices and this one belongs to another
+ * profile now (it is that person's); otherwise erased, with the profile it was linked to.
+ */
+export interface VisitorErased {
+  existed: boolean
+  kept: boolean
+  profileId: string | null
+}
 
 export type VisitorKind = ActorKind<VisitorState, VisitorMessage, unknown>
 
@@ -307,11 +317,17 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
         case 'snapshot':
           return structuredClone(state)
         case 'erase': {
+          const profileId = state.profileId
+          // A row of an earlier release under an upper-case key was moved by load, not committed yet: its state tells.
+          const existed = actor.pending !== null || db.get([actor.account, actor.id]) !== undefined ||
+            state.firstSeenMs !== 0 || profileId !== null || Object.keys(state.attributes).length > 0 || state.segments.length > 0
+          if (message.ofProfile !== undefined && profileId !== null && profileId !== message.ofProfile) return { existed, kept: true, profileId } satisfies VisitorErased
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           actor.state = emptyVisitor()
+          if (profileId !== null) store.ignoreFailure(store.links.remove([actor.account, profileId, actor.id]))
           actor.track(store.durable(db.remove([actor.account, actor.id])))
-          return undefined
+          return { existed, kept: false, profileId } satisfies VisitorErased
         }
       }
     },

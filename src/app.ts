@@ -7,6 +7,7 @@
 import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
+import { LinksBackfill } from './store/links-backfill.js'
 import { Registry } from './store/registry.js'
 import { HttpServer } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
@@ -18,6 +19,8 @@ import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './segments/maintenance.js'
 import { DeliveryHub } from '../actors/delivery.js'
+import { Erasure } from '../actors/erasure.js'
+import { AccountDeletions } from '../actors/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './webhooks/jetstream-queue.js'
 import { Metrics } from './ops/metrics.js'
@@ -46,7 +49,7 @@ export interface StartOptions {
 }
 
 export async function startBeacon ({ config, adminKey, clock = systemClock }: StartOptions): Promise<Beacon> {
-  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes })
+  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey })
   const registry = new Registry(store, clock)
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const segments = (account: string): SegmentSet => registry.segmentSet(account)
@@ -69,6 +72,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
+  const accountDeletions = new AccountDeletions({ store, registry, clock, entitiesIdle: account => maintenance.idle(account) })
+  accountDeletions.start()
+  const linksBackfill = new LinksBackfill(store)
+  linksBackfill.start()
 
   const server: HttpServer = new HttpServer({
     host: config.host,
@@ -95,7 +102,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
       }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled() }), accountDeletions, adminKey }),
       ...sdkRoutes(),
     ],
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
@@ -115,6 +122,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       stopping ??= (async () => {
         maintenance.stop()
         await server.drain()
+        await accountDeletions.stop()
+        await linksBackfill.stop()
         await runtime.drain()
         await deliveries.stop()
         runtime.close()

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util'
 import { adminKeyCommand, type Output } from './cli/admin-key.js'
 import { accountsCreate, accountsList } from './cli/accounts.js'
 import { backup } from './cli/backup.js'
+import { secretsRotate } from './cli/secrets.js'
 import { AdminClient, resolveConnection } from './cli/client.js'
 import { CliError, EXIT, UsageError } from './cli/errors.js'
 import { tokensCreate, tokensList, tokensRevoke } from './cli/tokens.js'
@@ -45,6 +46,10 @@ const COMMANDS: Record<string, Command> = {
     options: { out: str, 'data-dir': str },
     required: ['out'],
     run: (values, output) => backup(text(values['data-dir']) ?? (process.env.BEACON_DATA_DIR || './data'), text(values.out)!, output),
+  },
+  'secrets rotate': {
+    options: {},
+    run: (_values, output) => secretsRotate(process.env, output),
   },
   'accounts create': {
     options: { name: str }, required: ['name'], http: true,

@@ -1,6 +1,8 @@
 // Configuration from BEACON_* environment variables, checked once at start: every bad value gets
 // its own line, and the process refuses to start rather than run with a guess.
 
+import { parseKeys } from './auth/secret-keys.js'
+
 export const DURABILITY = ['flushed', 'committed'] as const
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type Durability = typeof DURABILITY[number]
@@ -34,6 +36,8 @@ export interface Config {
   natsUrl: string | null
   /** BEACON_NATS_MAX_ACK_PENDING: messages the main JetStream delivery consumer hands out unacked, over every node. */
   natsMaxAckPending: number
+  /** BEACON_SECRETS_KEY: base64 32-byte keys, comma-separated, the first sealing; null: <data>/secrets.key. */
+  secretsKey: string | null
 }
 
 export class ConfigError extends Error {
@@ -108,6 +112,18 @@ function describeUrl (text: string): string {
   return scheme === null ? 'no scheme://' : `scheme ${scheme[1]}`
 }
 
+function secretsKey (env: Env, problems: string[]): string | null {
+  const raw = env.BEACON_SECRETS_KEY
+  if (raw === undefined || raw.trim() === '') return null
+  try {
+    parseKeys(raw, 'BEACON_SECRETS_KEY')
+  } catch (error) {
+    // The message names the entry, never its value.
+    problems.push((error as Error).message)
+  }
+  return raw
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const problems: string[] = []
   const logLevel = env.BEACON_LOG_LEVEL
@@ -147,6 +163,7 @@ export function loadConfig (env: Env = process.env): Config {
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
     natsMaxAckPending: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
+    secretsKey: secretsKey(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -31,6 +31,8 @@ export const ERRORS = {
   campaign_not_found: [404, 'No such campaign.'],
   segment_not_found: [404, 'No such segment.'],
   profile_not_found: [404, 'No such profile.'],
+  visitor_not_found: [404, 'No such visitor.'],
+  deletion_not_found: [404, 'This account was not deleted.'],
   webhook_not_found: [404, 'No such webhook.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],

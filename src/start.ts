@@ -6,10 +6,16 @@ import { loadConfig, redactUrl, ConfigError, type Config } from './config.js'
 import { markAdminKeyShown, resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
+import { DataFolderLockedError } from './store/data-lock.js'
+import { SecretsKeyError } from './auth/secret-keys.js'
 
 /** Start Beacon as this process's job; a failure to start is one line on stderr (and logged), exit code 1. */
 export function runServer (): void {
   start().catch((error: unknown) => {
+    if (error instanceof DataFolderLockedError || error instanceof SecretsKeyError) {
+      process.stderr.write(`beacon: ${error.message}\n`)
+      process.exit(1)
+    }
     log.fatal({ err: error }, 'beacon failed to start')
     process.stderr.write(`beacon: failed to start: ${startFailure(error)}\n`)
     process.exit(1)
@@ -31,7 +37,7 @@ export async function start (): Promise<void> {
     process.stderr.write(`beacon: ${error.message}\n`)
     process.exit(1)
   }
-  mkdirSync(config.dataDir, { recursive: true })
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const admin = resolveAdminKey(config.dataDir, config.adminKey)
   const beacon = await startBeacon({ config, adminKey: admin.key })
   log.info({ host: config.host, port: beacon.port, dataDir: config.dataDir, durability: config.durability, settings: settingsOf(config) }, 'beacon started')
@@ -60,6 +66,11 @@ export async function start (): Promise<void> {
 
 /** The settings as they may be logged: no admin key, no credentials in the NATS URL. */
 export function settingsOf (config: Config): Record<string, unknown> {
-  const { adminKey, natsUrl, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
-  return { ...rest, adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY', nats: natsUrl === null ? null : redactUrl(natsUrl) }
+  const { adminKey, natsUrl, secretsKey, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
+  return {
+    ...rest,
+    adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY',
+    secretsKeyFrom: secretsKey === null ? 'secrets.key' : 'BEACON_SECRETS_KEY',
+    nats: natsUrl === null ? null : redactUrl(natsUrl),
+  }
 }

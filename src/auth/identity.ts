@@ -5,7 +5,7 @@
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
-/** What the account record keeps of its identity secrets. */
+/** What the account record keeps of its identity secrets (sealed at rest by the store's secret box). */
 export interface IdentitySecrets {
   current: string
   currentSince: string
@@ -20,32 +20,21 @@ export function newIdentitySecret (): string {
   return PREFIX + randomBytes(32).toString('base64url')
 }
 
-/**
- * The one place a secret becomes its stored form, and back: plain for now, so that encryption at rest
- * can wrap both without touching their callers.
- */
-export function sealIdentitySecret (secret: string): string {
-  return secret
-}
-
-export function openIdentitySecret (stored: string): string {
-  return stored
-}
-
 /** The hex HMAC-SHA256 of `profileId` under `secret`: what a site's backend computes. */
 export function signProfileId (secret: string, profileId: string): string {
   return createHmac('sha256', secret).update(profileId).digest('hex')
 }
 
-/** Checks signatures with the keys held in memory (opened once, when the account changes). */
+/** Checks signatures with the secrets held in memory (opened once, when the account changes). */
 export class IdentityVerifier {
   private readonly current: string
   private readonly previous: string | null
   private readonly previousUntilMs: number
 
-  constructor (secrets: IdentitySecrets) {
-    this.current = openIdentitySecret(secrets.current)
-    this.previous = secrets.previous === null ? null : openIdentitySecret(secrets.previous)
+  /** `secrets` as stored; `open` turns a stored secret into the plain one. */
+  constructor (secrets: IdentitySecrets, open: (stored: string) => string) {
+    this.current = open(secrets.current)
+    this.previous = secrets.previous === null ? null : open(secrets.previous)
     this.previousUntilMs = secrets.previousUntil === null ? 0 : Date.parse(secrets.previousUntil)
   }
 

@@ -7,7 +7,9 @@ Server
   admin-key [--rotate]           Print the admin key kept in <BEACON_DATA_DIR>/admin.key, or write a new
                                  one (mode 0600); a running Beacon uses it once restarted.
   backup --out <dir>             Copy the LMDB database (a consistent snapshot, safe while Beacon runs)
-                                 from BEACON_DATA_DIR (or --data-dir) into <dir>.
+                                 from BEACON_DATA_DIR (or --data-dir) into <dir>; the copy is mode 0600.
+  secrets rotate                 Seal every stored webhook secret with a new key in <BEACON_DATA_DIR>/secrets.key
+                                 (Beacon must be stopped; with BEACON_SECRETS_KEY, rotate there instead).
 
 Admin API (talks to a running Beacon)
   accounts create --name <name>

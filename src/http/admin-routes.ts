@@ -9,6 +9,8 @@ import type { ActorRuntime } from '../../actors/runtime.js'
 import { visitorKey, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
 import type { ProfileKind, ProfileState } from '../../actors/profile.js'
 import { deliveryView, profileView, visitorView } from './admin-views.js'
+import type { Erasure } from '../../actors/erasure.js'
+import type { AccountDeletions } from '../../actors/account-deletion.js'
 import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
@@ -32,6 +34,8 @@ export interface AdminDeps {
   visitors: VisitorKind
   profiles: ProfileKind
   deliveries: DeliveryHub
+  erasure: Erasure
+  accountDeletions: AccountDeletions
   adminKey: string
 }
 
@@ -41,7 +45,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, adminKey }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, accountDeletions, adminKey }: AdminDeps): Route[] {
   const expected = digest(`Bearer ${adminKey}`)
 
   function guard (authorization: string): void {
@@ -82,6 +86,9 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const { account, identitySecret } = await registry.rotateIdentitySecret(param(request, 0), graceSeconds * 1000)
       return ok({ ...account, identitySecret })
     }),
+    // Served no more at once; its data goes in the background (actors/account-deletion.ts).
+    route('del', '/admin/accounts/:account', async request => ok(await accountDeletions.delete(param(request, 0)), 202)),
+    route('get', '/admin/accounts/:account/deletion', request => ok(accountDeletions.progress(param(request, 0)))),
 
     route('post', '/admin/accounts/:account/tokens', async request => {
       const spec = validateTokenCreate(request.body)
@@ -207,23 +214,30 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok({ replayed: await deliveries.replay(param(request, 0), param(request, 1), deliveryIds ?? null, fromMs, toMs) })
     }),
 
-    // Privacy: everything held on a person, and its erasure (the profile and its linked devices).
+    // Privacy: everything held on a person, and its erasure (the profile and every device ever linked
+    // to it: actors/erasure.ts), and the erasure of one anonymous device.
     route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
       const profileId = param(request, 1)
-      const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState
-      const devices = await Promise.all(profile.visitors.map(async id => visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' }) as VisitorState)))
-      return ok({ profileId, profile: profileView(profileId, profile), visitors: devices })
+      const { profile, visitors: devices } = await erasure.exportProfile(account, profileId)
+      return ok({ profileId, profile: profileView(profileId, profile), visitors: devices.map(({ id, state }) => visitorView(id, state)) })
     }),
     route('del', '/admin/accounts/:account/profiles/:id', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
       const id = param(request, 1)
-      const linked = await runtime.send(profiles, account, id, { type: 'erase' }) as string[] | null
-      if (linked === null) throw new ApiError('profile_not_found')
-      await Promise.all(linked.map(visitorId => runtime.send(visitors, account, visitorId, { type: 'erase' })))
-      return ok({ profileId: id, erased: { profiles: 1, visitors: linked.length } })
+      const erased = await erasure.eraseProfile(account, id)
+      if (!erased.found) throw new ApiError('profile_not_found')
+      return ok({ profileId: id, erased: { profiles: erased.profile ? 1 : 0, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
+    }),
+    route('del', '/admin/accounts/:account/visitors/:id', async request => {
+      const account = param(request, 0)
+      registry.getAccount(account)
+      const id = visitorKey(param(request, 1))
+      const erased = await erasure.eraseVisitor(account, id)
+      if (erased === null) throw new ApiError('visitor_not_found')
+      return ok({ visitorId: id, erased: { visitors: 1, deliveries: erased.deliveries }, unlinkedFrom: erased.profileId })
     }),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).

@@ -127,6 +127,16 @@ export const NoBody = Type.Null({ description: 'No body.' })
 /** The JavaScript of the browser SDK. */
 export const ScriptText = Type.String({ description: 'JavaScript.' })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
+const DELETION_PHASE_NAMES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles'] as const
+export const AccountDeletion = Type.Object({
+  account: Uuid,
+  name: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('done')]),
+  startedAt: Iso,
+  finishedAt: Type.Union([Iso, Type.Null()]),
+  phase: Type.Union([...DELETION_PHASE_NAMES.map(name => Type.Literal(name)), Type.Null()], { description: 'The kind of records being removed now; null when done.' }),
+  removed: Type.Object(Object.fromEntries(DELETION_PHASE_NAMES.map(name => [name, Type.Integer()])), { description: 'Records removed so far, by kind.' }),
+}, { description: 'The background removal of a deleted account\'s data.' })
 
 const access = literals(['read', 'write', 'read-write'])
 const tokenFields = {
@@ -279,5 +289,15 @@ export const ProfileSnapshot = Type.Object({
 export const PersonExport = Type.Object({ profileId: Type.String(), profile: ProfileSnapshot, visitors: Type.Array(VisitorSnapshot) })
 export const Erased = Type.Object({
   profileId: Type.String(),
-  erased: Type.Object({ profiles: Type.Integer(), visitors: Type.Integer() }),
+  erased: Type.Object({
+    profiles: Type.Integer(),
+    visitors: Type.Integer({ description: 'Devices erased: every visitor ever linked to the profile and still linked to it.' }),
+    deliveries: Type.Integer({ description: 'Outbox rows and webhook delivery records (any status) carrying the profile or those visitors, removed.' }),
+  }),
+  keptVisitors: Type.Integer({ description: 'Devices once linked that belong to another profile now: kept, their link to this one removed.' }),
+})
+export const VisitorErased = Type.Object({
+  visitorId: Type.String(),
+  erased: Type.Object({ visitors: Type.Integer(), deliveries: Type.Integer() }),
+  unlinkedFrom: Type.Union([Type.String(), Type.Null()], { description: 'The profile the visitor was linked to (its copy of the device is gone), or null.' }),
 })

@@ -221,6 +221,16 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     body: { schema: S.IdentitySecretRotate, example: { graceSeconds: 3600 } },
     ok: json(200, 'The account, with its new identity secret.', R.AccountWithSecret), errors: ['account_not_found'],
   },
+  'DELETE /admin/accounts/{account}': {
+    summary: 'Delete an account and all its data',
+    description: 'From this answer on nothing of the account is served (404 account_not_found everywhere); its visitors, profiles, links, configuration, tokens, outbox rows, deliveries and indexes are removed in the background, in batches, resuming after a restart. Deleting again answers the same job.',
+    tag: 'Accounts', auth: 'admin',
+    ok: json(202, 'The deletion job, started.', R.AccountDeletion), errors: ['account_not_found'],
+  },
+  'GET /admin/accounts/{account}/deletion': {
+    summary: 'Progress of an account\'s deletion', tag: 'Accounts', auth: 'admin',
+    ok: json(200, 'The deletion job.', R.AccountDeletion), errors: ['account_not_found', 'deletion_not_found'],
+  },
   'POST /admin/accounts/{account}/tokens': {
     summary: 'Create a token',
     description: 'The secret `token` is in this answer only; Beacon keeps a SHA-256 of it.',
@@ -361,8 +371,14 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     ok: json(200, 'The person\'s data.', R.PersonExport), errors: ['account_not_found'],
   },
   'DELETE /admin/accounts/{account}/profiles/{profileId}': {
-    summary: 'Erase a person', description: 'The profile and its linked visitors.', tag: 'People', auth: 'admin',
+    summary: 'Erase a person', tag: 'People', auth: 'admin',
+    description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
     ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
+  },
+  'DELETE /admin/accounts/{account}/visitors/{visitorId}': {
+    summary: 'Erase a visitor', tag: 'People', auth: 'admin',
+    description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
+    ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
   },
 
   // ---- operations ----

@@ -53,7 +53,7 @@ export class SegmentMaintenance {
     for (const { key, value } of this.deps.store.config.getRange()) {
       const [account, kind] = key as [string, string]
       const cursor = value as PassCursor
-      if (kind === 'segments-pass' && cursor.version === this.deps.registry.segmentSet(account).version) this.runPass(account, cursor)
+      if (kind === 'segments-pass' && this.deps.registry.knows(account) && cursor.version === this.deps.registry.segmentSet(account).version) this.runPass(account, cursor)
     }
   }
 
@@ -72,6 +72,8 @@ export class SegmentMaintenance {
       if (due.length === 0 || this.stopped) return done
       await Promise.all(due.map(async key => {
         const [, account, kind, id] = key
+        // An account being deleted: its entities must not be written again.
+        if (!this.deps.registry.knows(account)) return store.expiries.remove(key)
         const message = { type: 'evaluate', nowMs } as const
         await (kind === 'visitor' ? runtime.send(visitors, account, id, message) : runtime.send(profiles, account, id, message))
           .catch(logFailure)
@@ -118,6 +120,11 @@ export class SegmentMaintenance {
     const { store, runtime, visitors, profiles, clock } = this.deps
     for (;;) {
       if (this.stopped) return
+      // A deleted account: its entities must not be written again.
+      if (!this.deps.registry.knows(account)) {
+        this.passes.delete(account)
+        return
+      }
       const wanted = this.passes.get(account)!
       if (wanted !== cursor.version) cursor = { version: wanted, kind: 'visitor', after: null }
       const db = cursor.kind === 'visitor' ? store.visitors : store.profiles

@@ -5,10 +5,11 @@
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
-import { IdentityVerifier, newIdentitySecret, sealIdentitySecret, type IdentitySecrets } from '../auth/identity.js'
+import { IdentityVerifier, newIdentitySecret, type IdentitySecrets } from '../auth/identity.js'
 import { OriginPolicy } from '../auth/origins.js'
 import type { Clock } from '../clock.js'
-import type { Store } from './store.js'
+import type { Key, Store } from './store.js'
+import { openWebhook, sealStoredSecrets, sealWebhook } from './seal-secrets.js'
 import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
 import type { SegmentDef } from '../segments/rules.js'
@@ -168,15 +169,18 @@ export class Registry {
   constructor (store: Store, clock: Clock) {
     this.store = store
     this.clock = clock
+    sealStoredSecrets(store)
     for (const { value } of store.accounts.getRange()) this.setAccount(value as StoredAccount)
-    for (const { value } of store.tokens.getRange()) this.addLiveToken(value as TokenRecord)
+    // Tokens and configuration of an account being deleted (its row gone first) are not served.
+    for (const { value } of store.tokens.getRange()) if (this.accounts.has((value as TokenRecord).account)) this.addLiveToken(value as TokenRecord)
     for (const { key, value } of store.config.getRange()) {
       const [account, kind] = key as [string, string, string]
+      if (!this.accounts.has(account)) continue
       if (kind === 'event-type') this.eventTypesOf(account).set((value as EventType).name, value as EventType)
       else if (kind === 'campaign') this.campaignsOf(account).defs.set((key as string[])[2]!, value as CampaignDef)
       else if (kind === 'segment') this.segmentsOf(account).defs.set((key as string[])[2]!, value as SegmentDef)
       else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
-      else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, value as WebhookConfig)
+      else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, openWebhook(store, value as WebhookConfig))
     }
     // Built in slices from the start; a request that comes before its account's build is done compiles at once.
     for (const entry of this.campaigns.values()) this.buildCampaigns(entry)
@@ -192,6 +196,32 @@ export class Registry {
 
   listAccounts (page: PageRequest): Page<Account> { return pageOf(this.accounts, page.cursor, page.limit, valueOf) }
 
+  /** Whether the account exists (suspended or not): not deleted. */
+  knows (account: string): boolean { return this.accounts.has(account) }
+
+  /**
+   * Delete the account from what is served: its row goes, in the transaction of `jobKey`'s record (the
+   * background removal of its data, which resumes after a restart); at once nothing of it is served.
+   */
+  async forgetAccount (id: string, jobKey: Key, job: unknown): Promise<void> {
+    this.getAccount(id)
+    this.store.ignoreFailure(this.store.meta.put(jobKey, job))
+    const write = this.store.durable(this.store.accounts.remove(id))
+    // Out of memory first: no request is served for it from here on.
+    this.accounts.delete(id)
+    this.storedAccounts.delete(id)
+    this.browserAccess.delete(id)
+    for (const [tokenId, live] of this.tokens) if (live.record.account === id) this.tokens.delete(tokenId)
+    this.tokenIds.delete(id)
+    this.eventTypes.delete(id)
+    this.campaigns.delete(id)
+    this.segments.delete(id)
+    const webhooks = this.webhooks.get(id)
+    this.webhooks.delete(id)
+    for (const webhookId of webhooks?.compiled.keys() ?? []) this.onWebhookChanged?.(id, webhookId, null)
+    await write
+  }
+
   getAccount (account: string): Account {
     const found = this.accounts.get(account)
     if (found === undefined) throw new ApiError('account_not_found', 'No such account.')
@@ -204,7 +234,7 @@ export class Registry {
     const now = this.isoNow()
     const stored: StoredAccount = {
       account: randomUUID(), name, suspended: false, createdAt: now, allowedOrigins: [], identityVerification: 'required', allowBrowserTokens: false,
-      identitySecrets: { current: sealIdentitySecret(identitySecret), currentSince: now, previous: null, previousUntil: null },
+      identitySecrets: { current: this.store.secrets.seal(identitySecret), currentSince: now, previous: null, previousUntil: null },
     }
     let account: Account | undefined
     await this.reserve('', stored.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
@@ -235,7 +265,7 @@ export class Registry {
     const nowMs = this.clock.nowMs()
     const previous = graceMs > 0 ? stored.identitySecrets?.current ?? null : null
     const identitySecrets: IdentitySecrets = {
-      current: sealIdentitySecret(identitySecret),
+      current: this.store.secrets.seal(identitySecret),
       currentSince: new Date(nowMs).toISOString(),
       previous,
       previousUntil: previous === null ? null : new Date(nowMs + graceMs).toISOString(),
@@ -272,7 +302,7 @@ export class Registry {
     this.accounts.set(account.account, account)
     this.browserAccess.set(account.account, {
       origins: new OriginPolicy(account.allowedOrigins),
-      identity: verification === 'off' ? null : secrets === null ? 'none' : new IdentityVerifier(secrets),
+      identity: verification === 'off' ? null : secrets === null ? 'none' : new IdentityVerifier(secrets, stored => this.store.secrets.open(stored)),
       allowBrowserTokens: account.allowBrowserTokens,
     })
     return account
@@ -554,7 +584,7 @@ export class Registry {
     const previous = entry.compiled.get(id)
     const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivateWebhooks })
     await this.reserve(account + ' webhook', id, previous !== undefined, entry.compiled.size, WEBHOOKS_MAX, 'An account has at most %d webhooks; delete some first.', async () => {
-      await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
+      await this.store.save(this.store.config, [account, 'webhook', id], sealWebhook(this.store, compiled.config))
       entry.compiled.set(id, compiled)
     })
     if (this.indexWebhooks(entry)) await this.relist(account)

@@ -15,16 +15,27 @@
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
 import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
+import { lockDataFolder, type DataLock } from './data-lock.js'
+import { restrict, restrictOwnFolder } from './file-modes.js'
+import { resolveSecretsKeys, SecretBox } from './secrets.js'
 
 export type Key = string | (string | number)[]
+
+/** Sorts after every id Beacon keys by (UUIDs, names, webhook ids: ASCII): `[prefix, KEY_PART_MAX]` ends a prefix's range. */
+export const KEY_PART_MAX = '\uffff'
 
 export interface StoreOptions {
   path: string
   durability: Durability
   mapSizeBytes?: number
+  /** BEACON_SECRETS_KEY (null or absent: the data folder's secrets.key, generated on first start). */
+  secretsKey?: string | null
+  /** The keys themselves, the first sealing (a rotation); overrides secretsKey. */
+  secretKeys?: Buffer[]
 }
 
 export class Store {
@@ -43,6 +54,11 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
+  /**
+   * Every visitor ever linked to a profile, uncapped (a profile's own list keeps its latest devices
+   * only): key [account, profileId, visitorId], value null. What erasure and export follow.
+   */
+  readonly links: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -55,22 +71,36 @@ export class Store {
   /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
   onDurableMs: ((durationMs: number) => void) | null = null
   readonly durability: Durability
+  /** Seals secrets before they are written and opens them after they are read (secrets.ts). */
+  readonly secrets: SecretBox
   private outboxSeq: number
   private seqReserved: number
   private closed = false
   private lastIgnored: Promise<boolean> | null = null
   private lastReport: ((error: unknown) => void) | null = null
+  private readonly lock: DataLock
 
-  constructor ({ path, durability, mapSizeBytes }: StoreOptions) {
-    mkdirSync(path, { recursive: true })
-    this.root = open({
-      path,
-      // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
-      noSubdir: false,
-      separateFlushed: true,
-      maxDbs: 16,
-      ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
-    })
+  constructor ({ path, durability, mapSizeBytes, secretsKey = null, secretKeys }: StoreOptions) {
+    // The folder and its files hold visitors' data and webhook credentials: owner only.
+    mkdirSync(path, { recursive: true, mode: 0o700 })
+    restrictOwnFolder(path)
+    this.lock = lockDataFolder(path)
+    try {
+      this.secrets = new SecretBox(secretKeys ?? resolveSecretsKeys(path, secretsKey).keys)
+      this.root = open({
+        path,
+        // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
+        noSubdir: false,
+        separateFlushed: true,
+        maxDbs: 16,
+        ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
+      })
+    } catch (error) {
+      this.lock.release()
+      throw error
+    }
+    // LMDB creates its files with mode 0644 less the umask; those of earlier releases are tightened too.
+    for (const file of LMDB_FILES) restrict(join(path, file), 0o600)
     this.meta = this.root.openDB('meta', {})
     this.accounts = this.root.openDB('accounts', {})
     this.tokens = this.root.openDB('tokens', {})
@@ -81,6 +111,7 @@ export class Store {
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', sharedStructures(this.meta, 'deliveries'))
     this.members = this.root.openDB('members', {})
+    this.links = this.root.openDB('links', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.
@@ -163,8 +194,11 @@ export class Store {
     this.closed = true
     await this.root.flushed
     await this.root.close()
+    this.lock.release()
   }
 }
+
+const LMDB_FILES = ['data.mdb', 'lock.mdb']
 
 /**
  * The field names of Beacon's own records (entity state, outbox rows, delivery records and what they

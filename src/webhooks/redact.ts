@@ -28,20 +28,27 @@ export function isSecretHeader (name: string): boolean {
 
 /** A copy of the configuration safe to return from GET. */
 export function redactWebhook<C extends WithSecrets> (config: C): C {
+  return mapSecrets(config, toRedacted)
+}
+
+/** A copy of the configuration with every secret replaced by `map(secret)` (redacted, sealed, opened). */
+export function mapSecrets<C extends WithSecrets> (config: C, map: (secret: string) => string): C {
   const request: WithSecrets['request'] = { ...config.request }
   if (request.auth !== undefined) {
     request.auth = request.auth.type === 'basic'
-      ? { ...request.auth, password: REDACTED }
-      : { ...request.auth, token: REDACTED }
+      ? { ...request.auth, password: map(request.auth.password) }
+      : { ...request.auth, token: map(request.auth.token) }
   }
-  if (request.signingSecret !== undefined) request.signingSecret = REDACTED
+  if (request.signingSecret !== undefined) request.signingSecret = map(request.signingSecret)
   if (request.headers !== undefined) {
     const headers: Record<string, string> = {}
-    for (const [name, value] of Object.entries(request.headers)) headers[name] = isSecretHeader(name) ? REDACTED : value
+    for (const [name, value] of Object.entries(request.headers)) headers[name] = isSecretHeader(name) ? map(value) : value
     request.headers = headers
   }
   return { ...config, request } as C
 }
+
+function toRedacted (): string { return REDACTED }
 
 /**
  * For PUT: where the incoming body has "[redacted]" in a secret's place and the stored configuration

@@ -30,6 +30,7 @@ import { parseRetryAfterMs } from './retry-after.js'
 import { checkHostResolves, guardedLookup, TARGET_REFUSED_CODE } from './ssrf.js'
 import type { DeliveryItem, SendErrorCode, SendResult } from './types.js'
 import { batchIdOf } from './batch-id.js'
+import { maskCredentials } from './mask-credentials.js'
 
 export interface SenderOptions {
   /** BEACON_WEBHOOK_ALLOW_PRIVATE=true: skip every SSRF check. Default false. */
@@ -271,7 +272,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const status = this.status
     const latencyMs = elapsedMs(this.started)
     if (status < 300) return this.finish({ outcome: 'delivered', deliveryId: this.deliveryId, atMs: this.atMs, status, latencyMs })
-    const excerpt = Buffer.concat(this.excerpt ?? []).toString('utf8').replace(/\s+/g, ' ').trim()
+    const excerpt = maskCredentials(Buffer.concat(this.excerpt ?? []).toString('utf8').replace(/\s+/g, ' ').trim())
     const retryable = status === 408 || status === 429 || status >= 500
     const result: SendResult = {
       outcome: retryable ? 'retry' : 'terminal',

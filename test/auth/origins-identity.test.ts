@@ -36,7 +36,7 @@ describe('allowed origins (compiled)', () => {
 
 describe('identity signatures', () => {
   const secrets = { current: 'bis_new', currentSince: '2026-01-01T00:00:00.000Z', previous: 'bis_old', previousUntil: '2026-01-01T01:00:00.000Z' }
-  const verifier = new IdentityVerifier(secrets)
+  const verifier = new IdentityVerifier(secrets, stored => stored)
   const at = Date.parse('2026-01-01T00:30:00.000Z')
 
   it('accepts the HMAC of the profileId under the current secret, and the previous one until its deadline', () => {

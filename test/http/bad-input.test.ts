@@ -485,8 +485,8 @@ for (const ep of EPS) {
 const ADMIN_METHODS: [string, string, string][] = [
   ['DELETE', '/admin/accounts', 'POST, GET'],
   ['PUT', '/admin/accounts', 'POST, GET'],
-  ['POST', '/admin/accounts/{account}', 'GET, PATCH'],
-  ['DELETE', '/admin/accounts/{account}', 'GET, PATCH'],
+  ['POST', '/admin/accounts/{account}', 'GET, PATCH, DELETE'],
+  ['PUT', '/admin/accounts/{account}', 'GET, PATCH, DELETE'],
   ['PATCH', '/admin/accounts/{account}/tokens', 'POST, GET'],
   ['GET', '/admin/accounts/{account}/tokens/{otherTokenId}', 'DELETE'],
   ['POST', '/admin/accounts/{account}/event-types', 'GET'],

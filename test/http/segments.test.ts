@@ -196,7 +196,7 @@ describe('identity stitching', () => {
     expect(exported.body.visitors).to.have.length(2)
     expect(JSON.stringify(exported.body)).to.include('carol@example.com')
     const erased = await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/profiles/carol`)
-    expect(erased.body).to.deep.equal({ profileId: 'carol', erased: { profiles: 1, visitors: 2 } })
+    expect(erased.body).to.deep.equal({ profileId: 'carol', erased: { profiles: 1, visitors: 2, deliveries: 0 }, keptVisitors: 0 })
     expect((await profile('carol')).attributes).to.deep.equal({})
     const after = await post(beacon.url, '/visitors/query', { account: tenant.account, visitorId: a, token: tenant.token })
     expect(after.body).to.deep.equal({ status: 200, message: 'OK', errors: [], attributes: {}, segments: [] })

@@ -1,26 +1,10 @@
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
+import { spawn } from 'node:child_process'
+import { beacon, CLI } from '../helpers/cli.js'
 import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, tempDir, visitorId, post, type BeaconProcess } from '../helpers/beacon.js'
-
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname
-
-interface Run { code: number | null, stdout: string, stderr: string }
-
-/** Run the built CLI as a user would, with only the environment given (plus PATH). */
-function beacon (args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-    child.once('error', reject)
-    child.once('exit', code => resolve({ code, stdout, stderr }))
-  })
-}
 
 /** A port nothing listens on (one the OS just handed out and that was closed again). */
 async function closedPort (): Promise<number> {

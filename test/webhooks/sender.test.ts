@@ -209,6 +209,19 @@ describe('Sender.sendOnce', () => {
       expect(result.error!.length).to.be.at.most(500)
     })
 
+    it('masks credential-looking values in the error excerpt it keeps, and keeps the status and the rest', async () => {
+      const body = 'connect failed: db_password=hunter2&user=app; {"apiKey": "sk_live_123", "note": "kept"} ' +
+        'Authorization: Bearer eyJhbGciOi.payload.sig session_id=abc123 token: t0k3n plain words stay'
+      const r = await receiver(() => ({ status: 500, body }))
+      const result = await sender.sendOnce(compiled(r.url), [item()])
+      expect(result).to.include({ status: 500, errorCode: 'http_status' })
+      for (const secret of ['hunter2', 'sk_live_123', 'eyJhbGciOi', 'abc123', 't0k3n']) expect(result.error).not.to.include(secret)
+      expect(result.error).to.include('HTTP 500: connect failed: db_password=***&user=app;')
+      expect(result.error).to.include('"apiKey": "***", "note": "kept"')
+      expect(result.error).to.include('session_id=***')
+      expect(result.error).to.include('plain words stay')
+    })
+
     it('bounds the wait for a free socket by timeoutMs as well', async () => {
       const narrow = new Sender({ allowPrivate: true, connectionsPerOrigin: 1 })
       const r = await receiver(() => 'hang')
