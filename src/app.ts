@@ -8,7 +8,7 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
 import { Registry } from './store/registry.js'
-import { HttpServer } from './http/server.js'
+import { HttpServer, type Route } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { ActorRuntime } from '../actors/runtime.js'
@@ -32,6 +32,8 @@ import { auditRoutes } from './http/audit-routes.js'
 
 export interface Beacon {
   port: number
+  /** Every route served, as assembled (admin routes with their guard and role): tests walk it. */
+  routes: readonly Route[]
   /** The LMDB store (for tools and in-process tests that inspect the outbox). */
   store: Store
   deliveries: DeliveryHub
@@ -82,31 +84,32 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions })
 
+  const routes = protectAdminRoutes([
+    ...opsRoutes({
+      metrics,
+      lmdbOpen: () => store.isOpen,
+      draining: () => server.draining,
+      nats: queue === null ? null : { connected: () => queue.isConnected },
+    }),
+    ...publicRoutes({
+      registry, runtime, clock, visitors, profiles,
+      outboxMark: () => store.lastOutboxSeq,
+      afterWrite: (account, fromSeq) => {
+        const timeoutMs = registry.syncTimeoutMs(account)
+        return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
+      },
+    }),
+    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
+    ...userRoutes({ registry, users, sessions, clock }),
+    ...auditRoutes({ registry, audit }),
+  ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     rawBodyBytes: config.mediaMaxBytes,
     inflightMax: config.inflightMax,
-    routes: protectAdminRoutes([
-      ...opsRoutes({
-        metrics,
-        lmdbOpen: () => store.isOpen,
-        draining: () => server.draining,
-        nats: queue === null ? null : { connected: () => queue.isConnected },
-      }),
-      ...publicRoutes({
-        registry, runtime, clock, visitors, profiles,
-        outboxMark: () => store.lastOutboxSeq,
-        afterWrite: (account, fromSeq) => {
-          const timeoutMs = registry.syncTimeoutMs(account)
-          return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
-        },
-      }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
-      ...userRoutes({ registry, users, sessions, clock }),
-      ...auditRoutes({ registry, audit }),
-    ], access, audit),
+    routes,
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
@@ -115,6 +118,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
+    routes,
     store,
     deliveries,
     sweepSegments: () => maintenance.sweep(),

@@ -1,0 +1,87 @@
+// The OpenAPI entries of the panel's admin API (issue 19): sign-in, users, audit log, media, reports,
+// campaign test, webhook test delivery. Merged into OPERATIONS (openapi.ts); the same coverage test
+// holds them to the server.
+
+import Type, { type TSchema } from 'typebox'
+import * as S from '../http/schemas.js'
+import { AUDIT_PAGE_MAX } from '../audit/audit-log.js'
+import type { Answer, Operation } from './openapi.js'
+
+export const PANEL_TAGS = {
+  Panel: 'Panel sign-in (sessions) and users of an account; see docs/api.md for the roles.',
+  Audit: 'Who changed what (owners and the admin key).',
+} as const
+
+const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
+const Iso = Type.String({ format: 'date-time' })
+
+/** Examples the coverage test can use: it creates this owner before it calls the operations. */
+export const EXAMPLE_EMAIL = 'owner@example.com'
+export const EXAMPLE_PASSWORD = 'correct horse battery staple'
+
+export const User = Type.Object({
+  id: Type.String(), account: Type.String(), email: Type.String(), name: Type.String(),
+  role: Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')]), createdAt: Iso,
+})
+const SessionAnswer = Type.Object({ user: User })
+const UserList = Type.Object({ users: Type.Array(User) })
+
+const AuditEntry = Type.Object({
+  id: Type.String({ description: 'Also the cursor position.' }),
+  at: Iso,
+  actor: Type.Union([
+    Type.Object({ type: Type.Literal('admin') }),
+    Type.Object({ type: Type.Literal('user'), id: Type.String(), email: Type.String() }),
+  ]),
+  action: Type.String({ description: 'create, update, delete, replay, erase, revoke or sign-in.' }),
+  entity: Type.String({ description: 'campaign, segment, webhook, event-type, token, user, media, account, profile or visitor.' }),
+  entityId: Type.String(),
+  summary: Type.String({ description: 'What changed, shortly: `field: before → after` for updates; secrets never appear.' }),
+})
+const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Union([Type.String(), Type.Null()]) })
+
+export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
+  'POST /admin/session': {
+    summary: 'Sign in to the panel',
+    description: 'Sets the `beacon_session` cookie (HttpOnly, SameSite=Strict, Path=/, Max-Age; Secure behind https). ' +
+      'A wrong email and a wrong password get the same 401. Failed attempts are limited per email and per client address (429, Retry-After).',
+    tag: 'Panel', auth: 'none',
+    body: { schema: S.SignIn, example: { email: EXAMPLE_EMAIL, password: EXAMPLE_PASSWORD } },
+    ok: json(200, 'Signed in; the cookie is set.', SessionAnswer),
+    errors: ['invalid_credentials', 'rate_limited', 'csrf_refused'],
+  },
+  'GET /admin/session': {
+    summary: 'Who is signed in', tag: 'Panel', auth: 'none',
+    ok: json(200, 'The signed-in user.', SessionAnswer), errors: ['admin_unauthorized'],
+  },
+  'DELETE /admin/session': {
+    summary: 'Sign out', description: 'The session ends on the server at once; the cookie is cleared.', tag: 'Panel', auth: 'none',
+    ok: { status: 204, description: 'Signed out (also when no session was given).' }, errors: ['csrf_refused'],
+  },
+  'GET /admin/accounts/{account}/users': {
+    summary: 'List the account\'s panel users', description: 'Role: owner.', tag: 'Panel', auth: 'admin',
+    ok: json(200, 'The users (never their passwords).', UserList), errors: ['account_not_found'],
+  },
+  'POST /admin/accounts/{account}/users': {
+    summary: 'Add a panel user', description: 'Role: owner. Emails are unique across the instance.', tag: 'Panel', auth: 'admin',
+    body: { schema: S.UserCreate, example: { email: 'new@example.com', name: 'New Person', password: 'a long enough password', role: 'editor' } },
+    ok: json(201, 'The user.', User), errors: ['account_not_found', 'conflict'],
+  },
+  'PATCH /admin/accounts/{account}/users/{id}': {
+    summary: 'Rename a user, change their role or password', description: 'Role: owner. An account keeps at least one owner.', tag: 'Panel', auth: 'admin',
+    body: { schema: S.UserPatch, example: { role: 'viewer' } },
+    ok: json(200, 'The user.', User), errors: ['account_not_found', 'user_not_found', 'conflict'],
+  },
+  'DELETE /admin/accounts/{account}/users/{id}': {
+    summary: 'Remove a user', description: 'Role: owner. Their sessions end at once. An account keeps at least one owner.', tag: 'Panel', auth: 'admin',
+    ok: { status: 204, description: 'Removed.' }, errors: ['account_not_found', 'user_not_found', 'conflict'],
+  },
+  'GET /admin/accounts/{account}/audit': {
+    summary: 'The audit log, newest first', description: 'Role: owner. One entry per change made through the admin API.', tag: 'Audit', auth: 'admin',
+    query: [
+      { name: 'limit', description: `Page size (default 50, at most ${AUDIT_PAGE_MAX}).`, schema: Type.Integer({ minimum: 1, maximum: AUDIT_PAGE_MAX }) },
+      { name: 'cursor', description: 'The `next` of the previous page.', schema: Type.String() },
+    ],
+    ok: json(200, 'A page of entries.', AuditPage), errors: ['account_not_found', 'invalid_field'],
+  },
+}
