@@ -29,6 +29,8 @@ import { Access } from './http/access.js'
 import { protectAdminRoutes } from './http/protect.js'
 import { userRoutes } from './http/user-routes.js'
 import { auditRoutes } from './http/audit-routes.js'
+import { MediaStore } from './media/media-store.js'
+import { mediaRoutes } from './http/media-routes.js'
 
 export interface Beacon {
   port: number
@@ -102,6 +104,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
     ...userRoutes({ registry, users, sessions, clock }),
     ...auditRoutes({ registry, audit }),
+    ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
   ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,

@@ -5,11 +5,14 @@
 import Type, { type TSchema } from 'typebox'
 import * as S from '../http/schemas.js'
 import { AUDIT_PAGE_MAX } from '../audit/audit-log.js'
+import { MEDIA_NAME_MAX, MEDIA_PER_ACCOUNT_MAX } from '../media/media-store.js'
+import { MEDIA_TYPES } from '../media/signature.js'
 import type { Answer, Operation } from './openapi.js'
 
 export const PANEL_TAGS = {
   Panel: 'Panel sign-in (sessions) and users of an account; see docs/api.md for the roles.',
   Audit: 'Who changed what (owners and the admin key).',
+  Media: 'Images for campaign content: uploaded by editors, served publicly at a stable URL.',
 } as const
 
 const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
@@ -39,6 +42,11 @@ const AuditEntry = Type.Object({
   summary: Type.String({ description: 'What changed, shortly: `field: before → after` for updates; secrets never appear.' }),
 })
 const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Union([Type.String(), Type.Null()]) })
+
+const Media = Type.Object({
+  id: Type.String(), name: Type.String(), type: Type.Union(MEDIA_TYPES.map(type => Type.Literal(type))),
+  bytes: Type.Integer(), url: Type.String({ description: 'The public URL path: /media/<account>/<id>.' }), createdAt: Iso,
+})
 
 export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
   'POST /admin/session': {
@@ -83,5 +91,31 @@ export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
       { name: 'cursor', description: 'The `next` of the previous page.', schema: Type.String() },
     ],
     ok: json(200, 'A page of entries.', AuditPage), errors: ['account_not_found', 'invalid_field'],
+  },
+  'POST /admin/accounts/{account}/media': {
+    summary: 'Upload an image',
+    description: 'Role: editor. The body is the image itself (any Content-Type): PNG, JPEG, GIF or WebP, decided by its bytes; ' +
+      `SVG and anything else get 415. At most BEACON_MEDIA_MAX_BYTES (2 MiB by default) and ${MEDIA_PER_ACCOUNT_MAX} images per account.`,
+    tag: 'Media', auth: 'admin',
+    query: [{ name: 'name', description: `The file name shown in the panel (1 to ${MEDIA_NAME_MAX} characters, no slashes; default "upload").`, schema: Type.String() }],
+    body: { schema: Type.String({ contentMediaType: 'application/octet-stream', description: 'The image bytes.' }), example: {}, raw: 'application/octet-stream' },
+    ok: json(201, 'The stored image.', Media), errors: ['account_not_found', 'media_type_unsupported', 'invalid_field', 'conflict'],
+  },
+  'GET /admin/accounts/{account}/media': {
+    summary: 'List the account\'s images', description: 'Role: viewer.', tag: 'Media', auth: 'admin',
+    ok: json(200, 'The images (without their bytes).', Type.Object({ media: Type.Array(Media) })), errors: ['account_not_found'],
+  },
+  'DELETE /admin/accounts/{account}/media/{id}': {
+    summary: 'Delete an image', description: 'Role: editor. Its public URL answers 404 from then on.', tag: 'Media', auth: 'admin',
+    ok: { status: 204, description: 'Deleted.' }, errors: ['account_not_found', 'media_not_found'],
+  },
+  'GET /media/{account}/{id}': {
+    summary: 'An uploaded image (public)',
+    description: 'Cache-Control: public, max-age=31536000, immutable; an ETag (304 on If-None-Match); X-Content-Type-Options: nosniff; ' +
+      'Content-Security-Policy: default-src \'none\'; img-src \'self\'.',
+    tag: 'Media', auth: 'none',
+    ok: { status: 200, description: 'The image, with its stored type.', schema: Type.String({ description: 'The bytes.' }), contentType: 'image/png' },
+    also: [{ status: 304, description: 'Not modified (If-None-Match held the ETag).' }],
+    errors: ['media_not_found'],
   },
 }

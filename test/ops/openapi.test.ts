@@ -9,6 +9,7 @@ import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, OPERATIONS, operationKey, shapeOf } fro
 import { EXAMPLE_EMAIL, EXAMPLE_PASSWORD } from '../../src/ops/openapi-panel.js'
 import { userRoutes, type UserRouteDeps } from '../../src/http/user-routes.js'
 import { auditRoutes } from '../../src/http/audit-routes.js'
+import { mediaRoutes } from '../../src/http/media-routes.js'
 import { addUser, signIn } from '../helpers/panel.js'
 
 type Doc = {
@@ -37,6 +38,7 @@ function servedRoutes (): string[] {
     ...adminRoutes({} as AdminDeps),
     ...userRoutes({ sessions: { ttlMs: 1000 } } as UserRouteDeps),
     ...auditRoutes({} as Parameters<typeof auditRoutes>[0]),
+    ...mediaRoutes({} as Parameters<typeof mediaRoutes>[0]),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }
@@ -45,6 +47,8 @@ function servedRoutes (): string[] {
 function fill (path: string, tenant: Tenant, tokenId: string): string {
   return path
     .replace(/\/users\/\{id\}/, `/users/${memberId}`)
+    .replace(/\/media\/\{id\}/, `/media/${mediaId}`)
+    .replace(/^\/media\/\{account\}\/\{id\}/, `/media/${tenant.account}/${mediaId}`)
     .replace('{account}', tenant.account)
     .replace(/\/tokens\/\{id\}/, `/tokens/${tokenId}`)
     .replace(/\/event-types\/\{name\}/, '/event-types/signup')
@@ -65,8 +69,11 @@ interface Answer { status: number, contentType: string, text: string, allow: str
 /** A panel session (its routes need one) and a user other than the owner to change and remove. */
 let sessionCookie = ''
 let memberId = ''
+let mediaId = ''
+/** The smallest PNG signature and header: what a raw (image) body operation is sent. */
+const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
 
-async function call (base: string, method: string, path: string, body: unknown, init: { key?: string | null, raw?: string } = {}): Promise<Answer> {
+async function call (base: string, method: string, path: string, body: unknown, init: { key?: string | null, raw?: string | Buffer } = {}): Promise<Answer> {
   const headers: Record<string, string> = {}
   if (init.key !== null) {
     headers.authorization = `Bearer ${init.key ?? ADMIN_KEY}`
@@ -96,6 +103,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     await addUser(beacon.url, tenant.account, EXAMPLE_EMAIL, 'owner', EXAMPLE_PASSWORD)
     memberId = (await addUser(beacon.url, tenant.account, 'member@example.com', 'editor')).id
     sessionCookie = (await signIn(beacon.url, EXAMPLE_EMAIL, EXAMPLE_PASSWORD)).signedIn!.cookie
+    mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
   })
 
   after(async () => {
@@ -185,7 +193,8 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       const media = operation.requestBody?.content['application/json']
       const body = media === undefined ? undefined : bodyOf(media.example, tenant)
       if (media !== undefined) expect(Compile({ ...media.schema, components: doc.components } as never).Check(body), `${method} ${path} example`).to.equal(true)
-      const answer = await call(beacon.url, method.toUpperCase(), fill(path, tenant, tokenId), body)
+      const raw = operation.requestBody !== undefined && media === undefined ? PNG : undefined
+      const answer = await call(beacon.url, method.toUpperCase(), fill(path, tenant, tokenId), body, raw === undefined ? {} : { raw })
       if ((answer.status === 404 && answer.text.includes('"not_found"')) || answer.status === 405) {
         if (PENDING.test(path)) {
           console.log(`      note: ${method.toUpperCase()} ${path} is documented but not served yet (${answer.status})`)
