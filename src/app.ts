@@ -31,6 +31,7 @@ import { userRoutes } from './http/user-routes.js'
 import { auditRoutes } from './http/audit-routes.js'
 import { MediaStore } from './media/media-store.js'
 import { mediaRoutes } from './http/media-routes.js'
+import { tryRoutes } from './http/try-routes.js'
 
 export interface Beacon {
   port: number
@@ -105,6 +106,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...userRoutes({ registry, users, sessions, clock }),
     ...auditRoutes({ registry, audit }),
     ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
+    ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
   ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,

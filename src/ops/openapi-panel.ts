@@ -13,6 +13,7 @@ export const PANEL_TAGS = {
   Panel: 'Panel sign-in (sessions) and users of an account; see docs/api.md for the roles.',
   Audit: 'Who changed what (owners and the admin key).',
   Media: 'Images for campaign content: uploaded by editors, served publicly at a stable URL.',
+  Try: 'Trying configuration without changing anything: a campaign against an event, a webhook\'s test delivery.',
 } as const
 
 const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
@@ -46,6 +47,18 @@ const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Unio
 const Media = Type.Object({
   id: Type.String(), name: Type.String(), type: Type.Union(MEDIA_TYPES.map(type => Type.Literal(type))),
   bytes: Type.Integer(), url: Type.String({ description: 'The public URL path: /media/<account>/<id>.' }), createdAt: Iso,
+})
+
+const CHECKS = ['status', 'schedule', 'trigger', 'platform', 'condition', 'cap'] as const
+const Explanation = Type.Object({
+  matched: Type.Boolean({ description: 'Whether /campaigns/query would return the campaign for this event and visitor state.' }),
+  checks: Type.Array(Type.Object({ check: Type.Union(CHECKS.map(c => Type.Literal(c))), ok: Type.Boolean(), detail: Type.String() })),
+})
+const TestDelivery = Type.Object({
+  ok: Type.Boolean({ description: 'The target answered 2xx.' }),
+  status: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status, null when none came (connection error, timeout, refused target).' }),
+  durationMs: Type.Integer(),
+  error: Type.Optional(Type.String()),
 })
 
 export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
@@ -108,6 +121,22 @@ export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
   'DELETE /admin/accounts/{account}/media/{id}': {
     summary: 'Delete an image', description: 'Role: editor. Its public URL answers 404 from then on.', tag: 'Media', auth: 'admin',
     ok: { status: 204, description: 'Deleted.' }, errors: ['account_not_found', 'media_not_found'],
+  },
+  'POST /admin/accounts/{account}/campaigns/{id}/test': {
+    summary: 'Would this campaign be returned for this event?',
+    description: 'Role: editor. The event as /campaigns/query takes it (no account or token; visitorId optional: a visitor never seen). ' +
+      'The visitor state is the stored visitor\'s (its behaviour plus this event, as the real query records it before matching), or the `attributes` and `segments` given. ' +
+      'Each check says why not; the verdict is the real matcher\'s (same compiled pieces). Nothing is recorded: no behaviour, no impression.',
+    tag: 'Try', auth: 'admin',
+    body: { schema: S.CampaignTest, example: { event: { platform: 'web', event: 'productView', sku: 'A1', price: 80 }, attributes: { plan: 'pro' }, segments: ['vip'] } },
+    ok: json(200, 'The verdict and each check.', Explanation), errors: ['account_not_found', 'campaign_not_found', 'unknown_event_type'],
+  },
+  'POST /admin/accounts/{account}/webhooks/{id}/test': {
+    summary: 'Send a test delivery now',
+    description: 'Role: editor. One sample request (a sample visitor, the trigger\'s first event kind or segment, `eventFields: {test: true}`) rendered with the webhook\'s template, headers, auth and signature, ' +
+      'sent to its target with its timeout. Not stored in the deliveries log, never retried.',
+    tag: 'Try', auth: 'admin',
+    ok: json(200, 'What the target answered.', TestDelivery), errors: ['account_not_found', 'webhook_not_found'],
   },
   'GET /media/{account}/{id}': {
     summary: 'An uploaded image (public)',

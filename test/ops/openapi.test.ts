@@ -10,6 +10,7 @@ import { EXAMPLE_EMAIL, EXAMPLE_PASSWORD } from '../../src/ops/openapi-panel.js'
 import { userRoutes, type UserRouteDeps } from '../../src/http/user-routes.js'
 import { auditRoutes } from '../../src/http/audit-routes.js'
 import { mediaRoutes } from '../../src/http/media-routes.js'
+import { tryRoutes } from '../../src/http/try-routes.js'
 import { addUser, signIn } from '../helpers/panel.js'
 
 type Doc = {
@@ -39,6 +40,7 @@ function servedRoutes (): string[] {
     ...userRoutes({ sessions: { ttlMs: 1000 } } as UserRouteDeps),
     ...auditRoutes({} as Parameters<typeof auditRoutes>[0]),
     ...mediaRoutes({} as Parameters<typeof mediaRoutes>[0]),
+    ...tryRoutes({} as Parameters<typeof tryRoutes>[0]),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }
