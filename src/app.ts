@@ -71,7 +71,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => registry.hasCampaign(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
   })
-  const membership = reports.membership
+  // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
+  const membership = config.reports ? reports.membership : null
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership })
   const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, membership })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
@@ -86,7 +87,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
-      reports.delivery(account, outcome, latencyMs, count)
+      if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
@@ -113,7 +114,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         const timeoutMs = registry.syncTimeoutMs(account)
         return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
       },
-      countEvent: (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs),
+      countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
     }),
     ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
     ...userRoutes({ registry, users, sessions, clock }),
