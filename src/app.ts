@@ -98,7 +98,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
   users.onRemoved = id => sessions.revokeUser(id)
   const audit = new AuditLog(store, clock)
-  const access = new Access({ adminKey, users, sessions })
+  const access = new Access({ adminKey, users, sessions, accountActive: account => registry.activeAccount(account) !== undefined })
 
   const routes = protectAdminRoutes([
     ...opsRoutes({

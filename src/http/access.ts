@@ -32,17 +32,21 @@ export interface AccessDeps {
   adminKey: string
   users: Users
   sessions: Sessions
+  /** A suspended account's users are signed out (their sessions are refused until it is active again). */
+  accountActive: (account: string) => boolean
 }
 
 export class Access {
   private readonly expected: Buffer
   private readonly users: Users
   private readonly sessions: Sessions
+  private readonly accountActive: (account: string) => boolean
 
-  constructor ({ adminKey, users, sessions }: AccessDeps) {
+  constructor ({ adminKey, users, sessions, accountActive }: AccessDeps) {
     this.expected = digest(`Bearer ${adminKey}`)
     this.users = users
     this.sessions = sessions
+    this.accountActive = accountActive
   }
 
   /** The guard of one admin route, from its declared role. */
@@ -86,7 +90,7 @@ export class Access {
     const session = this.sessions.fromCookie(request.cookie)
     if (session === null) return null
     const user = this.users.get(session.userId)
-    if (user === undefined) return null
+    if (user === undefined || !this.accountActive(user.account)) return null
     return { type: 'user', user, session }
   }
 }

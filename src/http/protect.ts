@@ -51,7 +51,7 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
       : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
     // An upload's bytes are not summarized: its answer (name, type, size) is.
     const after = route.method === 'del' ? null : Buffer.isBuffer(request.body) ? body : request.body ?? body
-    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, after) })
+    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, after, entityId) })
     return reply
   }
 }
@@ -74,13 +74,18 @@ async function readQuietly (read: Route, request: Request): Promise<unknown> {
   }
 }
 
+/** What a read adds to a record that a write does not send: counts, and the id or name from the path. */
+const DERIVED = new Set(['members'])
+
 /** A line a person reads: what changed (before → after) for an update, the main fields otherwise. */
-export function summarize (action: string, before: unknown, after: unknown): string {
+export function summarize (action: string, before: unknown, after: unknown, entityId: string): string {
   const b = asRecord(before)
   const a = asRecord(after)
   let text: string
   if (b !== null && a !== null) {
-    const changed = Object.keys(a).filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
+    // A replacement (PUT) drops the fields it does not send: those show as "→ (none)".
+    const dropped = Object.keys(b).filter(key => !(key in a) && !DERIVED.has(key) && b[key] !== entityId)
+    const changed = [...Object.keys(a), ...dropped].filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
     text = changed.length === 0 ? 'no field changed' : changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`).join(', ')
   } else {
     const shown = a ?? b
@@ -95,6 +100,6 @@ function asRecord (value: unknown): Record<string, unknown> | null {
 
 function short (value: unknown): string {
   if (value === undefined) return '(none)'
-  const text = JSON.stringify(value) ?? String(value)
+  const text = JSON.stringify(value, (key, inner: unknown) => key !== '' && SECRET.test(key) ? '[redacted]' : inner) ?? String(value)
   return text.length > 40 ? text.slice(0, 39) + '…' : text
 }

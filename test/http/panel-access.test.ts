@@ -141,6 +141,17 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
   })
 
+  it('refuses the sessions of a suspended account until it is active again', async () => {
+    const c = await createTenant(node.url, 'Suspended')
+    await addUser(node.url, c.account, 'owner@c.example', 'owner')
+    const { cookie } = (await signIn(node.url, 'owner@c.example')).signedIn!
+    await admin(node.url, 'PATCH', `/admin/accounts/${c.account}`, { suspended: true })
+    expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(401)
+    expect((await signIn(node.url, 'owner@c.example')).status).to.equal(401)
+    await admin(node.url, 'PATCH', `/admin/accounts/${c.account}`, { suspended: false })
+    expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(200)
+  })
+
   it('a role change applies to the live session at once', async () => {
     const user = await addUser(node.url, a.account, 'promoted@a.example', 'viewer')
     const { cookie } = (await signIn(node.url, 'promoted@a.example')).signedIn!

@@ -40,11 +40,29 @@ describe('audit log', () => {
     expect(created).to.include({ action: 'create', entity: 'campaign', entityId: 'sale' })
     expect(created.actor).to.deep.equal({ type: 'admin' })
     expect(created.summary).to.include('name="Sale"')
+    // A replacement that drops a field says so.
+    await admin(beacon.url, 'PUT', path, { ...campaign, frequencyCap: { max: 1, per: 'day' } })
+    await admin(beacon.url, 'PUT', path, { ...campaign, priority: 2 })
+    const [dropped] = (await entries('?limit=1')).entries
+    expect(dropped.summary).to.equal('priority: 1 → 2, frequencyCap: {"max":1,"per":"day"} → (none)')
     expect(signedIn).to.include({ action: 'sign-in', entity: 'user', entityId: user.id })
     expect(userCreated).to.include({ action: 'create', entity: 'user', entityId: user.id })
     expect(userCreated.summary).not.to.match(/password|horse/)
     expect(Date.parse(deleted.at)).to.be.at.least(Date.parse(userCreated.at))
     expect(list.length).to.be.greaterThan(5)
+  })
+
+  it('never writes a secret into a summary, however deep (webhook auth, signing secret, passwords)', async () => {
+    const hook = {
+      name: 'CRM', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: 'https://x.io', auth: { type: 'bearer', token: 'tok-SECRET-1' }, signingSecret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'), headers: { 'X-Api-Key': 'key-SECRET-2' } },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+    }
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/webhooks/crm`, hook)).status).to.equal(200)
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/webhooks/crm`, { ...hook, request: { ...hook.request, auth: { type: 'bearer', token: 'tok-SECRET-3' } } })).status).to.equal(200)
+    const text = JSON.stringify((await entries('?limit=5')).entries)
+    expect(text).to.include('"entityId":"crm"')
+    expect(text).not.to.match(/SECRET|whsec_/)
   })
 
   it('pages with limit and cursor, and refuses a bad cursor or limit with 400', async () => {
