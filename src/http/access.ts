@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Role, User, Users } from '../users/users.js'
 import type { Session, Sessions } from '../users/sessions.js'
+import type { Registry } from '../store/registry.js'
 import type { GuardRequest, Request, Route, RouteRole } from './server.js'
 
 export type Principal =
@@ -93,6 +94,13 @@ export class Access {
     if (user === undefined || !this.accountActive(user.account)) return null
     return { type: 'user', user, session }
   }
+}
+
+/** The account of an /admin/accounts/:account/... route, checked to exist (404 account_not_found). */
+export function accountParam (request: Request, registry: Pick<Registry, 'getAccount'>): string {
+  const account = request.params[0] ?? ''
+  registry.getAccount(account)
+  return account
 }
 
 /** The caller, in a handler of a guarded route. */
