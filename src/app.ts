@@ -96,7 +96,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 
   const users = new Users(store, clock)
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
-  users.onRemoved = id => sessions.revokeUser(id)
+  users.onSessionsEnd = id => sessions.revokeUser(id)
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions, accountActive: account => registry.activeAccount(account) !== undefined })
 
