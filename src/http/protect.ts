@@ -61,7 +61,8 @@ function actionOf (route: Route, parts: string[], before: unknown): string {
   if (last === 'replay') return 'replay'
   if (route.method === 'del') return parts[4] === 'tokens' ? 'revoke' : parts[4] === 'profiles' || parts[4] === 'visitors' ? 'erase' : 'delete'
   if (route.method === 'post') return 'create'
-  return before === null ? 'create' : 'update'
+  // PUT creates or replaces; PATCH changes what exists.
+  return route.method === 'put' && before === null ? 'create' : 'update'
 }
 
 /** The entity as its GET route shows it before the change; null when it does not exist (or cannot be read). */
@@ -86,12 +87,20 @@ export function summarize (action: string, before: unknown, after: unknown, enti
     // A replacement (PUT) drops the fields it does not send: those show as "→ (none)".
     const dropped = Object.keys(b).filter(key => !(key in a) && !DERIVED.has(key) && b[key] !== entityId)
     const changed = [...Object.keys(a), ...dropped].filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
-    text = changed.length === 0 ? 'no field changed' : changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`).join(', ')
+    text = describeChanges(changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`), a)
+  } else if (action === 'update' && a !== null) {
+    text = describeChanges(Object.keys(a).filter(key => !SECRET.test(key)).map(key => `${key} → ${short(a[key])}`), a)
   } else {
     const shown = a ?? b
     text = shown === null ? action : Object.keys(shown).filter(key => !SECRET.test(key)).map(key => `${key}=${short(shown[key])}`).join(', ')
   }
   return text.length > SUMMARY_MAX ? text.slice(0, SUMMARY_MAX - 1) + '…' : text
+}
+
+/** The changes, and a secret sent (a new password) named without its value. */
+function describeChanges (changes: string[], sent: Record<string, unknown>): string {
+  for (const key of Object.keys(sent)) if (SECRET.test(key) && sent[key] !== undefined) changes.push(`${key} changed`)
+  return changes.length === 0 ? 'no field changed' : changes.join(', ')
 }
 
 function asRecord (value: unknown): Record<string, unknown> | null {

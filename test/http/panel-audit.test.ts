@@ -65,6 +65,13 @@ describe('audit log', () => {
     expect(text).not.to.match(/SECRET|whsec_/)
   })
 
+  it('records a user\'s role and password change as an update, naming the password without its value', async () => {
+    const user = await addUser(beacon.url, a.account, 'pat@example.com', 'viewer')
+    await admin(beacon.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor', password: 'another fine password' })
+    const [entry] = (await entries('?limit=1')).entries
+    expect(entry).to.include({ action: 'update', entity: 'user', entityId: user.id, summary: 'role → "editor", password changed' })
+  })
+
   it('pages with limit and cursor, and refuses a bad cursor or limit with 400', async () => {
     for (const name of ['one', 'two', 'three']) await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/event-types/${name}`, { required: [] })
     const first = await entries('?limit=2')
