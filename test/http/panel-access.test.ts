@@ -254,6 +254,17 @@ describe('panel users and sign-in (real process)', () => {
     expect(missing.body.errors[0].code).to.equal('user_not_found')
   })
 
+  it('refuses a malformed sign-in with 400, without counting it as a failed attempt', async () => {
+    for (const body of [{}, { email: 'x@example.com' }, { email: 'x@example.com', password: 5 }, { email: 'x@example.com', password: 'p', extra: 1 }]) {
+      const res = await fetch(beacon.url + '/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      expect(res.status, JSON.stringify(body)).to.equal(400)
+    }
+    const text = await fetch(beacon.url + '/admin/session', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' })
+    expect(text.status).to.equal(415)
+    await addUser(beacon.url, a.account, 'gus@example.com', 'viewer')
+    expect((await signIn(beacon.url, 'gus@example.com')).status).to.equal(200)
+  })
+
   it('answers the same 401 invalid_credentials for an unknown email and a wrong password', async () => {
     await addUser(beacon.url, a.account, 'carla@example.com', 'viewer')
     const unknown = await signIn(beacon.url, 'nobody@example.com', PASSWORD, { 'x-test': '1' })
