@@ -100,36 +100,36 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions, accountActive: account => registry.activeAccount(account) !== undefined })
 
-  const routes = protectAdminRoutes([
-    ...opsRoutes({
-      metrics,
-      lmdbOpen: () => store.isOpen,
-      draining: () => server.draining,
-      nats: queue === null ? null : { connected: () => queue.isConnected },
-    }),
-    ...publicRoutes({
-      registry, runtime, clock, visitors, profiles,
-      outboxMark: () => store.lastOutboxSeq,
-      afterWrite: (account, fromSeq) => {
-        const timeoutMs = registry.syncTimeoutMs(account)
-        return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
-      },
-      countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
-    }),
-    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
-    ...userRoutes({ registry, users, sessions, clock }),
-    ...auditRoutes({ registry, audit }),
-    ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
-    ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
-    ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
-  ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     rawBodyBytes: config.mediaMaxBytes,
     inflightMax: config.inflightMax,
-    routes,
+    // Every /admin route gets the guard of its role and writes the audit log (src/http/protect.ts).
+    routes: protectAdminRoutes([
+      ...opsRoutes({
+        metrics,
+        lmdbOpen: () => store.isOpen,
+        draining: () => server.draining,
+        nats: queue === null ? null : { connected: () => queue.isConnected },
+      }),
+      ...publicRoutes({
+        registry, runtime, clock, visitors, profiles,
+        outboxMark: () => store.lastOutboxSeq,
+        afterWrite: (account, fromSeq) => {
+          const timeoutMs = registry.syncTimeoutMs(account)
+          return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
+        },
+        countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
+      }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
+      ...userRoutes({ registry, users, sessions, clock }),
+      ...auditRoutes({ registry, audit }),
+      ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
+      ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
+      ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
+    ], access, audit),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
@@ -139,7 +139,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
-    routes,
+    routes: server.routes(),
     store,
     deliveries,
     sweepSegments: () => maintenance.sweep(),

@@ -169,7 +169,6 @@ export class HttpServer {
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
   private readonly discardBytesMax: number
   private listenSocket: uWS.us_listen_socket | null = null
-  private readonly routeList: readonly RouteInfo[]
   inflight = 0
   draining = false
   /** Called whenever inflight drops to zero while draining. */
@@ -179,7 +178,6 @@ export class HttpServer {
     this.options = options
     this.discardBytesMax = Math.max(1 << 20, 4 * options.maxBodyBytes)
     this.app = uWS.App()
-    this.routeList = options.routes.map(({ method, pattern }) => ({ method, pattern }))
     const observe = options.observe ?? null
     const allowed = new Map<string, string[]>()
     for (const route of options.routes) {
@@ -205,9 +203,9 @@ export class HttpServer {
     })
   }
 
-  /** Every route served, as method and uWS pattern (`:name` for a parameter), in registration order. */
-  routes (): readonly RouteInfo[] {
-    return this.routeList
+  /** Every route served (method, uWS pattern with `:name` parameters, role…), in registration order. */
+  routes (): readonly Route[] {
+    return this.options.routes
   }
 
   listen (): Promise<number> {
