@@ -51,7 +51,9 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
       : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
     // An upload's bytes are not summarized: its answer (name, type, size) is.
     const after = route.method === 'del' ? null : Buffer.isBuffer(request.body) ? body : request.body ?? body
-    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, after, entityId) })
+    // A deletion without a readable "before" is described by its answer (a revoked token, what was erased).
+    const was = before ?? (route.method === 'del' ? body : null)
+    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, was, after, entityId) })
     return reply
   }
 }

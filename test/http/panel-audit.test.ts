@@ -90,6 +90,8 @@ describe('audit log', () => {
     await admin(beacon.url, 'DELETE', `/admin/accounts/${b.account}/tokens/${tokens.body.tokens[0].id}`)
     const theirs = (await admin(beacon.url, 'GET', `/admin/accounts/${b.account}/audit`)).body.entries
     expect(theirs.map((e: { action: string, entity: string }) => `${e.action} ${e.entity}`)).to.deep.equal(['revoke token', 'create token', 'create account'])
+    expect(theirs[0].summary).to.include('name="all"')
+    expect(theirs[0].summary).not.to.include('hash')
     const ours = (await entries('?limit=200')).entries
     expect(ours.some((e: { entityId: string }) => e.entityId === tokens.body.tokens[0].id)).to.equal(false)
   })
