@@ -127,7 +127,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...userRoutes({ registry, users, sessions, clock }),
       ...auditRoutes({ registry, audit }),
       ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
-      ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
+      ...tryRoutes({ registry, runtime, visitors, profiles, deliveries, clock }),
       ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
     ], access, audit),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
