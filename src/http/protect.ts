@@ -33,8 +33,10 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
   const collection = parts[4]
   const declared = route.audit === false ? undefined : route.audit
   const entity = declared?.entity ?? (collection === undefined ? 'account' : ENTITIES[collection] ?? collection)
+  // An erasure's entry must not keep what it erased: no "before" is read (the answer's counts describe it).
+  const erases = route.method === 'del' && (collection === 'profiles' || collection === 'visitors')
   return async request => {
-    const before = route.method === 'post' || read === null ? null : await readQuietly(read, request)
+    const before = route.method === 'post' || read === null || erases ? null : await readQuietly(read, request)
     const reply = await route.handler(request)
     if (reply.status >= 300) return reply
     const principal = request.auth as Principal | null

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, post, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { addUser, asUser, signIn } from '../helpers/panel.js'
 import { AuditLog, AUDIT_KEEP } from '../../src/audit/audit-log.js'
 import { Store } from '../../src/store/store.js'
@@ -70,6 +70,15 @@ describe('audit log', () => {
     await admin(beacon.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor', password: 'another fine password' })
     const [entry] = (await entries('?limit=1')).entries
     expect(entry).to.include({ action: 'update', entity: 'user', entityId: user.id, summary: 'role → "editor", password changed' })
+  })
+
+  it('records an erasure without what was erased: the counts, not the attributes', async () => {
+    await post(beacon.url, '/profiles/attributes', { account: a.account, token: a.token, profileId: 'erase-me@example.com', attributes: { phone: '+33 6 12 34 56 78' } })
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/profiles/erase-me%40example.com`)).status).to.equal(200)
+    const [entry] = (await entries('?limit=1')).entries
+    expect(entry).to.include({ action: 'erase', entity: 'profile', entityId: 'erase-me@example.com' })
+    expect(entry.summary).to.include('erased=')
+    expect(entry.summary).not.to.include('+33')
   })
 
   it('pages with limit and cursor, and refuses a bad cursor or limit with 400', async () => {
