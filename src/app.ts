@@ -4,7 +4,7 @@
 // (rows not yet relayed stay in the outbox for the next start), stop the delivery workers (what they
 // had not sent stays pending, or goes back to the stream), close NATS, then flush and close LMDB.
 
-import type { Config } from './config.js'
+import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
 import { Registry } from './store/registry.js'
@@ -67,23 +67,22 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => registry.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => registry.listsMembers(account, segment)
+  const attributesWanted = (account: string): ReadonlySet<string> => registry.webhookAttributes(account)
   const reports = new ReportCounters({
     store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => registry.hasCampaign(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
   })
   // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
   const membership = config.reports ? reports.membership : null
-  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, membership })
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
   registry.allowPrivateWebhooks = config.webhookAllowPrivate
   const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
   if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
-  const queue = config.natsUrl === null
-    ? null
-    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected)
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -158,5 +157,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       })()
       return stopping
     },
+  }
+}
+
+/** The JetStream transport, or an error that names the NATS server (never its credentials). */
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined): Promise<JetStreamQueue> {
+  try {
+    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection })
+  } catch (error) {
+    throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL): ${error instanceof Error ? error.message : String(error)}`)
   }
 }

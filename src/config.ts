@@ -124,7 +124,8 @@ export function loadConfig (env: Env = process.env): Config {
     problems.push('BEACON_ADMIN_KEY: must be at least 16 characters (or unset, to have one generated)')
   }
   const config: Config = {
-    host: env.BEACON_HOST || '0.0.0.0',
+    // Loopback for a bare start: the admin API is not on every interface by default (the image sets 0.0.0.0).
+    host: env.BEACON_HOST || '127.0.0.1',
     port: integer(env, 'BEACON_PORT', 8080, 0, 65535, problems),
     dataDir: env.BEACON_DATA_DIR || './data',
     adminKey,
