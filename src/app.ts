@@ -34,6 +34,7 @@ import { mediaRoutes } from './http/media-routes.js'
 import { tryRoutes } from './http/try-routes.js'
 import { reportRoutes } from './http/report-routes.js'
 import { ReportCounters } from './reports/counters.js'
+import { AccountLimits } from './http/account-limits.js'
 
 export interface Beacon {
   port: number
@@ -82,7 +83,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   registry.allowPrivateWebhooks = config.webhookAllowPrivate
   const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
   if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected)
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected, config.natsMaxAckPending)
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -115,6 +116,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...publicRoutes({
         registry, runtime, clock, visitors, profiles,
+        accountLimits: new AccountLimits({
+          clock,
+          inflightMax: config.accountInflightMax,
+          defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
+        }),
         outboxMark: () => store.lastOutboxSeq,
         afterWrite: (account, fromSeq) => {
           const timeoutMs = registry.syncTimeoutMs(account)
@@ -161,9 +167,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */
-async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined): Promise<JetStreamQueue> {
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, maxAckPending: number): Promise<JetStreamQueue> {
   try {
-    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection })
+    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection, maxAckPending })
   } catch (error) {
     throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL): ${error instanceof Error ? error.message : String(error)}`)
   }

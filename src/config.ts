@@ -16,6 +16,11 @@ export interface Config {
   actorIdleMs: number
   mailboxMax: number
   inflightMax: number
+  /** BEACON_ACCOUNT_INFLIGHT_MAX: public requests of one account in flight at once (default: half of inflightMax). */
+  accountInflightMax: number
+  /** BEACON_ACCOUNT_RATE_PER_SECOND (0: unlimited) and BEACON_ACCOUNT_RATE_BURST: accounts' default rate on the public endpoints. */
+  accountRatePerSecond: number
+  accountRateBurst: number
   mapSizeBytes: number
   segmentSweepMs: number
   /** BEACON_DELIVERY_RETENTION_MS: delivered webhook delivery records older than this are deleted; 0 keeps them. */
@@ -27,6 +32,8 @@ export interface Config {
   requestLogSample: number
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
   natsUrl: string | null
+  /** BEACON_NATS_MAX_ACK_PENDING: messages the main JetStream delivery consumer hands out unacked, over every node. */
+  natsMaxAckPending: number
   /** BEACON_SESSION_TTL_MS: a panel session ends this long after sign-in (absolute; sign-out ends it sooner). */
   sessionTtlMs: number
   /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of maxBodyBytes). */
@@ -123,6 +130,8 @@ export function loadConfig (env: Env = process.env): Config {
   if (adminKey !== null && adminKey.length < 16) {
     problems.push('BEACON_ADMIN_KEY: must be at least 16 characters (or unset, to have one generated)')
   }
+  const inflightMax = integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems)
+  const accountRatePerSecond = integer(env, 'BEACON_ACCOUNT_RATE_PER_SECOND', 0, 0, 1_000_000, problems)
   const config: Config = {
     // Loopback for a bare start: the admin API is not on every interface by default (the image sets 0.0.0.0).
     host: env.BEACON_HOST || '127.0.0.1',
@@ -134,7 +143,10 @@ export function loadConfig (env: Env = process.env): Config {
     actorsMax: integer(env, 'BEACON_ACTORS_MAX', 100_000, 100, 10_000_000, problems),
     actorIdleMs: integer(env, 'BEACON_ACTOR_IDLE_MS', 60_000, 100, 86_400_000, problems),
     mailboxMax: integer(env, 'BEACON_MAILBOX_MAX', 1_000, 1, 100_000, problems),
-    inflightMax: integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems),
+    inflightMax,
+    accountInflightMax: integer(env, 'BEACON_ACCOUNT_INFLIGHT_MAX', Math.max(1, Math.floor(inflightMax / 2)), 1, 1_000_000, problems),
+    accountRatePerSecond,
+    accountRateBurst: integer(env, 'BEACON_ACCOUNT_RATE_BURST', Math.max(1, accountRatePerSecond), 1, 10_000_000, problems),
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
@@ -142,6 +154,7 @@ export function loadConfig (env: Env = process.env): Config {
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
+    natsMaxAckPending: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
     sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
     mediaMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),

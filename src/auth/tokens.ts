@@ -52,15 +52,17 @@ export function allowsAttribute (record: TokenRecord, name: string): boolean {
 export function canRead (record: TokenRecord): boolean { return record.access !== 'write' }
 export function canWrite (record: TokenRecord): boolean { return record.access !== 'read' }
 
-/** Token bucket: `ratePerSecond` refilled continuously, bursts up to one second's worth. */
+/** Token bucket: `ratePerSecond` refilled continuously, bursts up to `burst` (default: one second's worth). */
 export class RateLimiter {
   private tokens: number
   private lastMs: number
   private readonly ratePerSecond: number
+  private readonly burst: number
 
-  constructor (ratePerSecond: number, nowMs: number) {
+  constructor (ratePerSecond: number, nowMs: number, burst = ratePerSecond) {
     this.ratePerSecond = ratePerSecond
-    this.tokens = ratePerSecond
+    this.burst = burst
+    this.tokens = burst
     this.lastMs = nowMs
   }
 
@@ -68,7 +70,7 @@ export class RateLimiter {
   take (nowMs: number): number {
     const elapsedMs = nowMs - this.lastMs
     if (elapsedMs > 0) {
-      this.tokens = Math.min(this.ratePerSecond, this.tokens + elapsedMs * this.ratePerSecond / 1000)
+      this.tokens = Math.min(this.burst, this.tokens + elapsedMs * this.ratePerSecond / 1000)
       this.lastMs = nowMs
     }
     if (this.tokens >= 1) {

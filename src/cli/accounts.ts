@@ -1,6 +1,6 @@
 // `beacon accounts create|list`: the admin API's accounts, answers printed as JSON.
 
-import type { AdminClient } from './client.js'
+import { listAll, type AdminClient } from './client.js'
 import type { Output } from './admin-key.js'
 
 export async function accountsCreate (client: AdminClient, name: string, output: Output): Promise<void> {
@@ -8,7 +8,7 @@ export async function accountsCreate (client: AdminClient, name: string, output:
 }
 
 export async function accountsList (client: AdminClient, output: Output): Promise<void> {
-  output.out(pretty(await client.request('GET', '/admin/accounts')))
+  output.out(pretty({ accounts: await listAll(client, '/admin/accounts', 'accounts') }))
 }
 
 export function pretty (value: unknown): string {

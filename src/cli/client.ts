@@ -102,6 +102,21 @@ export class AdminClient {
   }
 }
 
+/** Every item of an admin listing, walking its pages (`?cursor=` the previous page's `next`). */
+export async function listAll<T> (client: AdminClient, path: string, key: string): Promise<T[]> {
+  const items: T[] = []
+  let cursor: string | null = ''
+  while (cursor !== null) {
+    const page: Record<string, unknown> = await client.request('GET', `${path}?limit=${LIST_ALL_PAGE}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)
+    items.push(...page[key] as T[])
+    cursor = typeof page.next === 'string' ? page.next : null
+  }
+  return items
+}
+
+/** The page size listAll asks for (the server's largest). */
+const LIST_ALL_PAGE = 500
+
 function isErrorBody (value: unknown): value is ErrorBody {
   return typeof value === 'object' && value !== null && typeof (value as ErrorBody).message === 'string'
 }

@@ -2,7 +2,7 @@
 // once; nothing else ever prints a secret.
 
 import { ACCESS, type Access } from '../auth/tokens.js'
-import { segment, type AdminClient } from './client.js'
+import { listAll, segment, type AdminClient } from './client.js'
 import { UsageError } from './errors.js'
 import { pretty } from './accounts.js'
 import type { Output } from './admin-key.js'
@@ -29,7 +29,7 @@ export async function tokensCreate (client: AdminClient, spec: TokenSpec, output
 }
 
 export async function tokensList (client: AdminClient, account: string, output: Output): Promise<void> {
-  output.out(pretty(await client.request('GET', `/admin/accounts/${segment(account)}/tokens`)))
+  output.out(pretty({ tokens: await listAll(client, `/admin/accounts/${segment(account)}/tokens`, 'tokens') }))
 }
 
 export async function tokensRevoke (client: AdminClient, account: string, id: string, output: Output): Promise<void> {

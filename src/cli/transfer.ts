@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { BUILT_IN_EVENTS } from '../store/registry.js'
 import { VERSION } from '../ops/version.js'
-import { segment, type AdminClient } from './client.js'
+import { listAll, segment, type AdminClient } from './client.js'
 import { CliError } from './errors.js'
 import { pretty } from './accounts.js'
 import type { Output } from './admin-key.js'
@@ -38,13 +38,12 @@ const KINDS = [
 export async function exportAccount (client: AdminClient, account: string, out: string | undefined, output: Output): Promise<void> {
   const base = `/admin/accounts/${segment(account)}`
   const info = await client.request<{ account: string, name: string }>('GET', base)
-  const eventTypes = (await client.request<{ eventTypes: Item[] }>('GET', `${base}/event-types`)).eventTypes
+  const eventTypes = (await listAll<Item>(client, `${base}/event-types`, 'eventTypes'))
     .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
-  const campaigns = (await client.request<{ campaigns: Item[] }>('GET', `${base}/campaigns`)).campaigns
+  const campaigns = await listAll<Item>(client, `${base}/campaigns`, 'campaigns')
   // A segment's member count is state, not configuration: it is not exported.
-  const segments = (await client.request<{ segments: Item[] }>('GET', `${base}/segments`)).segments
-    .map(({ members: _members, ...definition }) => definition)
-  const webhooks = (await client.request<{ webhooks: Item[] }>('GET', `${base}/webhooks`)).webhooks
+  const segments = (await listAll<Item>(client, `${base}/segments`, 'segments')).map(({ members: _members, ...definition }) => definition)
+  const webhooks = await listAll<Item>(client, `${base}/webhooks`, 'webhooks')
   const doc: ExportDocument = {
     beacon: { format: EXPORT_FORMAT, version: VERSION },
     exportedAt: new Date().toISOString(),

@@ -4,7 +4,8 @@
 
 import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
-import type { Registry } from '../store/registry.js'
+import type { PageRequest, Registry } from '../store/registry.js'
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../store/limits.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import { visitorKey, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
 import type { ProfileKind, ProfileState } from '../../actors/profile.js'
@@ -97,7 +98,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const { name } = validateAccountCreate(request.body)
       return ok(await registry.createAccount(name), 201)
     }),
-    route('get', '/admin/accounts', () => ok({ accounts: registry.listAccounts() })),
+    route('get', '/admin/accounts', request => {
+      const { items, next } = registry.listAccounts(pageRequest(request))
+      return ok({ accounts: items, next })
+    }),
     route('get', '/admin/accounts/:account', request => ok(registry.getAccount(param(request, 0)))),
     route('patch', '/admin/accounts/:account', async request => {
       const patch = validateAccountPatch(request.body)
@@ -112,13 +116,19 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const { record, token } = await registry.createToken(param(request, 0), spec)
       return ok({ ...publicToken(record), token }, 201)
     }),
-    route('get', '/admin/accounts/:account/tokens', request => ok({ tokens: registry.listTokens(param(request, 0)).map(publicToken) })),
+    route('get', '/admin/accounts/:account/tokens', request => {
+      const { items, next } = registry.listTokens(param(request, 0), pageRequest(request))
+      return ok({ tokens: items.map(publicToken), next })
+    }),
     route('del', '/admin/accounts/:account/tokens/:id', async request => {
       registry.getAccount(param(request, 0))
       return ok(publicToken(await registry.revokeToken(param(request, 0), param(request, 1))))
     }),
 
-    route('get', '/admin/accounts/:account/event-types', request => ok({ eventTypes: registry.listEventTypes(param(request, 0)) })),
+    route('get', '/admin/accounts/:account/event-types', request => {
+      const { items, next } = registry.listEventTypes(param(request, 0), pageRequest(request))
+      return ok({ eventTypes: items, next })
+    }),
     route('put', '/admin/accounts/:account/event-types/:name', async request => {
       const name = pathName(request, 'event type name')
       const { required } = validateEventTypePut(request.body)
@@ -137,9 +147,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok({ name, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/campaigns', request => ok({
-      campaigns: registry.listCampaigns(param(request, 0)).map(({ id, campaign }) => ({ id, ...campaign })),
-    })),
+    route('get', '/admin/accounts/:account/campaigns', request => {
+      const { items, next } = registry.listCampaigns(param(request, 0), pageRequest(request))
+      return ok({ campaigns: items.map(({ id, campaign }) => ({ id, ...campaign })), next })
+    }),
     route('put', '/admin/accounts/:account/campaigns/:id', async request => {
       const id = pathName(request, 'campaign id')
       const def = request.body
@@ -158,9 +169,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok({ id, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/segments', request => ok({
-      segments: registry.listSegments(param(request, 0)).map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })),
-    })),
+    route('get', '/admin/accounts/:account/segments', request => {
+      const { items, next } = registry.listSegments(param(request, 0), pageRequest(request))
+      return ok({ segments: items.map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })), next })
+    }),
     route('put', '/admin/accounts/:account/segments/:name', async request => {
       const name = pathName(request, 'segment name')
       const errors = validateSegment(request.body)
@@ -179,9 +191,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok({ name, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/webhooks', request => ok({
-      webhooks: registry.listWebhooks(param(request, 0)).map(({ id, webhook }) => ({ id, ...webhook })),
-    })),
+    route('get', '/admin/accounts/:account/webhooks', request => {
+      const { items, next } = registry.listWebhooks(param(request, 0), pageRequest(request))
+      return ok({ webhooks: items.map(({ id, webhook }) => ({ id, ...webhook })), next })
+    }),
     route('put', '/admin/accounts/:account/webhooks/:id', async request => {
       const id = pathName(request, 'webhook id')
       const webhook = await registry.putWebhook(param(request, 0), id, request.body)
@@ -252,6 +265,14 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       return ok(profileView(profileId, await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState))
     }),
   ]
+}
+
+/** `?limit=&cursor=` of a listing: the `next` of the previous page, and the page size. */
+function pageRequest (request: Request): PageRequest {
+  const query = new URLSearchParams(request.query)
+  const cursor = query.get('cursor') ?? ''
+  if (cursor.length > 300) throw new ApiError('invalid_field', 'cursor must be the next of a previous page (at most 300 characters).', '/cursor')
+  return { cursor, limit: wholeNumber(query.get('limit'), 1, PAGE_LIMIT_MAX, 'limit', PAGE_LIMIT_DEFAULT) }
 }
 
 /** A campaign triggered by an event type the account does not know could never show: refused, naming each. */

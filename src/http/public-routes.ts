@@ -1,5 +1,7 @@
-// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: schema (400),
-// account (404), token (401, 403), rate (429), attribute permissions (403); then the actor.
+// The seven public endpoints of SEED-API.md. Order of checks, the same everywhere: the account's
+// in-flight share and rate when the body names an existing account (503, 429: account-limits.ts),
+// schema (400), account (404), token (401, 403), the token's rate (429), attribute permissions (403);
+// then the actor.
 
 import { ApiError, errorItem } from '../errors.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
@@ -11,7 +13,8 @@ import type { Campaign, EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Reply, Route } from './server.js'
+import type { Reply, Request, Route } from './server.js'
+import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
   registry: Registry
@@ -25,6 +28,7 @@ export interface PublicDeps {
    */
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
+  accountLimits: AccountLimits
   /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
   countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
 }
@@ -39,7 +43,7 @@ const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, countEvent = null }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, countEvent = null }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -133,12 +137,26 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     return canRead(record) ? segments : null
   }
 
+  /**
+   * The account's share, taken right after the body is parsed (ids lower-cased in place first): a body
+   * naming an existing, active account takes one of the account's slots and tokens (or is refused,
+   * before any validation or actor work), given back once the handler settled; any other body goes on
+   * to be refused by the handler (400, 404).
+   */
+  function admit (request: Request): AccountSlot | null {
+    const id = (lowerCaseIds(request.body) as { account?: unknown }).account
+    const account = typeof id === 'string' ? registry.activeAccount(id) : undefined
+    return account === undefined ? null : accountLimits.enter(account)
+  }
+  const release = (slot: object): void => accountLimits.leave(slot as AccountSlot)
+
   function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
     const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
     return { status: 200, body: segments === null ? body : { ...body, segments } }
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(lowerCaseIds(request.body)) })
+  // admit() lower-cased the ids of the body before the handler sees it.
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, admit, release, handler: request => handler(request.body) })
 
   return [
     post('/campaigns/query', campaignsQuery),

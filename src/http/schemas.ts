@@ -3,6 +3,7 @@
 // Every string and list has a limit, so no field can make a request expensive.
 
 import Type, { type Static } from 'typebox'
+import { TOKEN_ATTRIBUTES_MAX } from '../store/limits.js'
 
 export const NAME_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$'
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
@@ -119,13 +120,20 @@ export type VisitorSegments = Static<typeof VisitorSegments>
 const Label = Type.String({ minLength: 1, maxLength: 200 })
 
 export const AccountCreate = Type.Object({ name: Label }, { additionalProperties: false })
+/** An account's rate on the public endpoints; null in a PATCH: back to BEACON_ACCOUNT_RATE_PER_SECOND. */
+export const RateLimit = Type.Object({
+  perSecond: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Requests per second on the public endpoints; 0: unlimited.' }),
+  burst: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Requests a burst may hold (default: perSecond).' })),
+}, { additionalProperties: false })
+
 export const AccountPatch = Type.Object({
   name: Type.Optional(Label), suspended: Type.Optional(Type.Boolean()),
+  rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
 }, { additionalProperties: false, minProperties: 1 })
 
 export const TokenCreate = Type.Object({
   name: Label,
-  attributes: Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_.:-]{1,128})$' }), { minItems: 1, maxItems: 1000 }),
+  attributes: Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_.:-]{1,128})$' }), { minItems: 1, maxItems: TOKEN_ATTRIBUTES_MAX }),
   access: Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('read-write')]),
   ratePerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
 }, { additionalProperties: false })

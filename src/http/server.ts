@@ -62,6 +62,14 @@ export interface Route {
   audit?: { action?: string, entity?: string } | false
   /** Still answered while draining (health and metrics: a load balancer reads why it is taken out). */
   whileDraining?: boolean
+  /** Never counted against nor refused by BEACON_INFLIGHT_MAX (health and metrics: they must answer under overload). */
+  uncounted?: boolean
+  /**
+   * Called with the parsed request right before the handler (a per-account bulkhead): throws an
+   * ApiError to refuse; what it returns (null: nothing held) goes to `release` once the handler settled.
+   */
+  admit?: (request: Request) => object | null
+  release?: (admitted: object) => void
   handler: Handler
 }
 
@@ -270,9 +278,11 @@ export class HttpServer {
     res.onAborted(onAbort.bind(exchange))
     if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
     if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
-    if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
-    this.inflight++
-    exchange.counted = true
+    if (route.uncounted !== true) {
+      if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+      this.inflight++
+      exchange.counted = true
+    }
     if (route.guard !== undefined) {
       try {
         exchange.auth = route.guard(exchange)
@@ -359,14 +369,24 @@ export class HttpServer {
       auth: exchange.auth,
     }
     let out: Reply | Promise<Reply>
+    let admitted: object | null = null
     try {
+      if (route.admit !== undefined) admitted = route.admit(request)
       out = route.handler(request)
     } catch (error) {
+      if (admitted !== null) route.release!(admitted)
       return this.finish(exchange, this.failure(error, request, route), false)
     }
     if (out instanceof Promise) {
-      out.then(reply => this.finish(exchange, reply, false), error => this.finish(exchange, this.failure(error, request, route), false))
+      out.then(reply => {
+        if (admitted !== null) route.release!(admitted)
+        this.finish(exchange, reply, false)
+      }, error => {
+        if (admitted !== null) route.release!(admitted)
+        this.finish(exchange, this.failure(error, request, route), false)
+      })
     } else {
+      if (admitted !== null) route.release!(admitted)
       this.finish(exchange, out, false)
     }
   }

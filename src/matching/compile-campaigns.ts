@@ -11,12 +11,17 @@
 // place guarantees is left out of the entry's tests (the key leaf of the rule, tree-filed
 // trigger dimensions, literal paths); everything else is tested on the candidate.
 // Each campaign is reachable once per event at most, so no de-duplication is needed.
+//
+// The build is a generator that pauses every STEP_CAMPAIGNS campaigns of each pass over them:
+// compileCampaigns runs it to the end at once; compileCampaignsSliced runs it a slice of time at a
+// time, letting the event loop serve requests in between (an account of 10,000 campaigns takes
+// longer than a request should ever wait).
 
 import { compileCondition } from './compile-condition.js'
 import { frozenJsonCopy } from './deep-freeze.js'
 import { compileGlob, type StringTest } from './glob.js'
 import { withoutLeaf, type FieldKey, type IndexKey, type PathKey } from './index-keys.js'
-import { candidateKeys, groupId, planIndex } from './index-plan.js'
+import { candidateKeys, groupId, planIndexSteps } from './index-plan.js'
 import { parseIsoMs } from './iso-time.js'
 import { ANY_MASK, assignBits, bitOf, maskOf, RARE_BIT, type Bits } from './trigger-bits.js'
 import type { CampaignDef, CampaignInput, CampaignSet, MatchContext, MatchedCampaign, Predicate, Trigger } from './types.js'
@@ -73,43 +78,84 @@ interface Filed { kinds: readonly string[] | null, platforms: readonly string[] 
 // per candidate instead, so one campaign listing 100×100×100 values cannot bloat the tree.
 const MAX_TREE_CELLS = 64
 
+/** Campaigns handled between two pauses of the build. */
+export const STEP_CAMPAIGNS = 64
+
 export function compileCampaigns (campaigns: readonly CampaignInput[]): CampaignSet {
-  const { active, places } = plan(campaigns)
+  return runToEnd(compileSteps(campaigns))
+}
+
+/**
+ * Compile in slices of about `sliceMs` of work, the event loop running in between (setImmediate), and
+ * call `done` with the set. A build that fits in one slice is done before this returns.
+ */
+export function compileCampaignsSliced (campaigns: readonly CampaignInput[], sliceMs: number, done: (set: CampaignSet) => void): void {
+  runSlices(compileSteps(campaigns), sliceMs, done)
+}
+
+function runSlices (steps: Generator<void, CampaignSet, void>, sliceMs: number, done: (set: CampaignSet) => void): void {
+  const deadline = performance.now() + sliceMs
+  for (;;) {
+    const step = steps.next()
+    if (step.done === true) return done(step.value)
+    if (performance.now() >= deadline) {
+      setImmediate(runSlices, steps, sliceMs, done)
+      return
+    }
+  }
+}
+
+function runToEnd<T> (steps: Generator<void, T, void>): T {
+  for (;;) {
+    const step = steps.next()
+    if (step.done === true) return step.value
+  }
+}
+
+function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, CampaignSet, void> {
+  const { active, places } = yield * plan(campaigns)
   const triggers = active.map(c => c.def.trigger)
   const bits: DimensionBits = {
     kinds: assignBits(triggers.map(t => t.events)),
     platforms: assignBits(triggers.map(t => t.platforms)),
     devices: assignBits(triggers.map(t => t.devices)),
   }
+  yield
   const tree: KindLevel<Entry[]> = { by: new Map(), any: null }
   const groups = new Map<string, FieldGroup<Entry[]>>()
   const paths: PathIndex<Entry[]> = { exact: new Map(), prefixes: new Map(), hasPrefixLength: [] }
   // Ranks ascend in this loop, so every list in the index comes out already in result order.
-  active.forEach((c, rank) => {
+  for (let rank = 0; rank < active.length; rank++) {
+    const c = active[rank]!
     const key = places[rank] ?? null
     if (key === null) {
       const filed = treeDimensions(c.def.trigger)
       fileInTree(tree, filed, makeEntry(c.id, c.def, rank, bits, key, filed))
     } else if (key.kind === 'field') fileInGroup(groups, key, makeEntry(c.id, c.def, rank, bits, key, null))
     else fileInPaths(paths, key, makeEntry(c.id, c.def, rank, bits, key, null))
-  })
-  return Object.freeze({
-    size: active.length,
-    match: matcher(
-      packLevel((p: PlatformLevel<Entry[]>) => packLevel((d: DeviceLevel<Entry[]>) => packLevel(pack, d), p), tree),
-      [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) })),
-      paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null,
-      bits,
-    ),
-  })
+    if (rank % STEP_CAMPAIGNS === STEP_CAMPAIGNS - 1) yield
+  }
+  yield
+  const packedTree = packLevel((p: PlatformLevel<Entry[]>) => packLevel((d: DeviceLevel<Entry[]>) => packLevel(pack, d), p), tree)
+  yield
+  const packedGroups = [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) }))
+  yield
+  const packedPaths = paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null
+  return Object.freeze({ size: active.length, match: matcher(packedTree, packedGroups, packedPaths, bits) })
 }
 
 // Active campaigns in result order, and for each the key it is filed under (null: the tree).
-function plan (campaigns: readonly CampaignInput[]): { active: CampaignInput[], places: Array<IndexKey | null> } {
-  const active = campaigns
-    .filter(c => c.def.status === 'active')
-    .sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  return { active, places: planIndex(active.map(c => c.def), active.map(c => candidateKeys(c.def))) }
+function * plan (campaigns: readonly CampaignInput[]): Generator<void, { active: CampaignInput[], places: Array<IndexKey | null> }, void> {
+  const active = campaigns.filter(c => c.def.status === 'active')
+  yield
+  active.sort((a, b) => b.def.priority - a.def.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  yield
+  const keys: IndexKey[][] = []
+  for (let i = 0; i < active.length; i++) {
+    keys.push(candidateKeys(active[i]!.def))
+    if (i % STEP_CAMPAIGNS === STEP_CAMPAIGNS - 1) yield
+  }
+  return { active, places: yield * planIndexSteps(active.map(c => c.def), keys, STEP_CAMPAIGNS) }
 }
 
 /**
@@ -117,7 +163,7 @@ function plan (campaigns: readonly CampaignInput[]): { active: CampaignInput[], 
  * 'attribute.<name>'. For tests and benchmark reports; matching never needs it.
  */
 export function indexPlan (campaigns: readonly CampaignInput[]): Array<{ id: string, place: string }> {
-  const { active, places } = plan(campaigns)
+  const { active, places } = runToEnd(plan(campaigns))
   return active.map((c, i) => {
     const key = places[i] ?? null
     const place = key === null ? 'tree' : key.kind === 'path' ? 'path' : `${key.source}.${key.field}`

@@ -38,25 +38,31 @@ class Distinct {
   }
 }
 
-export function planIndex (defs: readonly CampaignDef[], keys: readonly IndexKey[][]): Array<IndexKey | null> {
+/** Each campaign's place (null: the tree), pausing every `step` campaigns of each pass (compile-campaigns.ts). */
+export function * planIndexSteps (defs: readonly CampaignDef[], keys: readonly IndexKey[][], step: number): Generator<void, Array<IndexKey | null>, void> {
   const distinct = new Distinct()
-  for (const def of defs) {
+  for (let i = 0; i < defs.length; i++) {
+    const def = defs[i]!
     for (const dim of DIMENSIONS) for (const v of def.trigger[dim] ?? []) distinct.add(dim, v)
+    if (i % step === step - 1) yield
   }
-  for (const list of keys) {
-    for (const key of list) {
+  for (let i = 0; i < keys.length; i++) {
+    for (const key of keys[i]!) {
       if (key.kind === 'field') for (const v of key.values) distinct.add(groupId(key), v)
       else {
         for (const p of key.exact) distinct.add('path=', p)
         for (const p of key.prefixes) distinct.add('path/', p)
       }
     }
+    if (i % step === step - 1) yield
   }
   const reach = (key: IndexKey): number => key.kind === 'field'
     ? key.values.length * distinct.chance(groupId(key))
     : key.exact.length * distinct.chance('path=') + key.prefixes.length * distinct.chance('path/')
 
-  return defs.map((def, i) => {
+  const places: Array<IndexKey | null> = []
+  for (let i = 0; i < defs.length; i++) {
+    const def = defs[i]!
     let best: IndexKey | null = null
     let bestReach = 1
     for (const dim of DIMENSIONS) {
@@ -67,6 +73,8 @@ export function planIndex (defs: readonly CampaignDef[], keys: readonly IndexKey
       const r = reach(key)
       if (r < bestReach) { best = key; bestReach = r }
     }
-    return best
-  })
+    places.push(best)
+    if (i % step === step - 1) yield
+  }
+  return places
 }

@@ -4,7 +4,7 @@
 // These describe; they do not validate requests. The coverage test checks real answers against them.
 
 import Type, { type TObject, type TSchema } from 'typebox'
-import { NAME_PATTERN } from '../http/schemas.js'
+import { NAME_PATTERN, RateLimit } from '../http/schemas.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { OPS, CAP_PERIODS } from '../matching/types.js'
 import { MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_LENGTH, MAX_TRIGGER_VALUES, MAX_TRIGGER_VALUE_LENGTH } from '../matching/validate-campaign.js'
@@ -105,8 +105,11 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
 
 // ---- accounts and tokens ----
 
-export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso })
-export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord) })
+/** Every listing is a page: its items, and `next` to pass as `cursor` for the following page (null: the last). */
+export const Next = Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' })
+
+export const AccountRecord = Type.Object({ account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso, rateLimit: Type.Optional(RateLimit) })
+export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
 
 const access = literals(['read', 'write', 'read-write'])
 const tokenFields = {
@@ -121,10 +124,10 @@ const tokenFields = {
 }
 export const TokenRecord = Type.Object(tokenFields)
 export const TokenCreated = Type.Object({ ...tokenFields, token: Type.String({ description: 'The secret token, `bk_<id>_<secret>`: shown only in this answer.' }) })
-export const TokenList = Type.Object({ tokens: Type.Array(TokenRecord) })
+export const TokenList = Type.Object({ tokens: Type.Array(TokenRecord), next: Next })
 
 export const EventType = Type.Object({ name: Name, required: Type.Array(Type.String()) })
-export const EventTypeList = Type.Object({ eventTypes: Type.Array(EventType, { description: 'Built-in ones first.' }) })
+export const EventTypeList = Type.Object({ eventTypes: Type.Array(EventType, { description: 'Built-in ones first (on the first page).' }), next: Next })
 
 export const NameDeleted = Type.Object({ name: Type.String(), deleted: Type.Literal(true) })
 export const IdDeleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) })
@@ -169,7 +172,7 @@ const campaignFields = {
 }
 export const CampaignPut = Type.Object(campaignFields, { additionalProperties: false })
 export const Campaign = Type.Object({ id: Type.String(), ...campaignFields })
-export const CampaignList = Type.Object({ campaigns: Type.Array(Campaign) })
+export const CampaignList = Type.Object({ campaigns: Type.Array(Campaign), next: Next })
 
 // ---- segments ----
 
@@ -201,7 +204,7 @@ export const Segment = Type.Object({
   ...segmentFields,
   members: Type.Optional(Type.Integer({ minimum: 0, description: 'GET only: visitors and profiles in it now, from counters moved on enter and exit (eventually consistent).' })),
 })
-export const SegmentList = Type.Object({ segments: Type.Array(Segment) })
+export const SegmentList = Type.Object({ segments: Type.Array(Segment), next: Next })
 
 // ---- webhooks ----
 

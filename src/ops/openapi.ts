@@ -12,6 +12,7 @@ import { ERRORS, type ErrorCode } from '../errors.js'
 import * as S from '../http/schemas.js'
 import { WebhookConfigSchema } from '../webhooks/config.js'
 import { DELIVERY_STATUSES, LIST_PAGE_MAX } from '../../actors/delivery.js'
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../store/limits.js'
 import * as R from './openapi-schemas.js'
 import { CONTENT_TYPE as METRICS_CONTENT_TYPE } from './metrics.js'
 import { VERSION } from './version.js'
@@ -86,6 +87,12 @@ const VISITOR = '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60'
 
 export const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
 
+/** `?cursor=&limit=` of every admin listing (items in id or name order). */
+const PAGE_QUERY: QueryParameter[] = [
+  { name: 'cursor', description: 'The `next` of the previous page (omitted: the first page).', schema: { type: 'string', maxLength: 300 } as TSchema },
+  { name: 'limit', description: `Page size (default ${PAGE_LIMIT_DEFAULT}, at most ${PAGE_LIMIT_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT_MAX } as TSchema },
+]
+
 export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- public ----
   'POST /campaigns/query': {
@@ -94,7 +101,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     tag: 'Events', auth: 'none',
     body: { schema: S.EventRequest, example: { account: EXAMPLE_ACCOUNT, visitorId: VISITOR, platform: 'web', event: 'pageView', path: '/shoes' } },
     ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
-    errors: ['account_not_found', 'unknown_event_type'],
+    errors: ['account_not_found', 'unknown_event_type', 'rate_limited'],
   },
   'POST /profiles/query': {
     summary: 'Read a profile\'s attributes and segments',
@@ -145,19 +152,20 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     tag: 'Accounts', auth: 'admin',
     body: { schema: S.AccountCreate, example: { name: 'My shop' } },
     ok: json(201, 'The new account.', R.AccountRecord),
-    errors: [],
+    errors: ['conflict'],
   },
   'GET /admin/accounts': {
     summary: 'List accounts', tag: 'Accounts', auth: 'admin',
-    ok: json(200, 'Every account.', R.AccountList), errors: [],
+    query: PAGE_QUERY,
+    ok: json(200, 'A page of accounts, in id order.', R.AccountList), errors: ['invalid_field'],
   },
   'GET /admin/accounts/{account}': {
     summary: 'Read an account', tag: 'Accounts', auth: 'admin',
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
   },
   'PATCH /admin/accounts/{account}': {
-    summary: 'Rename or suspend an account',
-    description: 'A suspended account answers 404 account_not_found on the public API.',
+    summary: 'Rename or suspend an account, or set its rate',
+    description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND.',
     tag: 'Accounts', auth: 'admin',
     body: { schema: S.AccountPatch, example: { name: 'My shop (EU)' } },
     ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
@@ -167,11 +175,12 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     description: 'The secret `token` is in this answer only; Beacon keeps a SHA-256 of it.',
     tag: 'Tokens', auth: 'admin',
     body: { schema: S.TokenCreate, example: { name: 'backend', attributes: ['*'], access: 'read-write', ratePerSecond: 100 } },
-    ok: json(201, 'The token, with its secret.', R.TokenCreated), errors: ['account_not_found'],
+    ok: json(201, 'The token, with its secret.', R.TokenCreated), errors: ['account_not_found', 'conflict'],
   },
   'GET /admin/accounts/{account}/tokens': {
     summary: 'List tokens (without secrets)', tag: 'Tokens', auth: 'admin',
-    ok: json(200, 'The account\'s tokens, revoked ones included.', R.TokenList), errors: ['account_not_found'],
+    query: PAGE_QUERY,
+    ok: json(200, 'The account\'s tokens, revoked ones included.', R.TokenList), errors: ['invalid_field', 'account_not_found'],
   },
   'DELETE /admin/accounts/{account}/tokens/{id}': {
     summary: 'Revoke a token', description: 'Refused at once from then on.', tag: 'Tokens', auth: 'admin',
@@ -181,7 +190,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- admin: event types ----
   'GET /admin/accounts/{account}/event-types': {
     summary: 'List event types', tag: 'Event types', auth: 'admin',
-    ok: json(200, 'Built-in event types, then the account\'s.', R.EventTypeList), errors: ['account_not_found'],
+    query: PAGE_QUERY,
+    ok: json(200, 'Built-in event types, then the account\'s.', R.EventTypeList), errors: ['invalid_field', 'account_not_found'],
   },
   'PUT /admin/accounts/{account}/event-types/{name}': {
     summary: 'Create or replace a custom event type', tag: 'Event types', auth: 'admin',
@@ -200,7 +210,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- admin: campaigns ----
   'GET /admin/accounts/{account}/campaigns': {
     summary: 'List campaigns', tag: 'Campaigns', auth: 'admin',
-    ok: json(200, 'The account\'s campaigns.', R.CampaignList), errors: ['account_not_found'],
+    query: PAGE_QUERY,
+    ok: json(200, 'The account\'s campaigns.', R.CampaignList), errors: ['invalid_field', 'account_not_found'],
   },
   'PUT /admin/accounts/{account}/campaigns/{id}': {
     summary: 'Create or replace a campaign', description: 'Compiled when saved; every problem is reported at once with its JSON pointer.',
@@ -220,7 +231,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- admin: segments ----
   'GET /admin/accounts/{account}/segments': {
     summary: 'List segments', tag: 'Segments', auth: 'admin',
-    ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['account_not_found'],
+    query: PAGE_QUERY,
+    ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['invalid_field', 'account_not_found'],
   },
   'PUT /admin/accounts/{account}/segments/{name}': {
     summary: 'Create or replace a segment', description: 'With a rule it is computed (members are re-evaluated); without, it is manual.',
@@ -240,8 +252,9 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- admin: webhooks ----
   'GET /admin/accounts/{account}/webhooks': {
     summary: 'List webhooks', tag: 'Webhooks', auth: 'admin',
-    ok: json(200, 'The account\'s webhooks, secrets redacted.', { type: 'object', required: ['webhooks'], properties: { webhooks: { type: 'array', items: R.webhookAnswer(WebhookConfigSchema) } } } as TSchema),
-    errors: ['account_not_found'],
+    ok: json(200, 'The account\'s webhooks, secrets redacted.', { type: 'object', required: ['webhooks', 'next'], properties: { webhooks: { type: 'array', items: R.webhookAnswer(WebhookConfigSchema) }, next: R.Next } } as TSchema),
+    query: PAGE_QUERY,
+    errors: ['invalid_field', 'account_not_found'],
   },
   'PUT /admin/accounts/{account}/webhooks/{id}': {
     summary: 'Create or replace a webhook',

@@ -17,7 +17,7 @@ const JSON_TYPE = 'application/json'
 export function opsRoutes ({ metrics, lmdbOpen, draining, nats }: OpsDeps): Route[] {
   // Built and serialized once: the document only changes with the code.
   const openapi = JSON.stringify(buildOpenApi())
-  const get = (pattern: string, handler: () => Reply | Promise<Reply>): Route => ({ method: 'get', pattern, body: false, whileDraining: true, handler })
+  const get = (pattern: string, handler: () => Reply | Promise<Reply>): Route => ({ method: 'get', pattern, body: false, whileDraining: true, uncounted: true, handler })
 
   return [
     get('/healthz', () => ({ status: 200, body: LIVENESS })),

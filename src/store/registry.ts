@@ -7,16 +7,34 @@ import { ApiError } from '../errors.js'
 import { newToken, RateLimiter, type Access, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
 import type { Store } from './store.js'
-import { compileCampaigns, type CampaignDef, type CampaignSet } from '../matching/index.js'
+import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
 import type { SegmentDef } from '../segments/rules.js'
 import { compileWebhook, redactWebhook, restoreSecrets, type CompiledWebhook, type WebhookConfig } from '../webhooks/index.js'
+import { ACCOUNTS_MAX, CAMPAIGNS_MAX, EVENT_TYPES_MAX, SEGMENT_DEFS_MAX, TOKENS_MAX, WEBHOOKS_MAX } from './limits.js'
+import { pageOf, type Page } from './paging.js'
+
+export { CAMPAIGNS_MAX, SEGMENT_DEFS_MAX, WEBHOOKS_MAX }
+
+/** Which page of a listing: items whose key sorts after `cursor` ('' = the first page), at most `limit`. */
+export interface PageRequest {
+  cursor: string
+  limit: number
+}
 
 export interface Account {
   account: string
   name: string
   suspended: boolean
   createdAt: string
+  /** The account's own rate on the public endpoints (absent: BEACON_ACCOUNT_RATE_PER_SECOND). */
+  rateLimit?: RateLimit
+}
+
+/** Requests per second (0: unlimited) and the burst a bucket holds (default: one second's worth). */
+export interface RateLimit {
+  perSecond: number
+  burst?: number
 }
 
 export interface EventType {
@@ -31,17 +49,22 @@ export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
   ['purchase', { name: 'purchase', required: ['orderId'] }],
 ])
 
-/** Campaigns per account are bounded: the compiled set and each visitor's caps grow with it. */
-export const CAMPAIGNS_MAX = 10_000
-
 interface AccountCampaigns {
   defs: Map<string, CampaignDef>
-  /** Compiled on first use after a change (so a bulk load compiles once), then swapped whole. */
+  /**
+   * What requests match against: swapped whole when a build finishes, so requests keep using the
+   * previous set while the next one is built. Null until first used after start (then compiled at once).
+   */
   compiled: CampaignSet | null
+  /** Bumped by every change; `compiledVersion` is the version `compiled` was built from. */
+  version: number
+  compiledVersion: number
+  /** A build is under way (at most one per account; a change during it starts another after it). */
+  building: boolean
 }
 
-/** Segments per account are bounded: each computed one is evaluated after every change of every entity. */
-export const SEGMENT_DEFS_MAX = 1_000
+/** A campaign build runs in slices of this much work, the event loop serving requests in between. */
+export const COMPILE_SLICE_MS = 5
 
 interface AccountSegments {
   defs: Map<string, SegmentDef>
@@ -49,8 +72,6 @@ interface AccountSegments {
   version: number
   compiled: SegmentSet | null
 }
-
-export const WEBHOOKS_MAX = 100
 
 /** Event types of updates, as event-driven webhooks select them. */
 export const UPDATE_EVENTS = ['attributesUpdated', 'segmentsUpdated'] as const
@@ -81,6 +102,13 @@ export class Registry {
   private readonly clock: Clock
   private readonly accounts = new Map<string, Account>()
   private readonly tokens = new Map<string, LiveToken>()
+  /** Token ids by account (listing and counting one account's tokens without scanning every token). */
+  private readonly tokenIds = new Map<string, Map<string, string>>()
+  /**
+   * Creations awaiting their durable write, by scope (`<account> <kind>`, or '' for accounts): counted
+   * with what exists, so concurrent creations cannot pass a limit between the check and the insert.
+   */
+  private readonly creating = new Map<string, Set<string>>()
   private readonly eventTypes = new Map<string, Map<string, EventType>>()
   private readonly campaigns = new Map<string, AccountCampaigns>()
   private readonly segments = new Map<string, AccountSegments>()
@@ -108,6 +136,8 @@ export class Registry {
       else if (kind === 'segments-version') this.segmentsOf(account).version = value as number
       else if (kind === 'webhook') this.loadWebhook(account, (key as string[])[2]!, value as WebhookConfig)
     }
+    // Built in slices from the start; a request that comes before its account's build is done compiles at once.
+    for (const entry of this.campaigns.values()) this.buildCampaigns(entry)
   }
 
   // Accounts
@@ -118,7 +148,7 @@ export class Registry {
     return found === undefined || found.suspended ? undefined : found
   }
 
-  listAccounts (): Account[] { return [...this.accounts.values()] }
+  listAccounts (page: PageRequest): Page<Account> { return pageOf(this.accounts, page.cursor, page.limit, valueOf) }
 
   getAccount (account: string): Account {
     const found = this.accounts.get(account)
@@ -128,13 +158,19 @@ export class Registry {
 
   async createAccount (name: string): Promise<Account> {
     const account: Account = { account: randomUUID(), name, suspended: false, createdAt: this.isoNow() }
-    await this.store.save(this.store.accounts, account.account, account)
-    this.accounts.set(account.account, account)
+    await this.reserve('', account.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
+      await this.store.save(this.store.accounts, account.account, account)
+      this.accounts.set(account.account, account)
+    })
     return account
   }
 
-  async updateAccount (id: string, patch: { name?: string, suspended?: boolean }): Promise<Account> {
-    const next = { ...this.getAccount(id), ...patch }
+  /** `rateLimit: null` goes back to the installation's default rate. */
+  async updateAccount (id: string, patch: { name?: string, suspended?: boolean, rateLimit?: RateLimit | null }): Promise<Account> {
+    const { rateLimit, ...rest } = patch
+    const next: Account = { ...this.getAccount(id), ...rest }
+    if (rateLimit === null) delete next.rateLimit
+    else if (rateLimit !== undefined) next.rateLimit = rateLimit
     await this.store.save(this.store.accounts, id, next)
     this.accounts.set(id, next)
     return next
@@ -156,16 +192,22 @@ export class Registry {
       createdAt: this.isoNow(),
       revokedAt: null,
     }
-    await this.store.save(this.store.tokens, id, record)
-    this.addLiveToken(record)
+    await this.reserve(account + ' token', id, false, this.activeTokens(account), TOKENS_MAX, 'An account has at most %d tokens that are not revoked; revoke some first.', async () => {
+      await this.store.save(this.store.tokens, id, record)
+      this.addLiveToken(record)
+    })
     return { record, token }
   }
 
-  listTokens (account: string): TokenRecord[] {
+  listTokens (account: string, page: PageRequest): Page<TokenRecord> {
     this.getAccount(account)
-    const out: TokenRecord[] = []
-    for (const live of this.tokens.values()) if (live.record.account === account) out.push(live.record)
-    return out
+    return pageOf(this.tokenIdsOf(account), page.cursor, page.limit, id => this.tokens.get(id)!.record)
+  }
+
+  private activeTokens (account: string): number {
+    let n = 0
+    for (const id of this.tokenIdsOf(account).keys()) if (this.tokens.get(id)!.record.revokedAt === null) n++
+    return n
   }
 
   async revokeToken (account: string, id: string): Promise<TokenRecord> {
@@ -188,16 +230,21 @@ export class Registry {
     return BUILT_IN_EVENTS.get(name) ?? this.eventTypes.get(account)?.get(name)
   }
 
-  listEventTypes (account: string): EventType[] {
+  /** Built-in event types on the first page, then the account's in name order. */
+  listEventTypes (account: string, page: PageRequest): Page<EventType> {
     this.getAccount(account)
-    return [...BUILT_IN_EVENTS.values(), ...(this.eventTypes.get(account)?.values() ?? [])]
+    const custom = pageOf(this.eventTypes.get(account) ?? [], page.cursor, page.limit, valueOf)
+    return page.cursor === '' ? { items: [...BUILT_IN_EVENTS.values(), ...custom.items], next: custom.next } : custom
   }
 
   async putEventType (account: string, type: EventType): Promise<EventType> {
     this.getAccount(account)
     if (BUILT_IN_EVENTS.has(type.name)) throw new ApiError('conflict', `"${type.name}" is a built-in event type and cannot be changed.`, '/name')
-    await this.store.save(this.store.config, [account, 'event-type', type.name], type)
-    this.eventTypesOf(account).set(type.name, type)
+    const types = this.eventTypesOf(account)
+    await this.reserve(account + ' event-type', type.name, types.has(type.name), types.size, EVENT_TYPES_MAX, 'An account has at most %d custom event types; delete some first.', async () => {
+      await this.store.save(this.store.config, [account, 'event-type', type.name], type)
+      types.set(type.name, type)
+    })
     return type
   }
 
@@ -211,17 +258,50 @@ export class Registry {
 
   // Campaigns
 
-  /** The account's compiled campaigns (compiling them if they changed), or null when it has none. */
+  /**
+   * The account's compiled campaigns, or null when it has none. After a change this is the previous set
+   * until the new one is built (in slices, off the request path: `rebuildCampaigns`); only a request
+   * that comes before the first build after start is done, with no previous set to serve, compiles at once.
+   */
   campaignSet (account: string): CampaignSet | null {
     const entry = this.campaigns.get(account)
-    if (entry === undefined || entry.defs.size === 0) return null
-    entry.compiled ??= compileCampaigns([...entry.defs].map(([id, def]) => ({ id, def })))
+    if (entry === undefined) return null
+    if (entry.compiled === null && entry.defs.size > 0) {
+      entry.compiled = compileCampaigns(campaignInputs(entry.defs))
+      entry.compiledVersion = entry.version
+    }
     return entry.compiled
   }
 
-  listCampaigns (account: string): { id: string, campaign: CampaignDef }[] {
+  /**
+   * Build the account's campaigns again after a change, in slices of COMPILE_SLICE_MS; requests keep
+   * matching the previous set until it is swapped in. A small account builds within the first slice,
+   * before the change is answered; a large one within its build time after.
+   */
+  private rebuildCampaigns (entry: AccountCampaigns): void {
+    entry.version++
+    this.buildCampaigns(entry)
+  }
+
+  /** Start a build of the current version unless one is under way (which starts the next when it ends). */
+  private buildCampaigns (entry: AccountCampaigns): void {
+    if (entry.building) return
+    entry.building = true
+    const version = entry.version
+    const inputs = campaignInputs(entry.defs)
+    compileCampaignsSliced(inputs, COMPILE_SLICE_MS, set => {
+      entry.building = false
+      if (version >= entry.compiledVersion) {
+        entry.compiled = inputs.length === 0 ? null : set
+        entry.compiledVersion = version
+      }
+      if (entry.version !== version) this.buildCampaigns(entry)
+    })
+  }
+
+  listCampaigns (account: string, page: PageRequest): Page<{ id: string, campaign: CampaignDef }> {
     this.getAccount(account)
-    return [...(this.campaigns.get(account)?.defs ?? [])].map(([id, campaign]) => ({ id, campaign }))
+    return pageOf(this.campaigns.get(account)?.defs ?? [], page.cursor, page.limit, (id, campaign) => ({ id, campaign }))
   }
 
   /** Whether the account has this campaign (no throw: for counting). */
@@ -239,12 +319,11 @@ export class Registry {
   async putCampaign (account: string, id: string, def: CampaignDef): Promise<void> {
     this.getAccount(account)
     const entry = this.campaignsOf(account)
-    if (!entry.defs.has(id) && entry.defs.size >= CAMPAIGNS_MAX) {
-      throw new ApiError('conflict', `An account has at most ${CAMPAIGNS_MAX} campaigns; delete some first.`)
-    }
-    await this.store.save(this.store.config, [account, 'campaign', id], def)
-    entry.defs.set(id, def)
-    entry.compiled = null
+    await this.reserve(account + ' campaign', id, entry.defs.has(id), entry.defs.size, CAMPAIGNS_MAX, 'An account has at most %d campaigns; delete some first.', async () => {
+      await this.store.save(this.store.config, [account, 'campaign', id], def)
+      entry.defs.set(id, def)
+      this.rebuildCampaigns(entry)
+    })
   }
 
   async deleteCampaign (account: string, id: string): Promise<void> {
@@ -252,7 +331,7 @@ export class Registry {
     await this.store.durable(this.store.config.remove([account, 'campaign', id]))
     const entry = this.campaignsOf(account)
     entry.defs.delete(id)
-    entry.compiled = null
+    this.rebuildCampaigns(entry)
   }
 
   // Segments
@@ -265,9 +344,9 @@ export class Registry {
     return entry.compiled
   }
 
-  listSegments (account: string): { name: string, segment: SegmentDef }[] {
+  listSegments (account: string, page: PageRequest): Page<{ name: string, segment: SegmentDef }> {
     this.getAccount(account)
-    return [...(this.segments.get(account)?.defs ?? [])].map(([name, segment]) => ({ name, segment }))
+    return pageOf(this.segments.get(account)?.defs ?? [], page.cursor, page.limit, (name, segment) => ({ name, segment }))
   }
 
   getSegment (account: string, name: string): SegmentDef {
@@ -280,13 +359,12 @@ export class Registry {
   async putSegment (account: string, name: string, def: SegmentDef): Promise<void> {
     this.getAccount(account)
     const entry = this.segmentsOf(account)
-    if (!entry.defs.has(name) && entry.defs.size >= SEGMENT_DEFS_MAX) {
-      throw new ApiError('conflict', `An account has at most ${SEGMENT_DEFS_MAX} segments; delete some first.`)
-    }
-    this.store.config.put([account, 'segment', name], def).catch(noop)
-    const version = await this.newSegmentsVersion(account, entry)
-    entry.defs.set(name, def)
-    this.segmentsChanged(account, entry, version)
+    await this.reserve(account + ' segment', name, entry.defs.has(name), entry.defs.size, SEGMENT_DEFS_MAX, 'An account has at most %d segments; delete some first.', async () => {
+      this.store.config.put([account, 'segment', name], def).catch(noop)
+      const version = await this.newSegmentsVersion(account, entry)
+      entry.defs.set(name, def)
+      this.segmentsChanged(account, entry, version)
+    })
   }
 
   async deleteSegment (account: string, name: string): Promise<void> {
@@ -367,9 +445,9 @@ export class Registry {
     return found
   }
 
-  listWebhooks (account: string): { id: string, webhook: WebhookConfig }[] {
+  listWebhooks (account: string, page: PageRequest): Page<{ id: string, webhook: WebhookConfig }> {
     this.getAccount(account)
-    return [...(this.webhooks.get(account)?.compiled.values() ?? [])].map(w => ({ id: w.id, webhook: redactWebhook(w.config) }))
+    return pageOf(this.webhooks.get(account)?.compiled ?? [], page.cursor, page.limit, (id, w) => ({ id, webhook: redactWebhook(w.config) }))
   }
 
   /** Validate, compile and save; secrets sent back as "[redacted]" keep their saved values. */
@@ -377,12 +455,11 @@ export class Registry {
     this.getAccount(account)
     const entry = this.webhookEntry(account)
     const previous = entry.compiled.get(id)
-    if (previous === undefined && entry.compiled.size >= WEBHOOKS_MAX) {
-      throw new ApiError('conflict', `An account has at most ${WEBHOOKS_MAX} webhooks; delete some first.`)
-    }
     const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivateWebhooks })
-    await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
-    entry.compiled.set(id, compiled)
+    await this.reserve(account + ' webhook', id, previous !== undefined, entry.compiled.size, WEBHOOKS_MAX, 'An account has at most %d webhooks; delete some first.', async () => {
+      await this.store.save(this.store.config, [account, 'webhook', id], compiled.config)
+      entry.compiled.set(id, compiled)
+    })
     if (this.indexWebhooks(entry)) await this.relist(account)
     this.onWebhookChanged?.(account, id, compiled)
     return compiled
@@ -453,7 +530,7 @@ export class Registry {
   private campaignsOf (account: string): AccountCampaigns {
     let entry = this.campaigns.get(account)
     if (entry === undefined) {
-      entry = { defs: new Map(), compiled: null }
+      entry = { defs: new Map(), compiled: null, version: 0, compiledVersion: 0, building: false }
       this.campaigns.set(account, entry)
     }
     return entry
@@ -471,9 +548,42 @@ export class Registry {
   private addLiveToken (record: TokenRecord): void {
     const limiter = record.ratePerSecond === null ? null : new RateLimiter(record.ratePerSecond, this.clock.nowMs())
     this.tokens.set(record.id, { record, limiter })
+    this.tokenIdsOf(record.account).set(record.id, record.id)
+  }
+
+  private tokenIdsOf (account: string): Map<string, string> {
+    let ids = this.tokenIds.get(account)
+    if (ids === undefined) this.tokenIds.set(account, ids = new Map())
+    return ids
+  }
+
+  /**
+   * Create-or-replace under a limit, atomically: a new key is checked against what exists plus the
+   * creations still awaiting their write, and holds its slot until `write` settled (which inserts it).
+   * `limitMessage` has %d for the limit. A key already being created counts once.
+   */
+  private async reserve (scope: string, key: string, exists: boolean, size: number, max: number, limitMessage: string, write: () => Promise<void>): Promise<void> {
+    if (exists) return write()
+    let pending = this.creating.get(scope)
+    if (pending === undefined) this.creating.set(scope, pending = new Set())
+    if (pending.has(key)) return write()
+    if (size + pending.size >= max) throw new ApiError('conflict', limitMessage.replace('%d', max.toLocaleString('en-US')))
+    pending.add(key)
+    try {
+      await write()
+    } finally {
+      pending.delete(key)
+      if (pending.size === 0) this.creating.delete(scope)
+    }
   }
 
   private isoNow (): string { return new Date(this.clock.nowMs()).toISOString() }
 }
 
 function noop (): void {}
+
+function campaignInputs (defs: Map<string, CampaignDef>): Array<{ id: string, def: CampaignDef }> {
+  return [...defs].map(([id, def]) => ({ id, def }))
+}
+
+function valueOf<V> (_key: string, value: V): V { return value }

@@ -11,15 +11,23 @@
 // and re-sends (same message ids), and it rejects only after publishGiveUpMs, leaving the rows in the
 // outbox for a later relay pass.
 //
-// Consumer: one durable pull consumer (explicit ack) that every node pulls from, created with the
-// stream when missing. Messages whose records are held by local workers (waiting for their delay, the
-// rate, a slot, or in flight) get an in-progress heartbeat, so ack_wait only redelivers the messages
-// of a node that is gone. A record the consumer hands out again while it is still held here is not
-// fed twice.
+// Consumers: two durable pull consumers (explicit ack) that every node pulls from, created with the
+// stream when missing. The main one (`<prefix>.*.*`) hands out new records; the retry one
+// (`<prefix>.*.*.r`, no max ack pending) hands out records waiting for a retry or for room in their
+// worker. Messages whose records are held by local workers (waiting for the rate, a slot, or in
+// flight) get an in-progress heartbeat, so ack_wait only redelivers the messages of a node that is
+// gone. A record the consumer hands out again while it is still held here is not fed twice.
 //
-// Settling: a one-record message is acked, nak'd with the retry delay, or termed. A message of several
-// is acked once each of its records is delivered, dead, or handed back: a retry (or a record its
-// worker cannot take) is published again alone and comes back at once, its worker holding it until due.
+// Fairness: a record that must wait (a retry, or one its worker cannot take now) never waits in the
+// main consumer, whose max ack pending is shared by every webhook: it is published again alone, as
+// last settled and with its due time, on its webhook's retry subject, and its message is acked. The
+// retry consumer hands it out at once; until it is due it is nak'd with the time left (a nak'd message
+// counts in its consumer's ack pending, which is unlimited there). So a dead receiver's backlog waits
+// in the retry consumer, and every other webhook's new records keep flowing through the main one.
+//
+// Settling: a delivered record is acked, a dead one termed, a retry handed back as above (if that
+// publish fails: nak'd with the retry delay). A message of several records is acked once each of its
+// records is delivered, dead, or handed back.
 //
 // Attempts: when a nak'd retry comes back to the node that nak'd it, the record as last settled
 // (attempt number, history) is fed. Elsewhere, or after a crash, the attempt is the larger of the
@@ -132,6 +140,11 @@ interface Chunk {
   parts: Uint8Array[]
 }
 
+/** The last token of the subjects whose records wait for a retry (or for room in their worker). */
+export const RETRY_TOKEN = 'r'
+/** The header of a handed-back record's message: when it is due, in epoch milliseconds. */
+const DUE_HEADER = 'Beacon-Due'
+
 /** The NATS API error codes this module tells apart. */
 const STREAM_NOT_FOUND = 10059
 const CONSUMER_NOT_FOUND = 10014
@@ -159,6 +172,8 @@ interface Outgoing {
   /** Sent on the current connection and waiting for its PubAck. */
   inFlight: boolean
   batch: PublishBatch
+  /** A record handed back to the retry consumer: when it is due (epoch ms, header Beacon-Due); 0 otherwise. */
+  dueAtMs: number
 }
 
 interface PublishBatch {
@@ -177,8 +192,12 @@ interface Carrier {
   /** Records not settled yet. */
   left: number
   lastBeatMs: number
-  /** A record of a batch could not be handed back on its own: the whole message goes back instead. */
+  /** A record could not be handed back on its own: the whole message goes back instead. */
   failed: boolean
+  /** How long the message waits when nak'd after a failed hand-back (a one-record retry: its delay). */
+  nakMs: number
+  /** A main consumer's message fed to the workers: its subject, counted in its webhook's and account's shares. */
+  share: string | null
 }
 
 /** The record as last settled for a retry, fed instead of the stream's copy when it comes back here. */
@@ -229,7 +248,8 @@ export class JetStreamQueue implements DeliveryQueue {
 
   // Consuming.
   private feed: Feed | null = null
-  private messages: ConsumerMessages | null = null
+  /** The running consumes, main and retry. */
+  private readonly messages = new Set<ConsumerMessages>()
   private consuming: Promise<void> | null = null
   /** The records fed to local workers and not settled yet, with the message each came in. */
   private readonly held = new Map<string, Carrier>()
@@ -237,6 +257,12 @@ export class JetStreamQueue implements DeliveryQueue {
   private readonly published = new Map<number, { data: Uint8Array, records: DeliveryRecord[] }>()
   private publishedRecords = 0
   private readonly carriers = new Set<Carrier>()
+  /**
+   * The main consumer's messages held here, by webhook subject and by account (the subject less its
+   * last token); only those holding some are listed, so the sizes count the webhooks and accounts holding.
+   */
+  private readonly webhookHeld = new Map<string, number>()
+  private readonly accountHeld = new Map<string, number>()
   private readonly retrying = new Map<string, Retrying>()
   /** One-record messages this node nak'd untried (busy, gone), by record id: how often, so those are not counted as attempts. */
   private readonly handedBack = new Map<string, { seq: number, naks: number, forgetAtMs: number }>()
@@ -332,7 +358,15 @@ export class JetStreamQueue implements DeliveryQueue {
     if (this.stopped) throw new Error('JetStreamQueue is stopped')
     this.feed = feed
     await this.ensure()
-    this.consuming = this.consumeLoop()
+    this.consuming = Promise.all([
+      this.consumeLoop(this.consumerName, msg => this.onMessage(msg)),
+      this.consumeLoop(this.retryConsumerName, msg => this.onRetryMessage(msg)),
+    ]).then(noop)
+  }
+
+  /** The durable consumer of the records waiting for a retry. */
+  get retryConsumerName (): string {
+    return `${this.consumerName}-retry`
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -401,18 +435,19 @@ export class JetStreamQueue implements DeliveryQueue {
     return [{ subject, data: encodeMessage(parts), msgId: n === 1 ? msgId : `${msgId}+${n}`, records }]
   }
 
-  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[]): void {
+  private queueSend (batch: PublishBatch, subject: string, data: Uint8Array, msgId: string, records: DeliveryRecord[], dueAtMs = 0): void {
     const token = (this.nextToken++).toString(36)
-    const out: Outgoing = { token, subject, data, records, msgId, sentAtMs: 0, inFlight: false, batch }
+    const out: Outgoing = { token, subject, data, records, msgId, sentAtMs: 0, inFlight: false, batch, dueAtMs }
     this.outgoing.set(token, out)
     this.toSend.push(out)
   }
 
   /**
-   * A record of a batch message that must come back on its own (a retry, a busy worker): published
-   * alone under a message id of its own (the duplicate window must not take it for its first publish).
+   * A record that must wait (a retry, a busy worker) goes to the retry consumer: published alone, as it
+   * is now (attempt, history, due time), on its webhook's retry subject under a message id of its own
+   * (the duplicate window must not take it for its first publish); its message is settled once stored.
    */
-  private handBack (record: DeliveryRecord, carrier: Carrier): void {
+  private handBack (record: DeliveryRecord, carrier: Carrier, dueAtMs: number): void {
     const publish = this.stopped
       ? Promise.reject(new Error('stopped'))
       : new Promise<void>((resolve, reject) => {
@@ -420,7 +455,7 @@ export class JetStreamQueue implements DeliveryQueue {
           left: 1, done: false, resolve, reject,
           timer: setTimeout(() => this.giveUp(batch, `a handed-back record was not stored within ${this.publishGiveUpMs} ms`), this.publishGiveUpMs),
         }
-        this.queueSend(batch, this.subjectOf(record), encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`, [record])
+        this.queueSend(batch, `${this.subjectOf(record)}.${RETRY_TOKEN}`, encodeMessage([encodeRecord(record)]), `${messageIdOf(record, this.nodeId)}#${Date.now().toString(36)}.${this.nextToken.toString(36)}`, [record], dueAtMs)
         this.pumpSends()
       })
     publish.then(() => this.release(carrier, false), () => this.release(carrier, true))
@@ -430,8 +465,8 @@ export class JetStreamQueue implements DeliveryQueue {
   private release (carrier: Carrier, failed: boolean): void {
     if (failed) carrier.failed = true
     if (--carrier.left > 0 || !this.carriers.has(carrier)) return
-    this.carriers.delete(carrier)
-    if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : this.feedRetryMs)
+    this.dropCarrier(carrier)
+    if (carrier.failed) carrier.msg.nak(this.stopped ? STOP_NAK_DELAY_MS : carrier.nakMs)
     else carrier.msg.ack()
   }
 
@@ -443,6 +478,7 @@ export class JetStreamQueue implements DeliveryQueue {
       if (out.batch.done || out.inFlight || !this.outgoing.has(out.token)) continue
       const h = natsHeaders()
       h.set('Nats-Msg-Id', out.msgId)
+      if (out.dueAtMs > 0) h.set(DUE_HEADER, String(out.dueAtMs))
       try {
         this.nc.publish(out.subject, out.data, { reply: `${this.inbox}.${out.token}`, headers: h })
       } catch (error) {
@@ -497,6 +533,8 @@ export class JetStreamQueue implements DeliveryQueue {
    * decoded.
    */
   private keepPublished (pubAck: Uint8Array, out: Outgoing): void {
+    // A handed-back record waits in the retry consumer (often long): not kept, it would push out fresh ones.
+    if (out.dueAtMs > 0) return
     const seq = pubAckSeqOf(pubAck)
     if (seq === 0 || this.published.has(seq) || out.records.length > this.publishedCacheRecords) return
     while (this.publishedRecords + out.records.length > this.publishedCacheRecords) {
@@ -608,7 +646,7 @@ export class JetStreamQueue implements DeliveryQueue {
         try {
           // A consume running against a consumer that vanished waits for missed heartbeats before
           // pulling again: start it afresh on the new one.
-          if (await this.ensure()) void this.messages?.close()
+          if (await this.ensure()) for (const messages of this.messages) void messages.close()
           return
         } catch (error) {
           if (this.stopped) return
@@ -648,33 +686,51 @@ export class JetStreamQueue implements DeliveryQueue {
     return true
   }
 
+  /** The main consumer (new records) and the retry consumer (records waiting); true when one was created. */
   private async ensureConsumer (): Promise<boolean> {
-    try {
-      const info = await this.jsm.consumers.info(this.streamName, this.consumerName)
+    // The retry subjects first leave the main consumer (an older release filtered `<prefix>.>`): consumers
+    // of a work-queue stream may not overlap.
+    const main = await this.ensureOneConsumer(this.consumerName, `${this.subjectPrefix}.*.*`, this.maxAckPending)
+    const retry = await this.ensureOneConsumer(this.retryConsumerName, `${this.subjectPrefix}.*.*.${RETRY_TOKEN}`, -1)
+    return main || retry
+  }
+
+  private async ensureOneConsumer (name: string, filter: string, maxAckPending: number): Promise<boolean> {
+    let info = await this.jsm.consumers.info(this.streamName, name).catch((error: unknown) => {
+      if (apiErrorCode(error) !== CONSUMER_NOT_FOUND) throw error
+      return null
+    })
+    if (info !== null && (info.config.filter_subject ?? '') !== filter) {
+      // A consumer of an older release (filter `<prefix>.>`, or none). nats-server 2.9 takes a new filter
+      // but then hands nothing out: made again instead (what it held goes to the new one; a message
+      // another node was attempting may be attempted twice).
+      await this.jsm.consumers.delete(this.streamName, name)
+      this.log.info({ consumer: name, was: info.config.filter_subject ?? '', filter }, 'replacing the JetStream delivery consumer')
+      info = null
+    }
+    if (info !== null) {
       const ackWait = nanos(this.ackWaitMs)
-      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== this.maxAckPending) {
+      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== maxAckPending) {
         // The settings this node runs with win (every node should run with the same ones).
-        await this.jsm.consumers.update(this.streamName, this.consumerName, { ack_wait: ackWait, max_ack_pending: this.maxAckPending })
-        this.log.info({ consumer: this.consumerName, ackWaitMs: this.ackWaitMs, maxAckPending: this.maxAckPending }, 'updated the JetStream delivery consumer')
+        await this.jsm.consumers.update(this.streamName, name, { ack_wait: ackWait, max_ack_pending: maxAckPending })
+        this.log.info({ consumer: name, ackWaitMs: this.ackWaitMs, maxAckPending }, 'updated the JetStream delivery consumer')
       }
       return false
-    } catch (error) {
-      if (apiErrorCode(error) !== CONSUMER_NOT_FOUND) throw error
     }
     try {
       await this.jsm.consumers.add(this.streamName, {
-        durable_name: this.consumerName,
+        durable_name: name,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
         replay_policy: ReplayPolicy.Instant,
-        filter_subject: `${this.subjectPrefix}.>`,
+        filter_subject: filter,
         ack_wait: nanos(this.ackWaitMs),
-        max_ack_pending: this.maxAckPending,
+        max_ack_pending: maxAckPending,
         max_deliver: -1,
       })
-      this.log.info({ stream: this.streamName, consumer: this.consumerName }, 'created the JetStream delivery consumer')
+      this.log.info({ stream: this.streamName, consumer: name }, 'created the JetStream delivery consumer')
     } catch (error) {
-      await this.jsm.consumers.info(this.streamName, this.consumerName).catch(() => { throw error })
+      await this.jsm.consumers.info(this.streamName, name).catch(() => { throw error })
     }
     return true
   }
@@ -683,15 +739,17 @@ export class JetStreamQueue implements DeliveryQueue {
   // Consuming
 
   /** Pull for as long as the queue runs: a consume that ends (an error, a lost consumer) starts again. */
-  private async consumeLoop (): Promise<void> {
+  private async consumeLoop (name: string, onMessage: (msg: JsMsg) => void): Promise<void> {
     let backoffMs = 100
     while (!this.stopped) {
       const startedMs = Date.now()
+      let running: ConsumerMessages | null = null
       try {
-        const consumer = await this.js.consumers.get(this.streamName, this.consumerName)
+        const consumer = await this.js.consumers.get(this.streamName, name)
         if (this.stopped) break
-        const messages = await consumer.consume({ max_messages: this.pullBatch, callback: msg => this.onMessage(msg) })
-        this.messages = messages
+        const messages = await consumer.consume({ max_messages: this.pullBatch, callback: onMessage })
+        running = messages
+        this.messages.add(messages)
         void this.watchConsumer(messages)
         const ended = await messages.closed()
         if (this.stopped) break
@@ -702,7 +760,7 @@ export class JetStreamQueue implements DeliveryQueue {
         this.log.warn({ err: error }, 'could not pull from the JetStream delivery consumer; retrying')
         if (apiErrorCode(error) === STREAM_NOT_FOUND || apiErrorCode(error) === CONSUMER_NOT_FOUND) this.ensureSoon()
       } finally {
-        this.messages = null
+        if (running !== null) this.messages.delete(running)
       }
       if (Date.now() - startedMs > 30_000) backoffMs = 100
       await sleep(backoffMs)
@@ -722,7 +780,18 @@ export class JetStreamQueue implements DeliveryQueue {
     } catch {}
   }
 
-  private onMessage (msg: JsMsg): void {
+  /** A message of the retry consumer: nak'd with the time left until it is due, then fed as the main consumer's are. */
+  private onRetryMessage (msg: JsMsg): void {
+    const due = Number(msg.headers?.get(DUE_HEADER) ?? '')
+    const leftMs = Number.isFinite(due) ? due - Date.now() : 0
+    if (leftMs > 0 && !this.stopped && this.feed !== null) {
+      msg.nak(Math.ceil(leftMs))
+      return
+    }
+    this.onMessage(msg, true)
+  }
+
+  private onMessage (msg: JsMsg, fromRetry = false): void {
     if (this.stopped || this.feed === null) {
       // Pulled while stopping: back to the stream (the connection drains before it closes), for
       // another node or the next start, rather than after ack_wait.
@@ -748,9 +817,19 @@ export class JetStreamQueue implements DeliveryQueue {
         return
       }
     }
-    if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs)
-    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false }
-    this.carriers.add(carrier)
+    if (!fromRetry && this.overShare(msg.subject)) {
+      // Its webhook (or account) holds its share of the main consumer already: the records wait in the retry one.
+      const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: null }
+      this.carriers.add(carrier)
+      for (const record of records) {
+        if (this.held.has(record.id)) this.release(carrier, false)
+        else this.handBack(record, carrier, nowMs + this.feedRetryMs)
+      }
+      return
+    }
+    if (records.length === 1) return this.onRecord(msg, records[0]!, nowMs, fromRetry)
+    const carrier: Carrier = { msg, size: records.length, left: records.length, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: msg.subject }
+    this.addCarrier(carrier)
     const deliveries = deliveryCountOf(msg)
     for (let record of records) {
       // The same record held from another message (a replay of it) is already on its way.
@@ -764,12 +843,12 @@ export class JetStreamQueue implements DeliveryQueue {
       if (answer !== 'busy' && answer !== 'gone') continue
       if (this.held.get(record.id) !== carrier) continue
       this.held.delete(record.id)
-      this.handBack(record, carrier)
+      this.handBack(record, carrier, nowMs + this.feedRetryMs)
     }
   }
 
   /** A message of one record: settled by its own ack, nak (with the retry's delay) or term. */
-  private onRecord (msg: JsMsg, record: DeliveryRecord, nowMs: number): void {
+  private onRecord (msg: JsMsg, record: DeliveryRecord, nowMs: number, fromRetry: boolean): void {
     if (this.held.has(record.id)) {
       // Another message of the same record (a replay) while the first is here: after it.
       msg.nak(this.feedRetryMs)
@@ -781,19 +860,23 @@ export class JetStreamQueue implements DeliveryQueue {
       record = retrying.record
     }
     // Deliveries of this message that did not end here (a crash, another node) count as attempts;
-    // those this node handed back untried (its worker full, the webhook unknown here) do not.
+    // those this node handed back untried (its worker full, the webhook unknown here) do not. A
+    // handed-back record carries its attempt as settled (its deliveries are mostly waits until due).
     const deliveries = deliveryCountOf(msg)
     const handed = this.handedBack.get(record.id)
     const untried = handed !== undefined && handed.seq === msg.seq ? handed.naks : 0
-    if (deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
-    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false }
-    this.carriers.add(carrier)
+    if (!fromRetry && deliveries - untried > record.attempt) record = { ...record, attempt: deliveries - untried }
+    const carrier: Carrier = { msg, size: 1, left: 1, lastBeatMs: nowMs, failed: false, nakMs: this.feedRetryMs, share: fromRetry ? null : msg.subject }
+    this.addCarrier(carrier)
     this.held.set(record.id, carrier)
     const answer = this.tryFeed(record)
     if (answer !== 'busy' && answer !== 'gone') return
     if (this.held.get(record.id) !== carrier) return
     this.held.delete(record.id)
-    this.carriers.delete(carrier)
+    // A worker without room, or a webhook unknown here: the record waits in the retry consumer, not in
+    // the main one's shared pending (which a deleted webhook's backlog would otherwise fill).
+    if (!fromRetry) return this.handBack(record, carrier, nowMs + this.feedRetryMs)
+    this.dropCarrier(carrier)
     if (answer === 'busy' || deliveries <= this.goneRetries) {
       this.handedBack.set(record.id, { seq: msg.seq, naks: untried + 1, forgetAtMs: nowMs + this.feedRetryMs * deliveries + 2 * this.ackWaitMs + 60_000 })
       msg.nak(answer === 'busy' ? this.feedRetryMs : this.feedRetryMs * deliveries)
@@ -801,6 +884,28 @@ export class JetStreamQueue implements DeliveryQueue {
       this.log.warn({ id: record.id, account: record.account, webhook: record.webhookId }, 'delivery of an unknown webhook dropped from the stream')
       msg.term()
     }
+  }
+
+  private addCarrier (carrier: Carrier): void {
+    this.carriers.add(carrier)
+    if (carrier.share === null) return
+    count(this.webhookHeld, carrier.share, 1)
+    count(this.accountHeld, accountOf(carrier.share), 1)
+  }
+
+  private dropCarrier (carrier: Carrier): void {
+    if (!this.carriers.delete(carrier) || carrier.share === null) return
+    count(this.webhookHeld, carrier.share, -1)
+    count(this.accountHeld, accountOf(carrier.share), -1)
+  }
+
+  /**
+   * Whether the webhook of this subject, or its account, holds its share of the main consumer here: with
+   * n webhooks (accounts) holding messages, this one counted, a share is max ack pending / (n + 1), so
+   * together they never hold all of it, and a webhook (account) holding none always finds room.
+   */
+  private overShare (subject: string): boolean {
+    return overShare(this.webhookHeld, subject, this.maxAckPending) || overShare(this.accountHeld, accountOf(subject), this.maxAckPending)
   }
 
   private tryFeed (record: DeliveryRecord): FeedAnswer {
@@ -816,28 +921,31 @@ export class JetStreamQueue implements DeliveryQueue {
     const carrier = this.held.get(record.id)
     if (carrier === undefined) return
     this.held.delete(record.id)
+    const waitMs = Math.max(0, Math.round(delayMs))
     if (carrier.size > 1) {
-      // In a batch message: a retry comes back on its own, due at record.dueMs (its worker holds it
-      // until then); delivered and dead ones are done.
-      if (outcome === 'retry') this.handBack(record, carrier)
+      // In a batch message: a retry goes to the retry consumer on its own, due after its delay;
+      // delivered and dead ones are done.
+      if (outcome === 'retry') this.handBack(record, carrier, Date.now() + waitMs)
       else this.release(carrier, false)
       return
     }
-    this.carriers.delete(carrier)
     if (outcome === 'delivered') {
+      this.dropCarrier(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.ack()
     } else if (outcome === 'dead') {
+      this.dropCarrier(carrier)
       this.handedBack.delete(record.id)
       carrier.msg.term() // no reason: nats-server 2.9 takes only a bare +TERM
     } else {
-      const waitMs = Math.max(0, Math.round(delayMs))
       const forgetAtMs = Date.now() + waitMs + 2 * this.ackWaitMs + 60_000
       this.retrying.set(record.id, { record, forgetAtMs })
       const handed = this.handedBack.get(record.id)
       if (handed !== undefined) handed.forgetAtMs = Math.max(handed.forgetAtMs, forgetAtMs)
-      // nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means.
-      carrier.msg.nak(waitMs)
+      // Waits in the retry consumer (as settled); if that publish fails, its message is nak'd with the delay
+      // (nak(0) would be a plain nak: immediate redelivery, which is what a 0 delay means).
+      carrier.nakMs = waitMs
+      this.handBack(record, carrier, Date.now() + waitMs)
     }
   }
 
@@ -850,11 +958,12 @@ export class JetStreamQueue implements DeliveryQueue {
     this.stopped = true
     this.feed = null
     clearInterval(this.timer)
-    const messages = this.messages
-    if (messages !== null) await withTimeout(messages.close(), 2_000)
+    await withTimeout(Promise.all([...this.messages].map(messages => messages.close())), 2_000)
     await withTimeout(this.consuming ?? Promise.resolve(), 2_000)
     for (const carrier of this.carriers) carrier.msg.nak(STOP_NAK_DELAY_MS)
     this.carriers.clear()
+    this.webhookHeld.clear()
+    this.accountHeld.clear()
     this.held.clear()
     this.forgetPublished()
     this.retrying.clear()
@@ -874,6 +983,23 @@ export class JetStreamQueue implements DeliveryQueue {
 }
 
 const SUBJECTS_CACHED = 10_000
+
+function count (held: Map<string, number>, key: string, by: number): void {
+  const n = (held.get(key) ?? 0) + by
+  if (n <= 0) held.delete(key)
+  else held.set(key, n)
+}
+
+function overShare (held: Map<string, number>, key: string, total: number): boolean {
+  const mine = held.get(key) ?? 0
+  const holding = held.size + (mine === 0 ? 1 : 0)
+  return mine >= Math.max(1, Math.floor(total / (holding + 1)))
+}
+
+/** The account part of a webhook subject (`<prefix>.<account>`). */
+function accountOf (subject: string): string {
+  return subject.slice(0, subject.lastIndexOf('.'))
+}
 
 /** `{"stream":"…","seq":…}` and nothing else looks like this: no JSON parse on the hot path. */
 const PUBACK_PREFIX = Buffer.from('{"stream":"', 'latin1')
