@@ -15,7 +15,7 @@ import { log } from '../src/log.js'
 export const DELETION_BATCH_MAX = 1000
 
 /** The dbs emptied of the account, in order: indexes before the entities they point at. */
-export const DELETION_PHASES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles'] as const
+export const DELETION_PHASES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports'] as const
 export type DeletionPhase = typeof DELETION_PHASES[number]
 
 export interface DeletionJob {
@@ -47,6 +47,8 @@ export interface AccountDeletionsDeps {
   clock: Clock
   /** Resolves once no background segment pass writes the account's entities (it stops, seeing the account gone). */
   entitiesIdle: (account: string) => Promise<void>
+  /** Removes the account's panel users and ends their sessions (they are not keyed by account). */
+  forgetUsers: (account: string) => Promise<unknown>
 }
 
 export class AccountDeletions {
@@ -113,6 +115,8 @@ export class AccountDeletions {
 
   private async steps (job: DeletionJob): Promise<void> {
     const { store, clock } = this.deps
+    // First of all (again after a restart: it is idempotent): nobody signs in to a deleted account.
+    await this.deps.forgetUsers(job.account)
     while (job.phase < DELETION_PHASES.length && !this.stopped) {
       const phase = DELETION_PHASES[job.phase]!
       if (phase === 'visitors' && job.after === null) await this.deps.entitiesIdle(job.account)
@@ -156,7 +160,7 @@ export class AccountDeletions {
 }
 
 /** Phases whose db keys start with the account. */
-const PREFIXED: ReadonlySet<DeletionPhase> = new Set(['members', 'config', 'deliveries', 'links', 'visitors', 'profiles'])
+const PREFIXED: ReadonlySet<DeletionPhase> = new Set(['members', 'config', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports'])
 
 const JOB_PREFIX = 'account-deletion'
 

@@ -12,7 +12,7 @@ import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
   DeliveryWorker, Sender, asStored, maskCredentials, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
-  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow,
+  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow, type SendResult,
 } from '../src/webhooks/index.js'
 
 export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
@@ -151,6 +151,8 @@ export class EmbeddedQueue implements DeliveryQueue {
   }
 }
 
+export type AttemptObserver = (outcome: 'delivered' | 'retry' | 'dead', latencyMs: number, account: string, deliveries: number) => void
+
 export interface DeliveryHubOptions {
   store: Store
   registry: Registry
@@ -158,8 +160,8 @@ export interface DeliveryHubOptions {
   allowPrivate: boolean
   /** Defaults to the embedded queue. */
   queue?: DeliveryQueue
-  /** Told each attempt's outcome and latency (metrics). */
-  onAttempt?: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  /** Told each attempt's outcome and latency, with the webhook's account and the deliveries it settled (metrics, reports). */
+  onAttempt?: AttemptObserver | null
   /** Resolves when the account's members index is complete (no re-indexing pass under way). */
   membersReady?: (account: string) => Promise<void>
   /** Items a worker holds at most (DELIVERY_LIMITS.queueItemsMaxDefault; smaller in tests). */
@@ -177,7 +179,7 @@ export class DeliveryHub {
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
-  private readonly onAttempt: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  private readonly onAttempt: AttemptObserver | null
   private readonly membersReady: (account: string) => Promise<void>
   private readonly workers = new Map<string, DeliveryWorker>()
   /**
@@ -603,7 +605,7 @@ export class DeliveryHub {
   private settle (webhook: CompiledWebhook, items: DeliveryItem[], outcome: 'delivered' | 'retry' | 'dead', attempts: AttemptRecord[], delayMs: number, nextAttempt?: number, replaceAttempts = false): void {
     const nowMs = this.clock.nowMs()
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
-    if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0)
+    if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0, webhook.account, items.length)
     const dueMs = outcome === 'retry' ? nowMs + delayMs : 0
     // The records of a batch usually had the same past: one outcome row (written as the same bytes) for them all.
     let shared: OutcomeRow | null = null
@@ -834,6 +836,14 @@ export class DeliveryHub {
     }
     if (last !== null) await this.store.durable(last)
     return removed
+  }
+
+  /**
+   * One request to the webhook's target now, rendered, signed and sent as a delivery of `item` would
+   * be (the panel's test delivery), with the webhook's timeout; recorded nowhere.
+   */
+  sendTest (webhook: CompiledWebhook, item: DeliveryItem): Promise<SendResult> {
+    return this.sender.sendOnce(webhook, [item])
   }
 
   async stop (): Promise<void> {

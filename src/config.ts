@@ -38,6 +38,14 @@ export interface Config {
   natsMaxAckPending: number
   /** BEACON_SECRETS_KEY: base64 32-byte keys, comma-separated, the first sealing; null: <data>/secrets.key. */
   secretsKey: string | null
+  /** BEACON_SESSION_TTL_MS: a panel session ends this long after sign-in (absolute; sign-out ends it sooner). */
+  sessionTtlMs: number
+  /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of maxBodyBytes). */
+  mediaMaxBytes: number
+  /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
+  reportFoldMs: number
+  /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
+  reports: boolean
 }
 
 export class ConfigError extends Error {
@@ -164,6 +172,10 @@ export function loadConfig (env: Env = process.env): Config {
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
     natsMaxAckPending: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
     secretsKey: secretsKey(env, problems),
+    sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
+    mediaMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
+    reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
+    reports: boolean(env, 'BEACON_REPORTS', true, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

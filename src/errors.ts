@@ -16,6 +16,7 @@ export const ERRORS = {
   token_invalid: [401, 'The token is unknown or was revoked.'],
   admin_unauthorized: [401, 'The admin API needs "Authorization: Bearer <admin key>".'],
   identity_unverified: [401, 'The profileId needs a valid profileIdSignature (HMAC-SHA256 under the account\'s identity secret).'],
+  invalid_credentials: [401, 'The email or the password is wrong.'],
   // 403
   attribute_forbidden: [403, 'The token does not allow this attribute.'],
   token_wrong_account: [403, 'The token belongs to another account.'],
@@ -23,6 +24,8 @@ export const ERRORS = {
   token_write_only: [403, 'The token may only write.'],
   origin_not_allowed: [403, 'This browser origin is not in the account\'s allowedOrigins.'],
   browser_token_forbidden: [403, 'Token endpoints are for servers: the account does not allow browsers to call them.'],
+  role_forbidden: [403, 'Your role does not allow this, or it is outside your account.'],
+  csrf_refused: [403, 'A change made with a session must carry an Origin header equal to this site\'s origin.'],
   // 404
   account_not_found: [404, 'The account does not exist or is suspended.'],
   not_found: [404, 'No such path.'],
@@ -34,6 +37,8 @@ export const ERRORS = {
   visitor_not_found: [404, 'No such visitor.'],
   deletion_not_found: [404, 'This account was not deleted.'],
   webhook_not_found: [404, 'No such webhook.'],
+  user_not_found: [404, 'No such user.'],
+  media_not_found: [404, 'No such media.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
@@ -44,6 +49,7 @@ export const ERRORS = {
   body_too_large: [413, 'The body is larger than the limit.'],
   // 415
   unsupported_media_type: [415, 'Only application/json is accepted.'],
+  media_type_unsupported: [415, 'Only PNG, JPEG, GIF and WebP images are accepted (decided by their bytes).'],
   // 429
   rate_limited: [429, 'The token sent more requests than its rate allows.'],
   // 503

@@ -41,7 +41,8 @@ export async function exportAccount (client: AdminClient, account: string, out: 
   const eventTypes = (await listAll<Item>(client, `${base}/event-types`, 'eventTypes'))
     .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
   const campaigns = await listAll<Item>(client, `${base}/campaigns`, 'campaigns')
-  const segments = await listAll<Item>(client, `${base}/segments`, 'segments')
+  // A segment's member count is state, not configuration: it is not exported.
+  const segments = (await listAll<Item>(client, `${base}/segments`, 'segments')).map(({ members: _members, ...definition }) => definition)
   const webhooks = await listAll<Item>(client, `${base}/webhooks`, 'webhooks')
   const doc: ExportDocument = {
     beacon: { format: EXPORT_FORMAT, version: VERSION },

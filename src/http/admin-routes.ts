@@ -1,6 +1,7 @@
-// The admin API (the panel's operations): accounts, tokens, event types. Bearer admin key, JSON, REST.
+// The admin API (the panel's operations): accounts, tokens, event types. JSON, REST. Who may call each
+// route is its `role` (the least panel role; the admin key may call all): see src/http/access.ts, which
+// guards every /admin route as src/app.ts assembles them. A route without a role is for owners only.
 
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { PageRequest, Registry } from '../store/registry.js'
@@ -18,7 +19,7 @@ import { validateSegment, type SegmentDef } from '../segments/rules.js'
 import { originProblem } from '../auth/origins.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Handler, Reply, Request, Route } from './server.js'
+import type { Handler, Reply, Request, Route, RouteRole } from './server.js'
 
 const validateAccountCreate = validator(S.AccountCreate)
 const validateAccountPatch = validator(S.AccountPatch)
@@ -36,7 +37,8 @@ export interface AdminDeps {
   deliveries: DeliveryHub
   erasure: Erasure
   accountDeletions: AccountDeletions
-  adminKey: string
+  /** A segment's current member count (eventually consistent: src/reports/counters.ts). */
+  segmentMembers: (account: string, segment: string) => number
 }
 
 /** What GET shows of a token: never the secret nor its hash. */
@@ -45,15 +47,51 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, accountDeletions, adminKey }: AdminDeps): Route[] {
-  const expected = digest(`Bearer ${adminKey}`)
+/**
+ * The least panel role of each route below (docs/api.md has the table); a route missing here gets no
+ * role, which means owners and the admin key only. 'admin': the admin key only (every account).
+ */
+export const ADMIN_ROLES: Readonly<Record<string, RouteRole>> = {
+  'post /admin/accounts': 'admin',
+  'get /admin/accounts': 'admin',
+  'get /admin/accounts/:account': 'viewer',
+  'patch /admin/accounts/:account': 'owner',
+  'post /admin/accounts/:account/identity-secret/rotate': 'owner',
+  'del /admin/accounts/:account': 'admin',
+  'get /admin/accounts/:account/deletion': 'admin',
+  'post /admin/accounts/:account/tokens': 'owner',
+  'get /admin/accounts/:account/tokens': 'owner',
+  'del /admin/accounts/:account/tokens/:id': 'owner',
+  'get /admin/accounts/:account/event-types': 'viewer',
+  'put /admin/accounts/:account/event-types/:name': 'editor',
+  'get /admin/accounts/:account/event-types/:name': 'viewer',
+  'del /admin/accounts/:account/event-types/:name': 'editor',
+  'get /admin/accounts/:account/campaigns': 'viewer',
+  'put /admin/accounts/:account/campaigns/:id': 'editor',
+  'get /admin/accounts/:account/campaigns/:id': 'viewer',
+  'del /admin/accounts/:account/campaigns/:id': 'editor',
+  'get /admin/accounts/:account/segments': 'viewer',
+  'put /admin/accounts/:account/segments/:name': 'editor',
+  'get /admin/accounts/:account/segments/:name': 'viewer',
+  'del /admin/accounts/:account/segments/:name': 'editor',
+  'get /admin/accounts/:account/webhooks': 'viewer',
+  'put /admin/accounts/:account/webhooks/:id': 'editor',
+  'get /admin/accounts/:account/webhooks/:id': 'viewer',
+  'del /admin/accounts/:account/webhooks/:id': 'editor',
+  'get /admin/accounts/:account/webhooks/:id/deliveries': 'viewer',
+  'post /admin/accounts/:account/webhooks/:id/replay': 'editor',
+  'get /admin/accounts/:account/profiles/:id/export': 'owner',
+  'del /admin/accounts/:account/profiles/:id': 'owner',
+  'del /admin/accounts/:account/visitors/:id': 'owner',
+  'get /admin/accounts/:account/visitors/:id': 'viewer',
+  'get /admin/accounts/:account/profiles/:id': 'viewer',
+}
 
-  function guard (authorization: string): void {
-    if (!timingSafeEqual(digest(authorization), expected)) throw new ApiError('admin_unauthorized')
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers }: AdminDeps): Route[] {
+  const route = (method: Route['method'], pattern: string, handler: Handler): Route => {
+    const role = ADMIN_ROLES[`${method} ${pattern}`]
+    return { method, pattern, body: method === 'post' || method === 'put' || method === 'patch', handler, ...(role === undefined ? {} : { role }) }
   }
-
-  const route = (method: Route['method'], pattern: string, handler: Handler): Route =>
-    ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', guard, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
   // The first parameter of every path is the account id: a UUID, in lower case whatever the spelling.
   const param = (request: Request, index: number): string => index === 0 ? (request.params[0] ?? '').toLowerCase() : request.params[index] ?? ''
@@ -153,7 +191,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
 
     route('get', '/admin/accounts/:account/segments', request => {
       const { items, next } = registry.listSegments(param(request, 0), pageRequest(request))
-      return ok({ segments: items.map(({ name, segment }) => ({ name, ...segment })), next })
+      return ok({ segments: items.map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })), next })
     }),
     route('put', '/admin/accounts/:account/segments/:name', async request => {
       const name = pathName(request, 'segment name')
@@ -165,7 +203,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     }),
     route('get', '/admin/accounts/:account/segments/:name', request => {
       const name = param(request, 1)
-      return ok({ name, ...registry.getSegment(param(request, 0), name) })
+      return ok({ name, ...registry.getSegment(param(request, 0), name), members: segmentMembers(param(request, 0), name) })
     }),
     route('del', '/admin/accounts/:account/segments/:name', async request => {
       const name = param(request, 1)
@@ -287,8 +325,4 @@ function checkOrigins (patterns: string[]): string[] {
   })
   if (problems.length > 0) throw ApiError.of(problems)
   return [...new Set(patterns)]
-}
-
-function digest (text: string): Buffer {
-  return createHash('sha256').update(text).digest()
 }

@@ -15,7 +15,7 @@ import type { Clock } from '../clock.js'
 import type { BrowserAccess, Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
-import type { EventBody, VisitorKind } from '../../actors/visitor.js'
+import type { Campaign, EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
@@ -35,6 +35,8 @@ export interface PublicDeps {
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
   accountLimits: AccountLimits
+  /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
+  countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -50,7 +52,7 @@ type Mode = 'read' | 'write'
 /** How long a browser may cache a preflight answer: an origin removed from allowedOrigins is refused by then. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 600
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, countEvent = null }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -166,9 +168,11 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
     const mark = outboxMark()
-    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs: clock.nowMs() })
+    const nowMs = clock.nowMs()
+    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs }) as Campaign[]
     const sync = afterWrite(event.account, mark)
     if (sync !== null) await sync
+    if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
   }
 

@@ -11,5 +11,6 @@ export { assertCampaign, validateCampaign, MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_
 export { validateCondition, MAX_DEPTH, MAX_LEAVES, MAX_LIST_VALUES } from './validate-condition.js'
 export { compileCondition } from './compile-condition.js'
 export { compileCampaigns, compileCampaignsSliced } from './compile-campaigns.js'
+export { explainCampaign, type Check, type Explanation } from './explain.js'
 export { CAP_WINDOW_MS, isCapped, recordImpression } from './caps.js'
 export { GLOB_MAX_LENGTH } from './glob.js'

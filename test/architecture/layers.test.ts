@@ -16,8 +16,9 @@ export const LAYERS: readonly Layer[] = [
   { rank: 3, name: 'rules', paths: ['src/matching/', 'src/segments/'] },
   { rank: 2, name: 'delivery', paths: ['src/webhooks/'] },
   // Storage knows LMDB and its records, nothing of campaigns, segments or webhooks; beside it the
-  // cluster's building blocks over NATS (partitions, leases, changelogs, configuration records).
-  { rank: 1, name: 'storage', paths: ['src/store/', 'src/cluster/'] },
+  // cluster's building blocks over NATS (partitions, leases, changelogs, configuration records), and
+  // the panel's own records: users and sessions, the audit log, media, report counters.
+  { rank: 1, name: 'storage', paths: ['src/store/', 'src/cluster/', 'src/users/', 'src/audit/', 'src/media/', 'src/reports/'] },
   // Foundations every layer may use.
   { rank: 0, name: 'base', paths: ['src/errors.ts', 'src/clock.ts', 'src/log.ts', 'src/config.ts', 'src/admin-key.ts', 'src/auth/'] },
 ]

@@ -3,9 +3,10 @@
 
 import { expect } from 'chai'
 import { open } from 'lmdb'
-import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until } from '../webhooks/helpers.js'
 import { DELETION_BATCH_MAX } from '../../actors/account-deletion.js'
+import { addUser, asUser, signIn } from '../helpers/panel.js'
 
 const DBS = ['accounts', 'tokens', 'config', 'visitors', 'profiles', 'outbox', 'expiries', 'deliveries', 'members', 'links']
 
@@ -43,7 +44,7 @@ async function populate (server: BeaconProcess, tenant: Tenant, visitors: number
     await Promise.all(ids.slice(i, i + 50).map(async (id, j) => {
       const n = i + j
       // Profile ids may hold any character: one sorts after every fixed end of a key range.
-      const fields = n % 2 === 0 ? { profileId: n === 0 ? '😀-first' : `p-${n}` } : {}
+      const fields = n % 2 === 0 ? identified(tenant, n === 0 ? '😀-first' : `p-${n}`) : {}
       const res = await post(server.url, '/campaigns/query', { account: tenant.account, visitorId: id, platform: 'web', event: n % 10 === 0 ? 'purchase' : 'pageView', orderId: `o-${n}`, ...fields })
       expect(res.status).to.equal(200)
     }))
@@ -104,6 +105,26 @@ describe('DELETE /admin/accounts/{account}', () => {
       await server.stop()
       removeDir(server.dataDir)
       await receiver.close()
+    }
+  })
+
+  it('removes the account\'s panel users at once: their sessions end, they cannot sign in, their emails are free again', async () => {
+    const server = await startBeacon()
+    try {
+      const doomed = await createTenant(server.url)
+      await addUser(server.url, doomed.account, 'owner@doomed.example', 'owner')
+      await addUser(server.url, doomed.account, 'viewer@doomed.example', 'viewer')
+      const cookie = (await signIn(server.url, 'owner@doomed.example')).signedIn!.cookie
+      expect((await asUser(server.url, cookie, 'GET', '/admin/session')).status).to.equal(200)
+      expect((await admin(server.url, 'DELETE', `/admin/accounts/${doomed.account}`)).status).to.equal(202)
+      expect((await asUser(server.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
+      expect((await signIn(server.url, 'owner@doomed.example')).status).to.equal(401)
+      const next = await createTenant(server.url)
+      await addUser(server.url, next.account, 'owner@doomed.example', 'owner')
+      expect((await signIn(server.url, 'owner@doomed.example')).status).to.equal(200)
+    } finally {
+      await server.stop()
+      removeDir(server.dataDir)
     }
   })
 

@@ -3,7 +3,7 @@
 
 import { expect } from 'chai'
 import { open } from 'lmdb'
-import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
 import { PROFILE_VISITORS_MAX } from '../../actors/profile.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
@@ -40,8 +40,11 @@ for (const transport of ['embedded', 'jetstream'] as const) describe(`privacy: e
     expect(hook.status).to.equal(200)
   })
 
-  const event = (visitor: string, fields: Record<string, unknown>) =>
-    post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields })
+  // A profileId goes with its signature (verified identity), as a site's page sends it.
+  const event = (visitor: string, { profileId, ...fields }: Record<string, unknown>) =>
+    post(beacon.url, '/campaigns/query', {
+      account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...fields, ...(typeof profileId === 'string' ? identified(tenant, profileId) : {}),
+    })
   const deliveries = async (): Promise<string> =>
     JSON.stringify((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/orders/deliveries?limit=500`)).body.deliveries)
   async function settled (count: number): Promise<void> {
@@ -137,7 +140,7 @@ describe('privacy: links made by an earlier release', () => {
       let server = await startBeacon({ dataDir })
       const tenant = await createTenant(server.url)
       const real = visitorId()
-      const send = (visitor: string) => post(server.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', profileId: 'old-timer' })
+      const send = (visitor: string) => post(server.url, '/campaigns/query', { account: tenant.account, visitorId: visitor, platform: 'web', event: 'pageView', ...identified(tenant, 'old-timer') })
       expect((await send(real)).status).to.equal(200)
       expect((await post(server.url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: real, attributes: { phone: '555-0100' } })).status).to.equal(200)
       for (let i = 0; i < PROFILE_VISITORS_MAX; i++) expect((await send(visitorId())).status).to.equal(200)
