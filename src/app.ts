@@ -11,6 +11,7 @@ import { Registry } from './store/registry.js'
 import { HttpServer } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
+import { panelRoutes } from './http/panel-routes.js'
 import { ActorRuntime } from '../actors/runtime.js'
 import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
@@ -90,6 +91,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         },
       }),
       ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
+      ...panelRoutes(),
     ],
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),

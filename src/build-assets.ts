@@ -3,6 +3,7 @@
 // under src/ with their own tsconfig (DOM types, no Node), outside the server's compilation.
 
 import { build, type BuildOptions } from 'esbuild'
+import { cleanPanel, PANEL_BUNDLE, writePanelIndex } from './panel-bundle.js'
 
 const ROOT = new URL('../../', import.meta.url).pathname
 
@@ -10,6 +11,11 @@ const ROOT = new URL('../../', import.meta.url).pathname
 export const WEB_DIR = `${ROOT}dist/web/`
 
 const BUNDLES: BuildOptions[] = [
+  PANEL_BUNDLE,
 ]
 
-for (const options of BUNDLES) await build({ absWorkingDir: ROOT, bundle: true, minify: true, logLevel: 'warning', ...options })
+cleanPanel(ROOT)
+for (const options of BUNDLES) {
+  const result = await build({ absWorkingDir: ROOT, bundle: true, minify: true, logLevel: 'warning', ...options })
+  if (options === PANEL_BUNDLE) writePanelIndex(ROOT, result.metafile!)
+}
