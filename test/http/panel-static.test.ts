@@ -77,6 +77,6 @@ describe('panel static files', () => {
     }
     const missing = await get('/panel/assets/app-MISSING.js')
     expect(missing.status).to.equal(404)
-    expect((await missing.json()).errors[0].code).to.equal('not_found')
+    expect(((await missing.json()) as { errors: { code: string }[] }).errors[0]!.code).to.equal('not_found')
   })
 })
