@@ -23,6 +23,13 @@ import { JetStreamQueue } from './webhooks/jetstream-queue.js'
 import { Metrics } from './ops/metrics.js'
 import { opsRoutes } from './ops/ops-routes.js'
 import { requestObservers } from './ops/request-log.js'
+import { Users } from './users/users.js'
+import { Sessions } from './users/sessions.js'
+import { AuditLog } from './audit/audit-log.js'
+import { Access } from './http/access.js'
+import { protectAdminRoutes } from './http/protect.js'
+import { userRoutes } from './http/user-routes.js'
+import { auditRoutes } from './http/audit-routes.js'
 
 export interface Beacon {
   port: number
@@ -70,12 +77,19 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   await deliveries.start()
 
+  const users = new Users(store, clock)
+  const sessions = new Sessions(store, clock, config.sessionTtlMs)
+  users.onRemoved = id => sessions.revokeUser(id)
+  const audit = new AuditLog(store, clock)
+  const access = new Access({ adminKey, users, sessions })
+
   const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
+    rawBodyBytes: config.mediaMaxBytes,
     inflightMax: config.inflightMax,
-    routes: [
+    routes: protectAdminRoutes([
       ...opsRoutes({
         metrics,
         lmdbOpen: () => store.isOpen,
@@ -90,9 +104,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
       }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, adminKey }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
+      ...userRoutes({ registry, users, sessions, clock }),
+      ...auditRoutes({ registry, audit }),
       ...panelRoutes(),
-    ],
+    ], access, audit),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })

@@ -27,6 +27,12 @@ export interface Config {
   requestLogSample: number
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
   natsUrl: string | null
+  /** BEACON_SESSION_TTL_MS: a panel session ends this long after sign-in (absolute; sign-out ends it sooner). */
+  sessionTtlMs: number
+  /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of maxBodyBytes). */
+  mediaMaxBytes: number
+  /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
+  reportFoldMs: number
 }
 
 export class ConfigError extends Error {
@@ -133,6 +139,9 @@ export function loadConfig (env: Env = process.env): Config {
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
+    sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
+    mediaMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
+    reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -14,11 +14,14 @@ export const ERRORS = {
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],
   admin_unauthorized: [401, 'The admin API needs "Authorization: Bearer <admin key>".'],
+  invalid_credentials: [401, 'The email or the password is wrong.'],
   // 403
   attribute_forbidden: [403, 'The token does not allow this attribute.'],
   token_wrong_account: [403, 'The token belongs to another account.'],
   token_read_only: [403, 'The token may only read.'],
   token_write_only: [403, 'The token may only write.'],
+  role_forbidden: [403, 'Your role does not allow this, or it is outside your account.'],
+  csrf_refused: [403, 'A change made with a session must carry an Origin header equal to this site\'s origin.'],
   // 404
   account_not_found: [404, 'The account does not exist or is suspended.'],
   not_found: [404, 'No such path.'],
@@ -28,6 +31,8 @@ export const ERRORS = {
   segment_not_found: [404, 'No such segment.'],
   profile_not_found: [404, 'No such profile.'],
   webhook_not_found: [404, 'No such webhook.'],
+  user_not_found: [404, 'No such user.'],
+  media_not_found: [404, 'No such media.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
@@ -38,6 +43,7 @@ export const ERRORS = {
   body_too_large: [413, 'The body is larger than the limit.'],
   // 415
   unsupported_media_type: [415, 'Only application/json is accepted.'],
+  media_type_unsupported: [415, 'Only PNG, JPEG, GIF and WebP images are accepted (decided by their bytes).'],
   // 429
   rate_limited: [429, 'The token sent more requests than its rate allows.'],
   // 503

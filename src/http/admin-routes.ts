@@ -1,6 +1,7 @@
-// The admin API (the panel's operations): accounts, tokens, event types. Bearer admin key, JSON, REST.
+// The admin API (the panel's operations): accounts, tokens, event types. JSON, REST. Who may call each
+// route is its `role` (the least panel role; the admin key may call all): see src/http/access.ts, which
+// guards every /admin route as src/app.ts assembles them. A route without a role is for owners only.
 
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { Registry } from '../store/registry.js'
@@ -13,7 +14,7 @@ import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
-import type { Handler, Reply, Request, Route } from './server.js'
+import type { Handler, Reply, Request, Route, RouteRole } from './server.js'
 
 const validateAccountCreate = validator(S.AccountCreate)
 const validateAccountPatch = validator(S.AccountPatch)
@@ -28,7 +29,6 @@ export interface AdminDeps {
   visitors: VisitorKind
   profiles: ProfileKind
   deliveries: DeliveryHub
-  adminKey: string
 }
 
 /** What GET shows of a token: never the secret nor its hash. */
@@ -37,15 +37,47 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, adminKey }: AdminDeps): Route[] {
-  const expected = digest(`Bearer ${adminKey}`)
+/**
+ * The least panel role of each route below (docs/api.md has the table); a route missing here gets no
+ * role, which means owners and the admin key only. 'admin': the admin key only (every account).
+ */
+export const ADMIN_ROLES: Readonly<Record<string, RouteRole>> = {
+  'post /admin/accounts': 'admin',
+  'get /admin/accounts': 'admin',
+  'get /admin/accounts/:account': 'viewer',
+  'patch /admin/accounts/:account': 'owner',
+  'post /admin/accounts/:account/tokens': 'owner',
+  'get /admin/accounts/:account/tokens': 'owner',
+  'del /admin/accounts/:account/tokens/:id': 'owner',
+  'get /admin/accounts/:account/event-types': 'viewer',
+  'put /admin/accounts/:account/event-types/:name': 'editor',
+  'get /admin/accounts/:account/event-types/:name': 'viewer',
+  'del /admin/accounts/:account/event-types/:name': 'editor',
+  'get /admin/accounts/:account/campaigns': 'viewer',
+  'put /admin/accounts/:account/campaigns/:id': 'editor',
+  'get /admin/accounts/:account/campaigns/:id': 'viewer',
+  'del /admin/accounts/:account/campaigns/:id': 'editor',
+  'get /admin/accounts/:account/segments': 'viewer',
+  'put /admin/accounts/:account/segments/:name': 'editor',
+  'get /admin/accounts/:account/segments/:name': 'viewer',
+  'del /admin/accounts/:account/segments/:name': 'editor',
+  'get /admin/accounts/:account/webhooks': 'viewer',
+  'put /admin/accounts/:account/webhooks/:id': 'editor',
+  'get /admin/accounts/:account/webhooks/:id': 'viewer',
+  'del /admin/accounts/:account/webhooks/:id': 'editor',
+  'get /admin/accounts/:account/webhooks/:id/deliveries': 'viewer',
+  'post /admin/accounts/:account/webhooks/:id/replay': 'editor',
+  'get /admin/accounts/:account/profiles/:id/export': 'owner',
+  'del /admin/accounts/:account/profiles/:id': 'owner',
+  'get /admin/accounts/:account/visitors/:id': 'viewer',
+  'get /admin/accounts/:account/profiles/:id': 'viewer',
+}
 
-  function guard (authorization: string): void {
-    if (!timingSafeEqual(digest(authorization), expected)) throw new ApiError('admin_unauthorized')
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries }: AdminDeps): Route[] {
+  const route = (method: Route['method'], pattern: string, handler: Handler): Route => {
+    const role = ADMIN_ROLES[`${method} ${pattern}`]
+    return { method, pattern, body: method === 'post' || method === 'put' || method === 'patch', handler, ...(role === undefined ? {} : { role }) }
   }
-
-  const route = (method: Route['method'], pattern: string, handler: Handler): Route =>
-    ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', guard, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
   const param = (request: Request, index: number): string => request.params[index] ?? ''
 
@@ -218,8 +250,4 @@ function wholeNumber (raw: string | null, min: number, max: number, name: string
   const n = Number(raw)
   if (!Number.isInteger(n) || n < min || n > max) throw new ApiError('invalid_field', `${name} must be a whole number from ${min} to ${max}.`, `/${name}`)
   return n
-}
-
-function digest (text: string): Buffer {
-  return createHash('sha256').update(text).digest()
 }

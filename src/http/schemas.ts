@@ -138,3 +138,22 @@ export const WebhookReplay = Type.Object({
   from: Type.Optional(Type.String({ maxLength: 40 })),
   to: Type.Optional(Type.String({ maxLength: 40 })),
 }, { additionalProperties: false })
+
+// Panel users and sign-in (src/http/user-routes.ts).
+const Email = Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$', description: 'E-mail address (unique across the instance).' })
+const Password = Type.String({ minLength: 12, maxLength: 256, description: '12 to 256 characters.' })
+const UserName = Type.String({ maxLength: 128 })
+export const UserRole = Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')])
+
+export const SignIn = Type.Object({
+  email: Type.String({ minLength: 1, maxLength: 254 }),
+  password: Type.String({ minLength: 1, maxLength: 256 }),
+}, { additionalProperties: false })
+
+export const UserCreate = Type.Object({
+  email: Email, name: Type.Optional(UserName), password: Password, role: UserRole,
+}, { additionalProperties: false })
+
+export const UserPatch = Type.Object({
+  name: Type.Optional(UserName), role: Type.Optional(UserRole), password: Type.Optional(Password),
+}, { additionalProperties: false, minProperties: 1 })

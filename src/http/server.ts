@@ -24,7 +24,12 @@ export interface Request {
   readonly remoteAddress: string
   /** Parsed JSON body (routes declared with `body: true`), the bytes (`body: 'raw'`), else undefined. */
   readonly body: unknown
+  /** What the route's guard returned (who is calling: see src/http/access.ts); undefined without a guard. */
+  readonly auth?: unknown
 }
+
+/** What a guard sees: the request before its body is read. */
+export type GuardRequest = Omit<Request, 'body' | 'auth'>
 
 export interface Reply {
   status: number
@@ -36,6 +41,9 @@ export interface Reply {
 
 export type Handler = (request: Request) => Reply | Promise<Reply>
 
+/** Who may call an admin route: a role of the account's panel users, 'admin' (the admin key only) or 'public'. */
+export type RouteRole = 'viewer' | 'editor' | 'owner' | 'admin' | 'public'
+
 export interface Route {
   method: 'get' | 'post' | 'put' | 'patch' | 'del' | 'options'
   pattern: string
@@ -43,8 +51,15 @@ export interface Route {
   body: boolean | 'raw'
   /** A JSON body may also come as text/plain (navigator.sendBeacon cannot set application/json). */
   textJson?: boolean
-  /** Checked before the body is read (admin key): throws an ApiError to refuse. */
-  guard?: (authorization: string) => void
+  /** Checked before the body is read (credentials): throws an ApiError to refuse; what it returns is `request.auth`. */
+  guard?: (request: GuardRequest) => unknown
+  /**
+   * For admin routes (/admin/...): the least role that may call it with a session (src/http/access.ts).
+   * Unset means 'owner' (and the admin key): a route nobody classified is never open to viewers.
+   */
+  role?: RouteRole
+  /** Audit log entry of a successful call: what it did to which entity (default: from method and path); false: none. */
+  audit?: { action?: string, entity?: string } | false
   /** Still answered while draining (health and metrics: a load balancer reads why it is taken out). */
   whileDraining?: boolean
   handler: Handler
@@ -69,6 +84,8 @@ export interface ServerOptions {
   host: string
   port: number
   maxBodyBytes: number
+  /** The limit of raw bodies (`body: 'raw'`: uploads); default maxBodyBytes. */
+  rawBodyBytes?: number
   inflightMax: number
   routes: Route[]
   /** A handler threw something other than an ApiError (a bug): told the method and route pattern, never the URL (ids). */
@@ -113,6 +130,7 @@ class Exchange {
   readonly remoteAddress: string
   readonly observer: RouteObserver | null
   readonly startMs: number
+  auth: unknown = undefined
   constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number, observer: RouteObserver | null) {
     this.server = server
     this.res = res
@@ -227,16 +245,16 @@ export class HttpServer {
     exchange.counted = true
     if (route.guard !== undefined) {
       try {
-        route.guard(exchange.authorization)
+        exchange.auth = route.guard(exchange)
       } catch (error) {
         return this.finish(exchange, errorReply(error as ApiError), route.body !== false)
       }
     }
     if (!route.body) return this.dispatch(exchange, route, undefined)
 
-    const max = this.options.maxBodyBytes
+    const max = route.body === 'raw' ? this.options.rawBodyBytes ?? this.options.maxBodyBytes : this.options.maxBodyBytes
     const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
-    if (declared > this.discardBytesMax) return this.tooLarge(exchange, true)
+    if (declared > Math.max(this.discardBytesMax, 2 * max)) return this.tooLarge(exchange, max, true)
     let chunks: Buffer[] | null = null
     let size = 0
     res.onData((chunk, isLast) => {
@@ -244,7 +262,7 @@ export class HttpServer {
       size += chunk.byteLength
       // Answered at once; uWS reads and drops the rest of the body, so the client is not cut off
       // mid-upload and the connection stays usable.
-      if (size > max) return this.tooLarge(exchange, false)
+      if (size > max) return this.tooLarge(exchange, max, false)
       if (route.body === 'raw') {
         (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
         if (isLast) this.dispatch(exchange, route, Buffer.concat(chunks, size))
@@ -268,8 +286,8 @@ export class HttpServer {
     })
   }
 
-  private tooLarge (exchange: Exchange, closeConnection: boolean): void {
-    this.finish(exchange, errorReply(new ApiError('body_too_large', `The body is larger than ${this.options.maxBodyBytes} bytes.`)), closeConnection)
+  private tooLarge (exchange: Exchange, max: number, closeConnection: boolean): void {
+    this.finish(exchange, errorReply(new ApiError('body_too_large', `The body is larger than ${max} bytes.`)), closeConnection)
   }
 
   private dispatchBody (exchange: Exchange, route: Route, text: string): void {
@@ -308,6 +326,7 @@ export class HttpServer {
       contentType: exchange.contentType,
       remoteAddress: exchange.remoteAddress,
       body,
+      auth: exchange.auth,
     }
     let out: Reply | Promise<Reply>
     try {

@@ -43,6 +43,16 @@ export class Store {
   readonly members: Database
   /** Webhook deliveries and their attempts: key [account, webhookId, outbox seq]. */
   readonly deliveries: Database
+  /** Panel users: key = user id (src/users/users.ts). */
+  readonly users: Database
+  /** Panel sessions: key = SHA-256 of the session id, hex (the id itself is never stored). */
+  readonly sessions: Database
+  /** The audit log of admin changes: key [account, seq] (src/audit/audit-log.ts). */
+  readonly audit: Database
+  /** Uploaded images: key [account, 'meta' | 'data', id] (src/media/media-store.ts). */
+  readonly media: Database
+  /** Report counters folded from memory and segment member counts: key [account, granularity, bucketMs] / [account, 'members', segment]. */
+  readonly reports: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -68,7 +78,7 @@ export class Store {
       // Always a folder: lmdb-js would take a path with an extension (`/srv/beacon.data`) for a file.
       noSubdir: false,
       separateFlushed: true,
-      maxDbs: 16,
+      maxDbs: 32,
       ...(mapSizeBytes ? { mapSize: mapSizeBytes } : {}),
     })
     this.meta = this.root.openDB('meta', {})
@@ -81,6 +91,11 @@ export class Store {
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', sharedStructures(this.meta, 'deliveries'))
     this.members = this.root.openDB('members', {})
+    this.users = this.root.openDB('users', {})
+    this.sessions = this.root.openDB('sessions', {})
+    this.audit = this.root.openDB('audit', {})
+    this.media = this.root.openDB('media', {})
+    this.reports = this.root.openDB('reports', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.

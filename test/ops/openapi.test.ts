@@ -30,7 +30,7 @@ function servedRoutes (): string[] {
   const routes = [
     ...opsRoutes({ metrics: null, lmdbOpen: () => true, draining: () => false, nats: null }),
     ...publicRoutes({} as PublicDeps),
-    ...adminRoutes({ adminKey: ADMIN_KEY } as AdminDeps),
+    ...adminRoutes({} as AdminDeps),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }

@@ -1,0 +1,98 @@
+// Every admin route, whoever wrote it, is assembled through here (src/app.ts): it gets the access guard
+// of its declared role (src/http/access.ts), and each successful change through it writes one audit
+// log entry (who, what entity, which id, a short before/after summary) before the answer.
+
+import type { AuditActor, AuditLog } from '../audit/audit-log.js'
+import type { Access, Principal } from './access.js'
+import type { Reply, Request, Route } from './server.js'
+
+/** Path collections → the entity named in audit entries. */
+const ENTITIES: Record<string, string> = {
+  campaigns: 'campaign', segments: 'segment', webhooks: 'webhook', 'event-types': 'event-type', tokens: 'token',
+  users: 'user', media: 'media', profiles: 'profile', visitors: 'visitor',
+}
+
+/** Keys never written into a summary, whatever their entity. */
+const SECRET = /password|secret|token|authorization|hash|key/i
+const SUMMARY_MAX = 300
+
+export function protectAdminRoutes (routes: Route[], access: Access, audit: AuditLog): Route[] {
+  const gets = new Map<string, Route>()
+  for (const route of routes) if (route.method === 'get') gets.set(route.pattern, route)
+  return routes.map(route => {
+    if (!route.pattern.startsWith('/admin')) return route
+    const guarded: Route = { ...route, guard: access.guardFor(route) }
+    if (route.method === 'get' || route.method === 'options' || route.audit === false) return guarded
+    return { ...guarded, handler: audited(route, gets.get(route.pattern) ?? null, audit) }
+  })
+}
+
+function audited (route: Route, read: Route | null, audit: AuditLog): Route['handler'] {
+  const parts = route.pattern.split('/')
+  // /admin/accounts/:account/<collection>/:id/<verb>
+  const collection = parts[4]
+  const declared = route.audit === false ? undefined : route.audit
+  const entity = declared?.entity ?? (collection === undefined ? 'account' : ENTITIES[collection] ?? collection)
+  return async request => {
+    const before = route.method === 'post' || read === null ? null : await readQuietly(read, request)
+    const reply = await route.handler(request)
+    if (reply.status >= 300) return reply
+    const principal = request.auth as Principal | null
+    const body = reply.body as Record<string, unknown> | null
+    const signedIn = body !== null && typeof body === 'object' ? body.user as { id: string, email: string, account: string } | undefined : undefined
+    const actor: AuditActor = signedIn !== undefined
+      ? { type: 'user', id: signedIn.id, email: signedIn.email }
+      : principal?.type === 'user' ? { type: 'user', id: principal.user.id, email: principal.user.email } : { type: 'admin' }
+    const account = request.params[0] ?? (principal?.type === 'user' ? principal.user.account : signedIn?.account ?? String(body?.account ?? ''))
+    if (account === '') return reply
+    const action = declared?.action ?? actionOf(route, parts, before)
+    const entityId = request.params.length > 1
+      ? request.params[request.params.length - 1]!
+      : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
+    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, route.method === 'del' ? null : request.body ?? body) })
+    return reply
+  }
+}
+
+function actionOf (route: Route, parts: string[], before: unknown): string {
+  const last = parts[parts.length - 1]
+  if (last === 'replay') return 'replay'
+  if (route.method === 'del') return parts[4] === 'tokens' ? 'revoke' : parts[4] === 'profiles' || parts[4] === 'visitors' ? 'erase' : 'delete'
+  if (route.method === 'post') return 'create'
+  return before === null ? 'create' : 'update'
+}
+
+/** The entity as its GET route shows it before the change; null when it does not exist (or cannot be read). */
+async function readQuietly (read: Route, request: Request): Promise<unknown> {
+  try {
+    const reply: Reply = await read.handler({ ...request, method: 'get', body: undefined })
+    return reply.status === 200 ? reply.body : null
+  } catch {
+    return null
+  }
+}
+
+/** A line a person reads: what changed (before → after) for an update, the main fields otherwise. */
+export function summarize (action: string, before: unknown, after: unknown): string {
+  const b = asRecord(before)
+  const a = asRecord(after)
+  let text: string
+  if (b !== null && a !== null) {
+    const changed = Object.keys(a).filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
+    text = changed.length === 0 ? 'no field changed' : changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`).join(', ')
+  } else {
+    const shown = a ?? b
+    text = shown === null ? action : Object.keys(shown).filter(key => !SECRET.test(key)).map(key => `${key}=${short(shown[key])}`).join(', ')
+  }
+  return text.length > SUMMARY_MAX ? text.slice(0, SUMMARY_MAX - 1) + '…' : text
+}
+
+function asRecord (value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value) ? value as Record<string, unknown> : null
+}
+
+function short (value: unknown): string {
+  if (value === undefined) return '(none)'
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 40 ? text.slice(0, 39) + '…' : text
+}

@@ -1,0 +1,137 @@
+// Panel users: per account, with a role; emails unique across the instance (a user belongs to one
+// account). Read once at start and kept in memory like the registry's catalogs; every change is
+// written through and awaited before it is answered.
+
+import { randomBytes } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import type { Clock } from '../clock.js'
+import type { Store } from '../store/store.js'
+import { hashPassword } from './password.js'
+
+export const ROLES = ['viewer', 'editor', 'owner'] as const
+export type Role = typeof ROLES[number]
+
+/** Users per account are bounded (the panel lists them whole). */
+export const USERS_MAX = 1000
+
+export interface User {
+  id: string
+  account: string
+  email: string
+  name: string
+  role: Role
+  createdAt: string
+}
+
+interface UserRecord extends User {
+  passwordHash: string
+}
+
+export class Users {
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly byId = new Map<string, UserRecord>()
+  private readonly byEmail = new Map<string, UserRecord>()
+  /** Told after a user is removed (their sessions end). */
+  onRemoved: ((id: string) => void) | null = null
+
+  constructor (store: Store, clock: Clock) {
+    this.store = store
+    this.clock = clock
+    for (const { value } of store.users.getRange()) this.remember(value as UserRecord)
+  }
+
+  /** The user as the API shows it (never the password hash). */
+  static public (record: User): User {
+    const { id, account, email, name, role, createdAt } = record
+    return { id, account, email, name, role, createdAt }
+  }
+
+  get (id: string): User | undefined { return this.byId.get(id) }
+
+  /** The user with this email (any case) and their password hash, for sign-in. */
+  byEmailForSignIn (email: string): { user: User, passwordHash: string } | undefined {
+    const record = this.byEmail.get(normalizeEmail(email))
+    return record === undefined ? undefined : { user: record, passwordHash: record.passwordHash }
+  }
+
+  list (account: string): User[] {
+    const out: User[] = []
+    for (const record of this.byId.values()) if (record.account === account) out.push(Users.public(record))
+    return out
+  }
+
+  inAccount (account: string, id: string): User {
+    const record = this.byId.get(id)
+    if (record === undefined || record.account !== account) throw new ApiError('user_not_found')
+    return record
+  }
+
+  async create (account: string, spec: { email: string, name?: string, password: string, role: Role }): Promise<User> {
+    const email = normalizeEmail(spec.email)
+    if (this.byEmail.has(email)) throw new ApiError('conflict', 'A user with this email exists already.', '/email')
+    if (this.list(account).length >= USERS_MAX) throw new ApiError('conflict', `An account has at most ${USERS_MAX} users; remove some first.`)
+    const record: UserRecord = {
+      id: randomBytes(9).toString('base64url'),
+      account,
+      email,
+      name: spec.name ?? '',
+      role: spec.role,
+      createdAt: new Date(this.clock.nowMs()).toISOString(),
+      passwordHash: await hashPassword(spec.password),
+    }
+    // Checked again: another creation with the same email may have finished while the hash was computed.
+    if (this.byEmail.has(email)) throw new ApiError('conflict', 'A user with this email exists already.', '/email')
+    this.remember(record)
+    try {
+      await this.store.save(this.store.users, record.id, record)
+    } catch (error) {
+      this.forget(record)
+      throw error
+    }
+    return Users.public(record)
+  }
+
+  async update (account: string, id: string, patch: { name?: string, role?: Role, password?: string }): Promise<User> {
+    const current = this.inAccount(account, id) as UserRecord
+    if (patch.role !== undefined && patch.role !== 'owner' && current.role === 'owner') this.keepAnOwner(account, id)
+    const next: UserRecord = { ...current }
+    if (patch.name !== undefined) next.name = patch.name
+    if (patch.role !== undefined) next.role = patch.role
+    if (patch.password !== undefined) next.passwordHash = await hashPassword(patch.password)
+    if (this.byId.get(id) !== current) throw new ApiError('conflict', 'The user changed meanwhile; try again.')
+    await this.store.save(this.store.users, id, next)
+    this.remember(next)
+    return Users.public(next)
+  }
+
+  async remove (account: string, id: string): Promise<User> {
+    const current = this.inAccount(account, id) as UserRecord
+    if (current.role === 'owner') this.keepAnOwner(account, id)
+    // Gone from memory first: "at once" means no request is accepted for this user from here on.
+    this.forget(current)
+    this.onRemoved?.(id)
+    await this.store.durable(this.store.users.remove(id))
+    return Users.public(current)
+  }
+
+  /** An account keeps at least one owner once it has one (the admin key can always add another). */
+  private keepAnOwner (account: string, leaving: string): void {
+    for (const record of this.byId.values()) if (record.account === account && record.role === 'owner' && record.id !== leaving) return
+    throw new ApiError('conflict', 'This is the account\'s last owner: make another user owner first.')
+  }
+
+  private remember (record: UserRecord): void {
+    this.byId.set(record.id, record)
+    this.byEmail.set(record.email, record)
+  }
+
+  private forget (record: UserRecord): void {
+    this.byId.delete(record.id)
+    if (this.byEmail.get(record.email) === record) this.byEmail.delete(record.email)
+  }
+}
+
+export function normalizeEmail (email: string): string {
+  return email.trim().toLowerCase()
+}
