@@ -1,8 +1,8 @@
 // The few components every page is made of: a page frame, a labelled form field, a table, loading and
 // error states, an action button that shows its progress and failure, and a copy button.
 
-import type { ComponentChildren, JSX } from 'preact'
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import { cloneElement, type ComponentChildren, type JSX, type VNode } from 'preact'
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks'
 import { BASE, onLink } from './router'
 
 export function Page ({ title, actions, children }: { title: string, actions?: ComponentChildren, children: ComponentChildren }): JSX.Element {
@@ -23,14 +23,16 @@ export function Link ({ to, children, class: className, current }: { to: string,
   return <a href={BASE + to} onClick={onLink} class={className} aria-current={current === true ? 'page' : undefined}>{children}</a>
 }
 
-/** A label around its control (so the control is named by it), with an optional hint below. */
-export function Field ({ label, hint, children, wide }: { label: string, hint?: string, children: ComponentChildren, wide?: boolean }): JSX.Element {
+/** A label for its one control (named by the label, described by the hint), the hint below it. */
+export function Field ({ label, hint, children, wide }: { label: string, hint?: string, children: VNode<any>, wide?: boolean }): JSX.Element {
+  const id = useId()
+  const control = cloneElement(children, { id, 'aria-describedby': hint === undefined ? undefined : `${id}-hint` })
   return (
-    <label class={wide === true ? 'field wide' : 'field'}>
-      <span class="label">{label}</span>
-      {children}
-      {hint !== undefined && <small class="hint">{hint}</small>}
-    </label>
+    <div class={wide === true ? 'field wide' : 'field'}>
+      <label class="label" for={id}>{label}</label>
+      {control}
+      {hint !== undefined && <small class="hint" id={`${id}-hint`}>{hint}</small>}
+    </div>
   )
 }
 

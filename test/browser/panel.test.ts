@@ -6,6 +6,7 @@
 
 import { expect } from 'chai'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { isDeepStrictEqual } from 'node:util'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { admin, post, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 import { artifactPath, launchBrowser } from '../helpers/browser.js'
@@ -137,13 +138,14 @@ describe('panel in a browser', function () {
     await page.getByLabel('Condition Rule.2: operator').selectOption('gte')
     await page.getByLabel('Condition Rule.2: value').fill('50')
     const rule = { all: [{ fact: 'event.category', op: 'eq', value: 'shoes' }, { fact: 'event.price', op: 'gte', value: 50 }] }
-    expect(JSON.parse(await page.getByLabel('Rule as JSON').inputValue())).to.deep.equal(rule)
+    const json = page.getByLabel('Rule as JSON')
+    const jsonShows = (expected: unknown): Promise<void> => until(`the JSON view shows ${JSON.stringify(expected)}`, async () => isDeepStrictEqual(JSON.parse(await json.inputValue()), expected))
+    await jsonShows(rule)
     // The JSON view edits the tree too.
-    const edited = { any: rule.all }
-    await page.getByLabel('Rule as JSON').fill(JSON.stringify(edited))
-    expect(await page.getByLabel('Rule: match').inputValue()).to.equal('any')
+    await json.fill(JSON.stringify({ any: rule.all }))
+    await until('the builder shows "any"', async () => await page.getByLabel('Rule: match').inputValue() === 'any')
     await page.getByLabel('Rule: match').selectOption('all')
-    expect(JSON.parse(await page.getByLabel('Rule as JSON').inputValue())).to.deep.equal(rule)
+    await jsonShows(rule)
     await page.getByLabel('Impressions at most').fill('5')
     await page.getByRole('button', { name: 'Insert an image…' }).click()
     await page.getByRole('button', { name: 'Use banner.png' }).click()
