@@ -69,6 +69,7 @@ describe('panel in a browser', function () {
     expect(user.status, JSON.stringify(user.body)).to.equal(201)
     browser = await launchBrowser()
     owner = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    owner.setDefaultTimeout(15_000)
     page = await owner.newPage()
   })
   after(async () => {
