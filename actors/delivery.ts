@@ -12,7 +12,7 @@ import { ApiError } from '../src/errors.js'
 import { log } from '../src/log.js'
 import {
   DeliveryWorker, Sender, asStored, decodeRecord, decodeRow, encodeRecord, nextRunMs, recordOfRow, recordPrefix, systemScheduler,
-  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow,
+  type AttemptRecord, type CompiledWebhook, type DeliveryContext, type DeliveryItem, type NextAttempt, type OutboxRow, type SendResult,
 } from '../src/webhooks/index.js'
 
 export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
@@ -788,6 +788,14 @@ export class DeliveryHub {
     if (last !== null) await this.store.durable(last)
     await this.queue.publish(requeued.map(record => ({ ...record, attempts: [] })))
     return requeued.length
+  }
+
+  /**
+   * One request to the webhook's target now, rendered, signed and sent as a delivery of `item` would
+   * be (the panel's test delivery), with the webhook's timeout; recorded nowhere.
+   */
+  sendTest (webhook: CompiledWebhook, item: DeliveryItem): Promise<SendResult> {
+    return this.sender.sendOnce(webhook, [item])
   }
 
   async stop (): Promise<void> {

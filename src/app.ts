@@ -8,7 +8,7 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
 import { Registry } from './store/registry.js'
-import { HttpServer } from './http/server.js'
+import { HttpServer, type Route } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { panelRoutes } from './http/panel-routes.js'
@@ -30,9 +30,14 @@ import { Access } from './http/access.js'
 import { protectAdminRoutes } from './http/protect.js'
 import { userRoutes } from './http/user-routes.js'
 import { auditRoutes } from './http/audit-routes.js'
+import { MediaStore } from './media/media-store.js'
+import { mediaRoutes } from './http/media-routes.js'
+import { tryRoutes } from './http/try-routes.js'
 
 export interface Beacon {
   port: number
+  /** Every route served, as assembled (admin routes with their guard and role): tests walk it. */
+  routes: readonly Route[]
   /** The LMDB store (for tools and in-process tests that inspect the outbox). */
   store: Store
   deliveries: DeliveryHub
@@ -83,32 +88,35 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions })
 
+  const routes = protectAdminRoutes([
+    ...opsRoutes({
+      metrics,
+      lmdbOpen: () => store.isOpen,
+      draining: () => server.draining,
+      nats: queue === null ? null : { connected: () => queue.isConnected },
+    }),
+    ...publicRoutes({
+      registry, runtime, clock, visitors, profiles,
+      outboxMark: () => store.lastOutboxSeq,
+      afterWrite: (account, fromSeq) => {
+        const timeoutMs = registry.syncTimeoutMs(account)
+        return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
+      },
+    }),
+    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
+    ...userRoutes({ registry, users, sessions, clock }),
+    ...auditRoutes({ registry, audit }),
+    ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
+    ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
+    ...panelRoutes(),
+  ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     rawBodyBytes: config.mediaMaxBytes,
     inflightMax: config.inflightMax,
-    routes: protectAdminRoutes([
-      ...opsRoutes({
-        metrics,
-        lmdbOpen: () => store.isOpen,
-        draining: () => server.draining,
-        nats: queue === null ? null : { connected: () => queue.isConnected },
-      }),
-      ...publicRoutes({
-        registry, runtime, clock, visitors, profiles,
-        outboxMark: () => store.lastOutboxSeq,
-        afterWrite: (account, fromSeq) => {
-          const timeoutMs = registry.syncTimeoutMs(account)
-          return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
-        },
-      }),
-      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
-      ...userRoutes({ registry, users, sessions, clock }),
-      ...auditRoutes({ registry, audit }),
-      ...panelRoutes(),
-    ], access, audit),
+    routes,
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
@@ -117,6 +125,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
+    routes,
     store,
     deliveries,
     sweepSegments: () => maintenance.sweep(),

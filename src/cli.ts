@@ -11,6 +11,7 @@ import { AdminClient, resolveConnection } from './cli/client.js'
 import { CliError, EXIT, UsageError } from './cli/errors.js'
 import { tokensCreate, tokensList, tokensRevoke } from './cli/tokens.js'
 import { exportAccount, importAccount } from './cli/transfer.js'
+import { usersAdd } from './cli/users.js'
 import { USAGE } from './cli/usage.js'
 import { VERSION } from './ops/version.js'
 
@@ -68,6 +69,12 @@ const COMMANDS: Record<string, Command> = {
   'tokens revoke': {
     options: { account: str, id: str }, required: ['account', 'id'], http: true,
     run: (values, output, client) => tokensRevoke(client!, text(values.account)!, text(values.id)!, output),
+  },
+  'users add': {
+    options: { account: str, email: str, role: str, name: str }, required: ['account', 'email', 'role'], http: true,
+    run: (values, output, client) => usersAdd(client!, {
+      account: text(values.account)!, email: text(values.email)!, role: text(values.role)!, name: text(values.name),
+    }, output),
   },
   export: {
     options: { account: str, out: str }, required: ['account'], http: true,

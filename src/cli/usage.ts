@@ -15,6 +15,8 @@ Admin API (talks to a running Beacon)
   tokens create --account <id> --name <name> --attributes <a,b|*> --access <read|write|read-write> [--rate <n>]
   tokens list --account <id>
   tokens revoke --account <id> --id <token id>
+  users add --account <id> --email <email> --role <owner|editor|viewer> [--name <name>]
+                                 A panel user; prints a generated password once.
   export --account <id> [--out <file>]
                                  The account's configuration (event types, campaigns, segments,
                                  webhooks with secrets redacted) as one JSON document.

@@ -71,11 +71,14 @@ export class Access {
     return ADMIN
   }
 
-  /** For public admin routes (sign-in, sign-out): who is calling if anyone; a change still needs the Origin. */
+  /**
+   * For public admin routes (sign-in, sign-out): who is calling if anyone, the session first (these
+   * routes are about it); a change made with a session still needs the Origin.
+   */
   private optional (request: GuardRequest): Principal | null {
-    if (request.authorization !== '') return this.adminKey(request.authorization)
     const principal = this.session(request)
-    if (principal !== null && changes(request.method)) checkOrigin(request)
+    if (principal === null) return request.authorization === '' ? null : this.adminKey(request.authorization)
+    if (changes(request.method)) checkOrigin(request)
     return principal
   }
 

@@ -49,7 +49,9 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
     const entityId = request.params.length > 1
       ? request.params[request.params.length - 1]!
       : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
-    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, route.method === 'del' ? null : request.body ?? body) })
+    // An upload's bytes are not summarized: its answer (name, type, size) is.
+    const after = route.method === 'del' ? null : Buffer.isBuffer(request.body) ? body : request.body ?? body
+    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, after) })
     return reply
   }
 }

@@ -157,3 +157,10 @@ export const UserCreate = Type.Object({
 export const UserPatch = Type.Object({
   name: Type.Optional(UserName), role: Type.Optional(UserRole), password: Type.Optional(Password),
 }, { additionalProperties: false, minProperties: 1 })
+
+/** POST …/campaigns/:id/test: an event as /campaigns/query takes it (without account and token) and the visitor state to assume. */
+export const CampaignTest = Type.Object({
+  event: Type.Object({}, { additionalProperties: true, description: 'The fields of /campaigns/query without account and token; visitorId optional (a visitor never seen).' }),
+  attributes: Type.Optional(Type.Object({}, { additionalProperties: CustomField, maxProperties: 2000, description: 'The visitor\'s attributes to assume (default: the stored visitor\'s).' })),
+  segments: Type.Optional(Type.Array(Name, { maxItems: 1000, description: 'The visitor\'s segments to assume (default: the stored visitor\'s).' })),
+}, { additionalProperties: false })

@@ -12,5 +12,6 @@ export { validateCondition, MAX_DEPTH, MAX_LEAVES, MAX_LIST_VALUES } from './val
 export { compileCondition } from './compile-condition.js'
 export { compileCampaigns } from './compile-campaigns.js'
 export { referenceMatch } from './reference.js'
+export { explainCampaign, type Check, type Explanation } from './explain.js'
 export { CAP_WINDOW_MS, isCapped, recordImpression } from './caps.js'
 export { GLOB_MAX_LENGTH } from './glob.js'

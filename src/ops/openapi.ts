@@ -15,8 +15,9 @@ import { DELIVERY_STATUSES, LIST_PAGE_MAX } from '../../actors/delivery.js'
 import * as R from './openapi-schemas.js'
 import { CONTENT_TYPE as METRICS_CONTENT_TYPE } from './metrics.js'
 import { VERSION } from './version.js'
+import { PANEL_OPERATIONS, PANEL_TAGS } from './openapi-panel.js'
 
-type Auth = 'admin' | 'token-read' | 'token-write' | 'none'
+export type Auth = 'admin' | 'token-read' | 'token-write' | 'none'
 
 export const TAGS = {
   Events: 'Fire a visitor event and get the eligible campaigns (public).',
@@ -30,18 +31,20 @@ export const TAGS = {
   Webhooks: 'Webhooks, their deliveries and replay (admin); see docs/webhooks.md.',
   People: 'Everything held on a visitor or profile; export and erasure (admin).',
   Operations: 'Health, readiness, metrics and this document (no key).',
+  ...PANEL_TAGS,
 } as const
-type Tag = keyof typeof TAGS
+export type Tag = keyof typeof TAGS
 
-interface Answer {
+export interface Answer {
   status: number
   description: string
-  schema: TSchema
+  /** Absent: no body (204). */
+  schema?: TSchema
   /** Default application/json. */
   contentType?: string
 }
 
-interface QueryParameter {
+export interface QueryParameter {
   name: string
   description: string
   schema: TSchema
@@ -52,8 +55,8 @@ export interface Operation {
   description?: string
   tag: Tag
   auth: Auth
-  /** The request body's schema and an example (the coverage test sends the example). */
-  body?: { schema: TSchema, example: Record<string, unknown> }
+  /** The request body's schema and an example (the coverage test sends the example); `raw`: bytes of that type, not JSON. */
+  body?: { schema: TSchema, example: Record<string, unknown>, raw?: string }
   query?: QueryParameter[]
   /** The success answer. */
   ok: Answer
@@ -66,6 +69,9 @@ export interface Operation {
 // Refusals every operation may answer, and those that follow from a body or from authentication.
 const ALWAYS: ErrorCode[] = ['overloaded', 'shutting_down', 'internal']
 const BODY: ErrorCode[] = ['invalid_json', 'invalid_field', 'unknown_field', 'forbidden_key', 'body_too_large', 'unsupported_media_type']
+const RAW_BODY: ErrorCode[] = ['body_too_large']
+/** With a panel session instead of the admin key: outside the role or the account, or a change without the Origin. */
+const SESSION: ErrorCode[] = ['role_forbidden', 'csrf_refused']
 const AUTH: Record<Auth, ErrorCode[]> = {
   admin: ['admin_unauthorized'],
   'token-read': ['token_missing', 'token_invalid', 'token_wrong_account', 'token_write_only', 'rate_limited'],
@@ -78,7 +84,7 @@ export const EXAMPLE_ACCOUNT = '6f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f'
 export const EXAMPLE_TOKEN = 'bk_0123456789abcdef_s3cr3t'
 const VISITOR = '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60'
 
-const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
+export const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
 
 export const OPERATIONS: Readonly<Record<string, Operation>> = {
   // ---- public ----
@@ -317,6 +323,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     summary: 'This document', tag: 'Operations', auth: 'none',
     ok: json(200, 'OpenAPI 3.1.', R.OpenApiDocument), errors: [],
   },
+  ...PANEL_OPERATIONS,
 }
 
 /** The key of a route in OPERATIONS: `GET /admin/accounts/{account}` for get + `/admin/accounts/:account`. */
@@ -354,6 +361,10 @@ export function buildOpenApi (): Record<string, unknown> {
     components: {
       securitySchemes: {
         adminKey: { type: 'http', scheme: 'bearer', description: 'The admin key: BEACON_ADMIN_KEY, or generated into <data dir>/admin.key on first start.' },
+        session: {
+          type: 'apiKey', in: 'cookie', name: 'beacon_session',
+          description: 'A panel session (POST /admin/session): only the user\'s own account, within their role; changes need the Origin header of the site itself.',
+        },
       },
       schemas: { Condition: R.Condition, SegmentCondition: R.SegmentCondition },
     },
@@ -367,7 +378,7 @@ function operationObject (method: string, path: string, operation: Operation): R
     operationId: operationId(method, path),
     summary: operation.summary,
     tags: [operation.tag],
-    security: operation.auth === 'admin' ? [{ adminKey: [] }] : [],
+    security: operation.auth === 'admin' ? [{ adminKey: [] }, { session: [] }] : [],
   }
   const description = [operation.description, authNote(operation.auth)].filter(Boolean).join(' ')
   if (description !== '') out.description = description
@@ -376,7 +387,9 @@ function operationObject (method: string, path: string, operation: Operation): R
     ...(operation.query ?? []).map(q => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema })),
   ]
   if (parameters.length > 0) out.parameters = parameters
-  if (operation.body !== undefined) {
+  if (operation.body?.raw !== undefined) {
+    out.requestBody = { required: true, content: { [operation.body.raw]: { schema: operation.body.schema } } }
+  } else if (operation.body !== undefined) {
     out.requestBody = { required: true, content: { 'application/json': { schema: operation.body.schema, example: operation.body.example } } }
   }
   out.responses = responses(operation)
@@ -384,16 +397,20 @@ function operationObject (method: string, path: string, operation: Operation): R
 }
 
 function responses (operation: Operation): Record<string, unknown> {
-  const codes = new Set<ErrorCode>([...operation.errors, ...AUTH[operation.auth], ...(operation.body === undefined ? [] : BODY), ...ALWAYS])
+  const body = operation.body === undefined ? [] : operation.body.raw === undefined ? BODY : RAW_BODY
+  const session = operation.auth === 'admin' ? SESSION : []
+  const codes = new Set<ErrorCode>([...operation.errors, ...AUTH[operation.auth], ...session, ...body, ...ALWAYS])
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of Object.keys(ERRORS) as ErrorCode[]) {
     if (!codes.has(code)) continue
     const status = ERRORS[code][0]
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
-  const out: Record<string, { description: string, content: Record<string, { schema: TSchema }> }> = {}
+  const out: Record<string, { description: string, content?: Record<string, { schema: TSchema }> }> = {}
   for (const answer of [operation.ok, ...(operation.also ?? [])]) {
-    out[String(answer.status)] = { description: answer.description, content: { [answer.contentType ?? 'application/json']: { schema: answer.schema } } }
+    out[String(answer.status)] = answer.schema === undefined
+      ? { description: answer.description }
+      : { description: answer.description, content: { [answer.contentType ?? 'application/json']: { schema: answer.schema } } }
   }
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     const error = R.ErrorBody(list)
@@ -402,7 +419,7 @@ function responses (operation: Operation): Record<string, unknown> {
       out[String(status)] = { description: R.errorDescription(list), content: { 'application/json': { schema: error } } }
     } else {
       // A status that is both an answer and a refusal (/readyz's 503): either body.
-      const content = existing.content['application/json']!
+      const content = existing.content!['application/json']!
       existing.description += ' Or refused: ' + R.errorDescription(list)
       content.schema = { anyOf: [content.schema, error] } as TSchema
     }

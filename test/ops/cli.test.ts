@@ -36,7 +36,7 @@ describe('beacon (CLI)', () => {
     it('prints the commands with help (exit 0), and with no command (exit 2)', async () => {
       const help = await beacon(['help'])
       expect(help.code).to.equal(0)
-      for (const command of ['start', 'admin-key', 'backup', 'accounts create', 'tokens create', 'tokens list', 'tokens revoke', 'export', 'import']) {
+      for (const command of ['start', 'admin-key', 'backup', 'accounts create', 'tokens create', 'tokens list', 'tokens revoke', 'users add', 'export', 'import']) {
         expect(help.stdout).to.include(command)
       }
       expect((await beacon([])).code).to.equal(2)
@@ -144,6 +144,22 @@ describe('beacon (CLI)', () => {
       expect(account.name).to.equal('Shop from the CLI')
       const listed = await beacon(['accounts', 'list'], env)
       expect(JSON.parse(listed.stdout).accounts.map((a: { account: string }) => a.account)).to.include(account.account)
+    })
+
+    it('users add creates a panel user and prints a generated password once, which signs in; a bad --role is a usage error', async () => {
+      const { account } = (await admin(server.url, 'POST', '/admin/accounts', { name: 'Users' })).body as { account: string }
+      const added = await beacon(['users', 'add', '--account', account, '--email', 'cli@example.com', '--role', 'owner', '--name', 'Cli'], env)
+      expect(added.code).to.equal(0)
+      const user = JSON.parse(added.stdout) as { id: string, email: string, role: string, password: string }
+      expect(user).to.include({ email: 'cli@example.com', role: 'owner' })
+      expect(user.password).to.have.length.at.least(12)
+      const signIn = await post(server.url, '/admin/session', { email: 'cli@example.com', password: user.password })
+      expect(signIn.status).to.equal(200)
+      const listed = await admin(server.url, 'GET', `/admin/accounts/${account}/users`)
+      expect(JSON.stringify(listed.body)).not.to.include(user.password)
+      const role = await beacon(['users', 'add', '--account', account, '--email', 'x@example.com', '--role', 'boss'], env)
+      expect(role.code).to.equal(2)
+      expect(role.stderr).to.include('--role: expected one of viewer, editor, owner')
     })
 
     it('tokens create, list and revoke; the created token works until revoked', async () => {

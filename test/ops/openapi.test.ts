@@ -6,6 +6,12 @@ import { publicRoutes, type PublicDeps } from '../../src/http/public-routes.js'
 import { adminRoutes, type AdminDeps } from '../../src/http/admin-routes.js'
 import { opsRoutes } from '../../src/ops/ops-routes.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, OPERATIONS, operationKey, shapeOf } from '../../src/ops/openapi.js'
+import { EXAMPLE_EMAIL, EXAMPLE_PASSWORD } from '../../src/ops/openapi-panel.js'
+import { userRoutes, type UserRouteDeps } from '../../src/http/user-routes.js'
+import { auditRoutes } from '../../src/http/audit-routes.js'
+import { mediaRoutes } from '../../src/http/media-routes.js'
+import { tryRoutes } from '../../src/http/try-routes.js'
+import { addUser, signIn } from '../helpers/panel.js'
 
 type Doc = {
   openapi: string
@@ -31,6 +37,10 @@ function servedRoutes (): string[] {
     ...opsRoutes({ metrics: null, lmdbOpen: () => true, draining: () => false, nats: null }),
     ...publicRoutes({} as PublicDeps),
     ...adminRoutes({} as AdminDeps),
+    ...userRoutes({ sessions: { ttlMs: 1000 } } as UserRouteDeps),
+    ...auditRoutes({} as Parameters<typeof auditRoutes>[0]),
+    ...mediaRoutes({} as Parameters<typeof mediaRoutes>[0]),
+    ...tryRoutes({} as Parameters<typeof tryRoutes>[0]),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }
@@ -38,6 +48,9 @@ function servedRoutes (): string[] {
 /** Path parameters filled with records the setup creates. */
 function fill (path: string, tenant: Tenant, tokenId: string): string {
   return path
+    .replace(/\/users\/\{id\}/, `/users/${memberId}`)
+    .replace(/\/media\/\{id\}/, `/media/${mediaId}`)
+    .replace(/^\/media\/\{account\}\/\{id\}/, `/media/${tenant.account}/${mediaId}`)
     .replace('{account}', tenant.account)
     .replace(/\/tokens\/\{id\}/, `/tokens/${tokenId}`)
     .replace(/\/event-types\/\{name\}/, '/event-types/signup')
@@ -55,9 +68,20 @@ function bodyOf (example: unknown, tenant: Tenant): unknown {
 
 interface Answer { status: number, contentType: string, text: string, allow: string | null }
 
-async function call (base: string, method: string, path: string, body: unknown, init: { key?: string | null, raw?: string } = {}): Promise<Answer> {
+/** A panel session (its routes need one) and a user other than the owner to change and remove. */
+let sessionCookie = ''
+let memberId = ''
+let mediaId = ''
+/** The smallest PNG signature and header: what a raw (image) body operation is sent. */
+const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
+
+async function call (base: string, method: string, path: string, body: unknown, init: { key?: string | null, raw?: string | Buffer } = {}): Promise<Answer> {
   const headers: Record<string, string> = {}
-  if (init.key !== null) headers.authorization = `Bearer ${init.key ?? ADMIN_KEY}`
+  if (init.key !== null) {
+    headers.authorization = `Bearer ${init.key ?? ADMIN_KEY}`
+    headers.cookie = sessionCookie
+    headers.origin = base
+  }
   if (body !== undefined || init.raw !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(base + path, { method, headers, body: init.raw ?? (body === undefined ? undefined : JSON.stringify(body)) })
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text(), allow: res.headers.get('allow') }
@@ -78,6 +102,10 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     tenant = await createTenant(beacon.url)
     const tokens = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/tokens`)
     tokenId = tokens.body.tokens[0].id
+    await addUser(beacon.url, tenant.account, EXAMPLE_EMAIL, 'owner', EXAMPLE_PASSWORD)
+    memberId = (await addUser(beacon.url, tenant.account, 'member@example.com', 'editor')).id
+    sessionCookie = (await signIn(beacon.url, EXAMPLE_EMAIL, EXAMPLE_PASSWORD)).signedIn!.cookie
+    mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
   })
 
   after(async () => {
@@ -167,7 +195,8 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       const media = operation.requestBody?.content['application/json']
       const body = media === undefined ? undefined : bodyOf(media.example, tenant)
       if (media !== undefined) expect(Compile({ ...media.schema, components: doc.components } as never).Check(body), `${method} ${path} example`).to.equal(true)
-      const answer = await call(beacon.url, method.toUpperCase(), fill(path, tenant, tokenId), body)
+      const raw = operation.requestBody !== undefined && media === undefined ? PNG : undefined
+      const answer = await call(beacon.url, method.toUpperCase(), fill(path, tenant, tokenId), body, raw === undefined ? {} : { raw })
       if ((answer.status === 404 && answer.text.includes('"not_found"')) || answer.status === 405) {
         if (PENDING.test(path)) {
           console.log(`      note: ${method.toUpperCase()} ${path} is documented but not served yet (${answer.status})`)
@@ -191,7 +220,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
         const target = fill(path, tenant, tokenId)
         const probes: Answer[] = []
         if (operation.security.length > 0) probes.push(await call(beacon.url, method.toUpperCase(), target, undefined, { key: null }))
-        if (operation.requestBody !== undefined) probes.push(await call(beacon.url, method.toUpperCase(), target, undefined, { raw: '{"not json' }))
+        if (operation.requestBody?.content['application/json'] !== undefined) probes.push(await call(beacon.url, method.toUpperCase(), target, undefined, { raw: '{"not json' }))
         const example = operation.requestBody?.content['application/json']?.example as Record<string, unknown> | undefined
         if (example !== undefined && 'token' in example) {
           const { token: _token, ...withoutToken } = bodyOf(example, tenant) as Record<string, unknown>

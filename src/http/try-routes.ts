@@ -1,0 +1,96 @@
+// Trying configuration without changing anything: whether a campaign would be returned for an event
+// (and why not), and one test request of a webhook. Neither records anything.
+
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import type { Clock } from '../clock.js'
+import type { Registry } from '../store/registry.js'
+import { explainCampaign } from '../matching/index.js'
+import type { ActorRuntime } from '../../actors/runtime.js'
+import { emptyVisitor, metricsOf, recordBehaviour, type EventBody, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
+import { allSegments } from '../../actors/entity.js'
+import type { DeliveryHub } from '../../actors/delivery.js'
+import type { DeliveryItem } from '../webhooks/index.js'
+import * as S from './schemas.js'
+import { validator } from './validate.js'
+import type { Route } from './server.js'
+
+const validateTest = validator(S.CampaignTest)
+const validateEvent = validator(S.EventRequest)
+
+export interface TryDeps {
+  registry: Registry
+  runtime: ActorRuntime
+  visitors: VisitorKind
+  deliveries: DeliveryHub
+  clock: Clock
+}
+
+/** The visitor of a test delivery's sample (a UUID v4 no site produces: all zeros but the version bits). */
+export const SAMPLE_VISITOR = '00000000-0000-4000-8000-000000000000'
+
+export function tryRoutes ({ registry, runtime, visitors, deliveries, clock }: TryDeps): Route[] {
+  return [
+    {
+      method: 'post', pattern: '/admin/accounts/:account/campaigns/:id/test', body: true, role: 'editor', audit: false,
+      async handler (request) {
+        const account = request.params[0] ?? ''
+        const id = request.params[1] ?? ''
+        const spec = validateTest(request.body)
+        const def = registry.getCampaign(account, id)
+        const given = spec.event as Record<string, unknown>
+        const event = prefixed(() => validateEvent({ ...given, account, visitorId: given.visitorId ?? SAMPLE_VISITOR })) as EventBody
+        const type = registry.eventType(account, event.event)
+        if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event/event')
+        const nowMs = clock.nowMs()
+        // The stored visitor (a copy: nothing is written), then this event's behaviour, as the real query records it before matching.
+        const state = given.visitorId === undefined ? emptyVisitor() : await runtime.send(visitors, account, event.visitorId, { type: 'snapshot' }) as VisitorState
+        recordBehaviour(state, event, nowMs)
+        const ctx = {
+          event,
+          attributes: (spec.attributes ?? state.attributes) as Record<string, unknown>,
+          segments: new Set(spec.segments ?? allSegments(state)),
+          visitor: metricsOf(state),
+          nowMs,
+        }
+        return { status: 200, body: explainCampaign(def, ctx, state.impressions[id] ?? null) }
+      },
+    },
+    {
+      method: 'post', pattern: '/admin/accounts/:account/webhooks/:id/test', body: false, role: 'editor', audit: false,
+      async handler (request) {
+        const account = request.params[0] ?? ''
+        const webhook = registry.webhook(account, request.params[1] ?? '')
+        const result = await deliveries.sendTest(webhook, sampleItem(account, webhook.trigger, clock.nowMs()))
+        const body: { ok: boolean, status: number | null, durationMs: number, error?: string } = {
+          ok: result.outcome === 'delivered', status: result.status ?? null, durationMs: Math.round(result.latencyMs),
+        }
+        if (result.error !== undefined) body.error = result.error
+        return { status: 200, body }
+      },
+    },
+  ]
+}
+
+/** A sample of what the webhook is sent: its first event kind or segment, a sample visitor, a `test` marker. */
+function sampleItem (account: string, trigger: DeliveryHubTrigger, nowMs: number): DeliveryItem {
+  const context: DeliveryItem['context'] = { account, visitorId: SAMPLE_VISITOR, eventFields: { test: true }, attributes: {} }
+  if (trigger.kind === 'event') context.event = [...trigger.events][0] ?? 'pageView'
+  else {
+    context.audience = [...trigger.segments][0] ?? 'test'
+    context.change = 'enter'
+  }
+  return { id: `test-${randomUUID()}`, occurredAtMs: nowMs, context }
+}
+
+type DeliveryHubTrigger = ReturnType<Registry['webhook']>['trigger']
+
+/** Event validation errors point into `event`. */
+function prefixed<T> (run: () => T): T {
+  try {
+    return run()
+  } catch (error) {
+    if (error instanceof ApiError) for (const item of error.items) if (item.field !== undefined) item.field = '/event' + item.field
+    throw error
+  }
+}

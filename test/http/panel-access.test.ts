@@ -1,0 +1,240 @@
+import { expect } from 'chai'
+import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { startInProcess, type InProcess } from '../helpers/in-process.js'
+import { addUser, asUser, PASSWORD, signIn } from '../helpers/panel.js'
+import { rolesAllowed } from '../../src/http/access.js'
+import { SIGN_IN_LIMITS } from '../../src/users/sign-in-limit.js'
+import type { Route } from '../../src/http/server.js'
+
+/** A path of the route with the account filled in and every other parameter a name that exists nowhere. */
+function pathOf (route: Route, account: string): string {
+  return route.pattern.replace(':account', account).replace(/:[a-z]+/gi, 'nope')
+}
+
+describe('panel access: sessions and roles', () => {
+  let node: InProcess
+  let a: Tenant
+  let b: Tenant
+  const cookies: Record<string, string> = {}
+
+  before(async () => {
+    node = await startInProcess(undefined, { BEACON_SESSION_TTL_MS: '3600000' })
+    a = await createTenant(node.url, 'A')
+    b = await createTenant(node.url, 'B')
+    for (const role of ['viewer', 'editor', 'owner']) {
+      await addUser(node.url, a.account, `${role}@a.example`, role)
+      cookies[role] = (await signIn(node.url, `${role}@a.example`)).signedIn!.cookie
+    }
+    await addUser(node.url, b.account, 'owner@b.example', 'owner')
+    cookies.stranger = (await signIn(node.url, 'owner@b.example')).signedIn!.cookie
+  })
+  after(async () => { await node.close() })
+
+  it('walks every admin route with every role: allowed roles are never refused (403), the others get 403 role_forbidden', async () => {
+    const routes = node.beacon.routes.filter(route => route.pattern.startsWith('/admin') && route.role !== 'public')
+    expect(routes.length).to.be.greaterThan(30)
+    const failures: string[] = []
+    for (const route of routes) {
+      const method = route.method === 'del' ? 'DELETE' : route.method.toUpperCase()
+      const path = pathOf(route, a.account)
+      const body = route.body === true ? {} : undefined
+      const raw = route.body === 'raw' ? Buffer.from('not an image') : undefined
+      const allowed = rolesAllowed(route.role)
+      for (const who of ['viewer', 'editor', 'owner', 'stranger']) {
+        const res = await asUser(node.url, cookies[who]!, method, path, body, raw === undefined ? {} : { raw })
+        const may = who !== 'stranger' && (allowed as string[]).includes(who)
+        if (may && (res.status === 403 || res.status === 401)) failures.push(`${who} ${method} ${route.pattern}: ${res.status} ${JSON.stringify(res.body)}`)
+        if (!may && (res.status !== 403 || (res.body as { errors: { code: string }[] }).errors[0]!.code !== 'role_forbidden')) {
+          failures.push(`${who} ${method} ${route.pattern}: expected 403 role_forbidden, got ${res.status}`)
+        }
+      }
+      const key = await fetch(node.url + path, {
+        method, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: raw ?? (body === undefined ? undefined : '{}'),
+      })
+      if (key.status === 403 || key.status === 401) failures.push(`admin key ${method} ${route.pattern}: ${key.status}`)
+      const none = await fetch(node.url + path, { method })
+      if (none.status !== 401) failures.push(`nobody ${method} ${route.pattern}: ${none.status}`)
+    }
+    expect(failures).to.deep.equal([])
+  })
+
+  it('states the contract\'s roles: viewers read but not tokens, users or exports; editors configure; owners manage; an unclassified route is owner-only', async () => {
+    expect(rolesAllowed(undefined)).to.deep.equal(['owner'])
+    expect(rolesAllowed('admin')).to.deep.equal([])
+    const roleOf = (method: string, pattern: string): string | undefined => node.beacon.routes.find(r => r.method === method && r.pattern === pattern)?.role
+    expect(roleOf('get', '/admin/accounts/:account/campaigns')).to.equal('viewer')
+    expect(roleOf('get', '/admin/accounts/:account/tokens')).to.equal('owner')
+    expect(roleOf('get', '/admin/accounts/:account/users')).to.equal('owner')
+    expect(roleOf('get', '/admin/accounts/:account/profiles/:id/export')).to.equal('owner')
+    expect(roleOf('put', '/admin/accounts/:account/campaigns/:id')).to.equal('editor')
+    expect(roleOf('patch', '/admin/accounts/:account')).to.equal('owner')
+    expect(roleOf('post', '/admin/accounts')).to.equal('admin')
+    const campaign = { name: 'Sale', status: 'active', priority: 1, trigger: { events: ['pageView'] }, content: { html: 'hi' } }
+    expect((await asUser(node.url, cookies.viewer!, 'PUT', `/admin/accounts/${a.account}/campaigns/sale`, campaign)).status).to.equal(403)
+    expect((await asUser(node.url, cookies.editor!, 'PUT', `/admin/accounts/${a.account}/campaigns/sale`, campaign)).status).to.equal(200)
+    expect((await asUser(node.url, cookies.viewer!, 'GET', `/admin/accounts/${a.account}/campaigns/sale`)).status).to.equal(200)
+    expect((await asUser(node.url, cookies.stranger!, 'GET', `/admin/accounts/${a.account}/campaigns/sale`)).status).to.equal(403)
+    expect((await asUser(node.url, cookies.owner!, 'GET', '/admin/accounts')).status).to.equal(403)
+  })
+
+  it('GET /admin/session tells who is signed in; 401 admin_unauthorized without a session', async () => {
+    const me = await asUser(node.url, cookies.editor!, 'GET', '/admin/session')
+    expect(me.status).to.equal(200)
+    expect(me.body.user).to.include({ email: 'editor@a.example', role: 'editor', account: a.account })
+    expect(me.body.user).to.have.all.keys('id', 'account', 'email', 'name', 'role', 'createdAt')
+    const none = await fetch(node.url + '/admin/session')
+    expect(none.status).to.equal(401)
+    expect(((await none.json()) as { errors: { code: string }[] }).errors[0]!.code).to.equal('admin_unauthorized')
+  })
+
+  it('sets the session cookie HttpOnly, SameSite=Strict, Path=/, Max-Age; Secure behind https (X-Forwarded-Proto)', async () => {
+    await addUser(node.url, a.account, 'cookie@a.example', 'viewer')
+    const plain = await signIn(node.url, 'cookie@a.example')
+    expect(plain.signedIn!.setCookie).to.match(/^beacon_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/; Max-Age=3600$/)
+    const https = await signIn(node.url, 'cookie@a.example', PASSWORD, { 'x-forwarded-proto': 'https' })
+    expect(https.signedIn!.setCookie).to.match(/; HttpOnly; SameSite=Strict; Path=\/; Max-Age=3600; Secure$/)
+  })
+
+  it('refuses a change made with a session without the site\'s own Origin (403 csrf_refused), and changes nothing', async () => {
+    const path = `/admin/accounts/${a.account}/event-types/signup`
+    const missing = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: null })
+    expect(missing.status).to.equal(403)
+    expect(missing.body.errors[0].code).to.equal('csrf_refused')
+    const wrong = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: 'https://evil.example' })
+    expect(wrong.body.errors[0].code).to.equal('csrf_refused')
+    // Behind https the own origin is https://host: the plain http origin is another site.
+    const scheme = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { headers: { 'x-forwarded-proto': 'https' } })
+    expect(scheme.body.errors[0].code).to.equal('csrf_refused')
+    expect((await admin(node.url, 'GET', path)).status).to.equal(404)
+    const host = new URL(node.url).host
+    expect((await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: `https://${host}`, headers: { 'x-forwarded-proto': 'https' } })).status).to.equal(200)
+    // Reads need no Origin; the admin key needs none either.
+    expect((await asUser(node.url, cookies.owner!, 'GET', path, undefined, { origin: null })).status).to.equal(200)
+    expect((await admin(node.url, 'DELETE', path)).status).to.equal(200)
+  })
+
+  it('ends a session at sign-out (the same cookie is refused afterwards) and clears the cookie', async () => {
+    await addUser(node.url, a.account, 'leaving@a.example', 'editor')
+    const { cookie } = (await signIn(node.url, 'leaving@a.example')).signedIn!
+    const out = await asUser(node.url, cookie, 'DELETE', '/admin/session')
+    expect(out.status).to.equal(204)
+    expect(out.headers.get('set-cookie')).to.match(/^beacon_session=; HttpOnly; SameSite=Strict; Path=\/; Max-Age=0$/)
+    expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
+    expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${a.account}/campaigns`)).status).to.equal(401)
+  })
+
+  it('ends every session of a removed user at once', async () => {
+    const user = await addUser(node.url, a.account, 'removed@a.example', 'editor')
+    const one = (await signIn(node.url, 'removed@a.example')).signedIn!.cookie
+    const two = (await signIn(node.url, 'removed@a.example')).signedIn!.cookie
+    expect((await asUser(node.url, cookies.owner!, 'DELETE', `/admin/accounts/${a.account}/users/${user.id}`)).status).to.equal(204)
+    for (const cookie of [one, two]) expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${a.account}/campaigns`)).status).to.equal(401)
+    expect((await signIn(node.url, 'removed@a.example')).status).to.equal(401)
+  })
+
+  it('ends a session BEACON_SESSION_TTL_MS after sign-in', async () => {
+    await addUser(node.url, a.account, 'expiring@a.example', 'viewer')
+    const { cookie } = (await signIn(node.url, 'expiring@a.example')).signedIn!
+    node.clock.advance(3_600_000 - 1)
+    expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(200)
+    node.clock.advance(1)
+    expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
+  })
+
+  it('a role change applies to the live session at once', async () => {
+    const user = await addUser(node.url, a.account, 'promoted@a.example', 'viewer')
+    const { cookie } = (await signIn(node.url, 'promoted@a.example')).signedIn!
+    const path = `/admin/accounts/${a.account}/event-types/promo`
+    expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(403)
+    expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor' })).body.role).to.equal('editor')
+    expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(200)
+  })
+})
+
+describe('panel users and sign-in (real process)', () => {
+  let beacon: BeaconProcess
+  let a: Tenant
+
+  before(async () => {
+    beacon = await startBeacon()
+    a = await createTenant(beacon.url, 'Users')
+  })
+  after(async () => {
+    await beacon.kill()
+    removeDir(beacon.dataDir)
+  })
+
+  it('creates, lists, patches and deletes users; emails are unique across the instance (409); passwords are never shown', async () => {
+    const created = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'Ana@Example.com', name: 'Ana', password: PASSWORD, role: 'owner' })
+    expect(created.status).to.equal(201)
+    expect(created.body).to.have.all.keys('id', 'account', 'email', 'name', 'role', 'createdAt')
+    expect(created.body).to.include({ email: 'ana@example.com', name: 'Ana', role: 'owner', account: a.account })
+    const other = await createTenant(beacon.url, 'Other')
+    const taken = await admin(beacon.url, 'POST', `/admin/accounts/${other.account}/users`, { email: 'ana@example.COM', password: PASSWORD, role: 'viewer' })
+    expect(taken.status).to.equal(409)
+    expect(taken.body.errors[0].code).to.equal('conflict')
+    const short = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'bo@example.com', password: 'short', role: 'viewer' })
+    expect(short.status).to.equal(400)
+    const badRole = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'bo@example.com', password: PASSWORD, role: 'god' })
+    expect(badRole.status).to.equal(400)
+    const listed = await admin(beacon.url, 'GET', `/admin/accounts/${a.account}/users`)
+    expect(listed.body.users.map((u: { email: string }) => u.email)).to.deep.equal(['ana@example.com'])
+    expect(JSON.stringify(listed.body)).not.to.match(/scrypt|password/i)
+    const patched = await admin(beacon.url, 'PATCH', `/admin/accounts/${a.account}/users/${created.body.id}`, { name: 'Ana B', password: 'another long password' })
+    expect(patched.body).to.include({ name: 'Ana B' })
+    expect((await signIn(beacon.url, 'ana@example.com')).status).to.equal(401)
+    expect((await signIn(beacon.url, 'ANA@example.com', 'another long password')).status).to.equal(200)
+    // The last owner stays.
+    const last = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/users/${created.body.id}`)
+    expect(last.status).to.equal(409)
+    const missing = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/users/nobody`)
+    expect(missing.status).to.equal(404)
+    expect(missing.body.errors[0].code).to.equal('user_not_found')
+  })
+
+  it('answers the same 401 invalid_credentials for an unknown email and a wrong password', async () => {
+    await addUser(beacon.url, a.account, 'carla@example.com', 'viewer')
+    const unknown = await signIn(beacon.url, 'nobody@example.com', PASSWORD, { 'x-test': '1' })
+    const wrong = await signIn(beacon.url, 'carla@example.com', 'wrong password!')
+    expect(unknown.status).to.equal(401)
+    expect(wrong.status).to.equal(401)
+    expect(unknown.body).to.deep.equal(wrong.body)
+    expect(wrong.body.errors[0].code).to.equal('invalid_credentials')
+  })
+
+  it('limits failed sign-ins per email: past the limit even the right password gets 429 with Retry-After', async () => {
+    await addUser(beacon.url, a.account, 'dora@example.com', 'viewer')
+    for (let i = 0; i < SIGN_IN_LIMITS.perEmail; i++) expect((await signIn(beacon.url, 'dora@example.com', 'wrong password!')).status).to.equal(401)
+    const limited = await signIn(beacon.url, 'dora@example.com')
+    expect(limited.status).to.equal(429)
+    expect(limited.body.errors[0].code).to.equal('rate_limited')
+    const retry = Number(limited.headers.get('retry-after'))
+    expect(retry).to.be.greaterThan(0).and.at.most(SIGN_IN_LIMITS.windowMs / 1000)
+    // Another user signs in meanwhile (from the same address: under its own limit).
+    await addUser(beacon.url, a.account, 'emil@example.com', 'viewer')
+    expect((await signIn(beacon.url, 'emil@example.com')).status).to.equal(200)
+  })
+
+  it('keeps sessions across a restart (stored hashed in LMDB)', async () => {
+    await addUser(beacon.url, a.account, 'fay@example.com', 'editor')
+    const { cookie } = (await signIn(beacon.url, 'fay@example.com')).signedIn!
+    expect(await beacon.stop()).to.equal(0)
+    const again = await startBeacon({ dataDir: beacon.dataDir })
+    beacon = again
+    const me = await asUser(again.url, cookie, 'GET', '/admin/session')
+    expect(me.status).to.equal(200)
+    expect(me.body.user.email).to.equal('fay@example.com')
+  })
+  it('limits failed sign-ins per address, across emails (run last: it locks this address out)', async () => {
+    let attempts = 0
+    let status = 401
+    while (status === 401 && attempts <= SIGN_IN_LIMITS.perAddress) {
+      status = (await signIn(beacon.url, `guess${attempts}@example.com`, 'wrong password!')).status
+      attempts++
+    }
+    expect(status).to.equal(429)
+    const limited = await signIn(beacon.url, 'fresh@example.com', 'wrong password!')
+    expect(limited.status).to.equal(429)
+    expect(limited.headers.get('retry-after')).to.match(/^\d+$/)
+  })
+})

@@ -1,0 +1,94 @@
+import { expect } from 'chai'
+import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { addUser, asUser, signIn } from '../helpers/panel.js'
+import { AuditLog, AUDIT_KEEP } from '../../src/audit/audit-log.js'
+import { Store } from '../../src/store/store.js'
+import { systemClock } from '../../src/clock.js'
+
+describe('audit log', () => {
+  let beacon: BeaconProcess
+  let a: Tenant
+
+  before(async () => {
+    beacon = await startBeacon()
+    a = await createTenant(beacon.url, 'Audited')
+  })
+  after(async () => {
+    await beacon.kill()
+    removeDir(beacon.dataDir)
+  })
+
+  const entries = async (query = ''): Promise<any> => (await admin(beacon.url, 'GET', `/admin/accounts/${a.account}/audit${query}`)).body
+
+  it('writes one entry per change, with the key or a session, newest first: actor, action, entity, id, before → after', async () => {
+    const user = await addUser(beacon.url, a.account, 'olga@example.com', 'owner')
+    const { cookie } = (await signIn(beacon.url, 'olga@example.com')).signedIn!
+    const path = `/admin/accounts/${a.account}/campaigns/sale`
+    const campaign = { name: 'Sale', status: 'active', priority: 1, trigger: { events: ['pageView'] }, content: { html: 'hi' } }
+    expect((await admin(beacon.url, 'PUT', path, campaign)).status).to.equal(200)
+    expect((await asUser(beacon.url, cookie, 'PUT', path, { ...campaign, status: 'paused' })).status).to.equal(200)
+    // Reads and refusals write nothing.
+    await admin(beacon.url, 'GET', path)
+    await asUser(beacon.url, cookie, 'PUT', path, { name: 1 })
+    expect((await asUser(beacon.url, cookie, 'DELETE', path)).status).to.equal(200)
+    const { entries: list, next } = await entries()
+    expect(next).to.equal(null)
+    const [deleted, updated, created, signedIn, userCreated] = list
+    expect(deleted).to.include({ action: 'delete', entity: 'campaign', entityId: 'sale' })
+    expect(deleted.actor).to.deep.equal({ type: 'user', id: user.id, email: 'olga@example.com' })
+    expect(updated).to.include({ action: 'update', entity: 'campaign', entityId: 'sale', summary: 'status: "active" → "paused"' })
+    expect(created).to.include({ action: 'create', entity: 'campaign', entityId: 'sale' })
+    expect(created.actor).to.deep.equal({ type: 'admin' })
+    expect(created.summary).to.include('name="Sale"')
+    expect(signedIn).to.include({ action: 'sign-in', entity: 'user', entityId: user.id })
+    expect(userCreated).to.include({ action: 'create', entity: 'user', entityId: user.id })
+    expect(userCreated.summary).not.to.match(/password|horse/)
+    expect(Date.parse(deleted.at)).to.be.at.least(Date.parse(userCreated.at))
+    expect(list.length).to.be.greaterThan(5)
+  })
+
+  it('pages with limit and cursor, and refuses a bad cursor or limit with 400', async () => {
+    for (const name of ['one', 'two', 'three']) await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/event-types/${name}`, { required: [] })
+    const first = await entries('?limit=2')
+    expect(first.entries.map((e: { entityId: string }) => e.entityId)).to.deep.equal(['three', 'two'])
+    const second = await entries(`?limit=2&cursor=${first.next}`)
+    expect(second.entries[0].entityId).to.equal('one')
+    const all = await entries('?limit=200')
+    expect([...first.entries, ...second.entries].map((e: { id: string }) => e.id)).to.deep.equal(all.entries.slice(0, 4).map((e: { id: string }) => e.id))
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${a.account}/audit?cursor=abc`)).status).to.equal(400)
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${a.account}/audit?limit=0`)).status).to.equal(400)
+  })
+
+  it('keeps an account\'s entries apart, and records token revocation and erasure with their own actions', async () => {
+    const b = await createTenant(beacon.url, 'Other')
+    const tokens = await admin(beacon.url, 'GET', `/admin/accounts/${b.account}/tokens`)
+    await admin(beacon.url, 'DELETE', `/admin/accounts/${b.account}/tokens/${tokens.body.tokens[0].id}`)
+    const theirs = (await admin(beacon.url, 'GET', `/admin/accounts/${b.account}/audit`)).body.entries
+    expect(theirs.map((e: { action: string, entity: string }) => `${e.action} ${e.entity}`)).to.deep.equal(['revoke token', 'create token', 'create account'])
+    const ours = (await entries('?limit=200')).entries
+    expect(ours.some((e: { entityId: string }) => e.entityId === tokens.body.tokens[0].id)).to.equal(false)
+  })
+})
+
+describe('audit log bound', () => {
+  it(`keeps the latest ${AUDIT_KEEP} entries of an account`, async () => {
+    const dir = tempDir()
+    const store = new Store({ path: dir, durability: 'committed' })
+    try {
+      const audit = new AuditLog(store, systemClock)
+      // In batches of 500 (one commit each), as a busy account's changes would come.
+      for (let from = 0; from < AUDIT_KEEP + 150; from += 500) {
+        const writes: Promise<void>[] = []
+        for (let i = from; i < Math.min(from + 500, AUDIT_KEEP + 150); i++) writes.push(audit.append('acc', { actor: { type: 'admin' }, action: 'update', entity: 'campaign', entityId: String(i), summary: '' }))
+        await Promise.all(writes)
+      }
+      await store.root.flushed
+      const count = store.audit.getKeysCount({ start: ['acc', 0], end: ['acc', Number.MAX_SAFE_INTEGER] })
+      expect(count).to.be.at.most(AUDIT_KEEP + 100).and.at.least(AUDIT_KEEP)
+      expect(audit.list('acc', 1, null).entries[0]!.entityId).to.equal(String(AUDIT_KEEP + 149))
+    } finally {
+      await store.close()
+      removeDir(dir)
+    }
+  })
+})
