@@ -250,7 +250,7 @@ describe('panel in a browser', function () {
     await page.getByLabel('Initial password').fill(VIEWER.password)
     await page.getByLabel('Role', { exact: true }).selectOption('viewer')
     await page.getByRole('button', { name: 'Add user' }).click()
-    await page.getByRole('cell', { name: VIEWER.email }).waitFor()
+    await page.getByRole('cell', { name: VIEWER.email, exact: true }).waitFor()
     await shot('users')
     await open('Audit log')
     await page.getByRole('cell', { name: 'webhook crm' }).first().waitFor()
