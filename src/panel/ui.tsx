@@ -72,19 +72,25 @@ export interface Load<T> {
   reload: () => void
 }
 
-/** Runs `load` when `deps` change (and on reload); the last answer wins. */
+/**
+ * Runs `load` when `deps` change (and on reload); the last answer wins. A reload keeps showing the data
+ * it replaces; new deps do not (the data of another record would be shown as this one's).
+ */
 export function useLoad<T> (load: () => Promise<T>, deps: unknown[]): Load<T> {
   const [state, setState] = useState<{ data: T | undefined, error: unknown, loading: boolean }>({ data: undefined, error: null, loading: true })
   const [tick, setTick] = useState(0)
+  const loadedDeps = useRef<unknown[] | null>(null)
+  const sameDeps = loadedDeps.current !== null && deps.every((dep, i) => Object.is(dep, loadedDeps.current![i]))
   useEffect(() => {
     let live = true
-    setState(s => ({ ...s, loading: true, error: null }))
+    loadedDeps.current = deps
+    setState(s => ({ data: sameDeps ? s.data : undefined, loading: true, error: null }))
     load().then(data => { if (live) setState({ data, error: null, loading: false }) },
       (error: unknown) => { if (live) setState(s => ({ data: s.data, error, loading: false })) })
     return () => { live = false }
   }, [...deps, tick])
   const reload = useCallback(() => setTick(t => t + 1), [])
-  return { ...state, reload }
+  return { ...state, data: sameDeps ? state.data : undefined, reload }
 }
 
 /** The loading and error states of `load`, then `children` with its data. */

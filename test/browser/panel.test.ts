@@ -153,6 +153,8 @@ describe('panel in a browser', function () {
     await shot('campaign-editor')
     await page.getByRole('button', { name: 'Save campaign' }).click()
     await page.waitForURL(`${beacon.url}/panel/campaigns/shoe-banner`)
+    await page.getByRole('heading', { level: 1, name: 'Shoe banner' }).waitFor()
+    await jsonShows(rule)
     const saved = await admin(beacon.url, 'GET', `/admin/accounts/${account}/campaigns/shoe-banner`)
     expect(saved.body).to.deep.include({ name: 'Shoe banner', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule, frequencyCap: { max: 5, per: 'day' } })
     const media = await admin(beacon.url, 'GET', `/admin/accounts/${account}/media`)
@@ -217,6 +219,7 @@ describe('panel in a browser', function () {
     await page.getByLabel('Max attempts').fill('3')
     await page.getByRole('button', { name: 'Save webhook' }).click()
     await page.waitForURL(`${beacon.url}/panel/webhooks/crm`)
+    await page.getByRole('heading', { level: 1, name: 'Orders to the CRM' }).waitFor()
     await page.getByRole('button', { name: 'Send test delivery' }).click()
     await page.getByText(/Test delivery succeeded: status 200/).waitFor()
     const before = sink.requests.length
