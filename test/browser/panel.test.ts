@@ -51,6 +51,8 @@ describe('panel in a browser', function () {
   let page: Page
   let account: string
   const shopper = visitorId()
+  /** What the browser reported breaking the page's Content-Security-Policy (none, ever). */
+  const violations: string[] = []
 
   const shot = (name: string, target: Page = page): Promise<Buffer> => target.screenshot({ path: artifactPath('panel', `${name}.png`), fullPage: true })
   const open = async (section: string): Promise<void> => {
@@ -71,6 +73,8 @@ describe('panel in a browser', function () {
     owner = await browser.newContext({ viewport: { width: 1280, height: 900 } })
     owner.setDefaultTimeout(15_000)
     page = await owner.newPage()
+    page.on('console', message => { if (/Content Security Policy/i.test(message.text())) violations.push(message.text()) })
+    page.on('pageerror', error => violations.push(`page error: ${error.message}`))
   })
   after(async () => {
     await browser?.close()
@@ -287,6 +291,10 @@ describe('panel in a browser', function () {
     })).status, `/admin/accounts/${account}/campaigns/shoe-banner`)
     expect(status).to.equal(403)
     await phone.close()
+  })
+
+  it('ran every page without a script error or a Content-Security-Policy violation', () => {
+    expect(violations).to.deep.equal([])
   })
 
   it('signs out: the session no longer opens the panel', async () => {
