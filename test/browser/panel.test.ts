@@ -194,6 +194,11 @@ describe('panel in a browser', function () {
     await page.getByLabel('Granularity').selectOption('hour')
     await row.waitFor()
     await shot('reports')
+    const csvLink = (await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href'))!
+    expect(csvLink).to.include('granularity=hour').and.include('format=csv')
+    const csv = await page.evaluate(async (href: string) => await (await fetch(href)).text(), csvLink)
+    expect(csv.split('\n')[0]).to.equal('t,kind,key,value')
+    expect(csv).to.include('shoe-banner')
   })
 
   it('creates a computed segment and watches its member count rise', async () => {
