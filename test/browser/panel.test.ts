@@ -290,6 +290,10 @@ describe('panel in a browser', function () {
     await viewer.getByRole('cell', { name: 'Shoe banner' }).waitFor()
     expect(await viewer.getByRole('link', { name: 'New campaign' }).count()).to.equal(0)
     await shot('phone-campaigns', viewer)
+    await viewer.getByRole('button', { name: 'Menu' }).click()
+    await nav.getByRole('link', { name: 'Reports' }).click()
+    await viewer.getByRole('cell', { name: 'shoe-banner' }).waitFor()
+    await shot('phone-reports', viewer)
     // The server refuses what the page hides: the viewer's own session cannot change a campaign.
     const status = await viewer.evaluate(async (path: string) => (await fetch(path, {
       method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', status: 'paused', priority: 0, trigger: {}, content: {} }),
