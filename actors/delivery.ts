@@ -151,6 +151,8 @@ export class EmbeddedQueue implements DeliveryQueue {
   }
 }
 
+export type AttemptObserver = (outcome: 'delivered' | 'retry' | 'dead', latencyMs: number, account: string, deliveries: number) => void
+
 export interface DeliveryHubOptions {
   store: Store
   registry: Registry
@@ -158,8 +160,8 @@ export interface DeliveryHubOptions {
   allowPrivate: boolean
   /** Defaults to the embedded queue. */
   queue?: DeliveryQueue
-  /** Told each attempt's outcome and latency (metrics). */
-  onAttempt?: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  /** Told each attempt's outcome and latency, with the webhook's account and the deliveries it settled (metrics, reports). */
+  onAttempt?: AttemptObserver | null
   /** Resolves when the account's members index is complete (no re-indexing pass under way). */
   membersReady?: (account: string) => Promise<void>
   /** Items a worker holds at most (DELIVERY_LIMITS.queueItemsMaxDefault; smaller in tests). */
@@ -177,7 +179,7 @@ export class DeliveryHub {
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
-  private readonly onAttempt: ((outcome: 'delivered' | 'retry' | 'dead', latencyMs: number) => void) | null
+  private readonly onAttempt: AttemptObserver | null
   private readonly membersReady: (account: string) => Promise<void>
   private readonly workers = new Map<string, DeliveryWorker>()
   /**
@@ -603,7 +605,7 @@ export class DeliveryHub {
   private settle (webhook: CompiledWebhook, items: DeliveryItem[], outcome: 'delivered' | 'retry' | 'dead', attempts: AttemptRecord[], delayMs: number, nextAttempt?: number, replaceAttempts = false): void {
     const nowMs = this.clock.nowMs()
     const status: DeliveryStatus = outcome === 'retry' ? 'failed' : outcome
-    if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0)
+    if (this.onAttempt !== null) this.onAttempt(outcome, attempts[attempts.length - 1]?.latencyMs ?? 0, webhook.account, items.length)
     const dueMs = outcome === 'retry' ? nowMs + delayMs : 0
     // The records of a batch usually had the same past: one outcome row (written as the same bytes) for them all.
     let shared: OutcomeRow | null = null

@@ -78,14 +78,27 @@ export function applyAttributes (attributes: Attributes, update: Record<string, 
   }
 }
 
+/** Told each time a visitor or profile enters (+1) or leaves (-1) a segment (member counts, reports). */
+export type MembershipCounter = (account: string, segment: string, delta: 1 | -1) => void
+
 /** Assign then remove (a name in both ends removed); returns the manual segments after the change. */
-export function applySegments (state: EntityState, assign: readonly string[], remove: readonly string[]): string[] {
+export function applySegments (state: EntityState, assign: readonly string[], remove: readonly string[], ref?: { account: string, counter: MembershipCounter }): string[] {
+  const before = new Set(state.segments)
   const current = new Set(state.segments)
   for (const name of assign) current.add(name)
   for (const name of remove) current.delete(name)
   if (current.size > SEGMENTS_MAX) throw new ApiError('entity_full', `This record would be in more than ${SEGMENTS_MAX} segments.`, '/assignees')
   state.segments = [...current]
+  if (ref !== undefined) {
+    for (const name of current) if (!before.has(name)) ref.counter(ref.account, name, 1)
+    for (const name of before) if (!current.has(name)) ref.counter(ref.account, name, -1)
+  }
   return state.segments
+}
+
+/** An entity erased leaves every segment it was in. */
+export function countErased (state: EntityState, account: string, counter: MembershipCounter): void {
+  for (const name of new Set([...state.segments, ...state.computed])) counter(account, name, -1)
 }
 
 function readAttributes (attributes: Attributes, names: readonly string[] | null, allowed: (name: string) => boolean): AttributeReply {
@@ -125,10 +138,14 @@ export type ChangeWanted = (account: string, change: 'enter' | 'exit', segment: 
  * segments, rows for every change cost a third of the throughput), and the entity's next window
  * expiry into the expiries index.
  */
-export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: EntityState, set: SegmentSet, members: string[], windows: Windows, nowMs: number): void {
+export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: EntityState, set: SegmentSet, members: string[], windows: Windows, nowMs: number, counter: MembershipCounter | null = null): void {
   const { entered, exited } = membershipChanges(state.computed, members)
   if (entered.length > 0 || exited.length > 0) {
     const who = ref.kind === 'visitor' ? 'visitorId' : 'profileId'
+    if (counter !== null) {
+      for (const segment of entered) counter(ref.account, segment, 1)
+      for (const segment of exited) counter(ref.account, segment, -1)
+    }
     for (const segment of entered) {
       if (!wantsChange(ref.account, 'enter', segment)) continue
       ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAtMs: nowMs })

@@ -11,7 +11,7 @@ import type { VisitorMetrics } from '../src/matching/index.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
@@ -66,12 +66,14 @@ export interface ProfileDeps {
   wantsEvent: EventWanted
   wantsChange: ChangeWanted
   listsMembers: MembersListed
+  /** Told of every segment entered or left (member counts and reports); default none. */
+  membership?: MembershipCounter | null
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
 
-export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership = null }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
@@ -91,7 +93,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
         nowMs,
         windows,
       }
-      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs)
+      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -117,7 +119,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes })
           return undefined
         case 'segments':
-          applySegments(state, message.assign, message.remove)
+          applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
           save(actor, NO_EVENT, clock.nowMs(), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
           return allSegments(state, deviceSegments(state))
         case 'device': {
@@ -154,6 +156,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]))
           indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, [])
+          if (membership !== null) countErased(state, actor.account, membership)
           const visitors = state.visitors
           actor.state = emptyProfile()
           actor.track(store.durable(db.remove([actor.account, actor.id])))

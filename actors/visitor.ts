@@ -8,7 +8,7 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
@@ -125,12 +125,14 @@ export interface VisitorDeps {
   wantsEvent: EventWanted
   wantsChange: ChangeWanted
   listsMembers: MembersListed
+  /** Told of every segment entered or left (member counts and reports); default none. */
+  membership?: MembershipCounter | null
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, membership = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
@@ -145,7 +147,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       pruneWindows(state.windows, set.specsByKey, nowMs)
       const ctx: SegmentContext = { event, attributes: state.attributes, segments: new Set(allSegments(state)), visitor: metricsOf(state), nowMs, windows: state.windows }
-      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs)
+      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -252,7 +254,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes })
         }
         case 'segments':
-          applySegments(state, message.assign, message.remove)
+          applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
           return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
         case 'evaluate': {
           // A window expired or the rules changed: re-evaluate without a new event.
@@ -273,6 +275,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
         case 'erase': {
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
+          if (membership !== null) countErased(state, actor.account, membership)
           actor.state = emptyVisitor()
           actor.track(store.durable(db.remove([actor.account, actor.id])))
           return undefined

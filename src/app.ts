@@ -33,6 +33,8 @@ import { auditRoutes } from './http/audit-routes.js'
 import { MediaStore } from './media/media-store.js'
 import { mediaRoutes } from './http/media-routes.js'
 import { tryRoutes } from './http/try-routes.js'
+import { reportRoutes } from './http/report-routes.js'
+import { ReportCounters } from './reports/counters.js'
 
 export interface Beacon {
   port: number
@@ -45,6 +47,8 @@ export interface Beacon {
   sweepSegments (): Promise<number>
   /** Run the schedule webhooks that are due (the periodic tick, on demand: tests). */
   runSchedules (): Promise<number>
+  /** Fold the report counters into the store now (the periodic fold, on demand: tests). */
+  foldReports (): Promise<void>
   /** Delete the delivered records past their retention (the periodic pass, on demand: tests). */
   pruneDeliveries (): Promise<number>
   stop (): Promise<void>
@@ -64,8 +68,13 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => registry.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => registry.listsMembers(account, segment)
-  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers })
+  const reports = new ReportCounters({
+    store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => registry.hasCampaign(account, id),
+    onError: error => log.error({ err: error }, 'report fold failed'),
+  })
+  const membership = reports.membership
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, membership })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
@@ -76,7 +85,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ? null
     : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
   const deliveries = new DeliveryHub({
-    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: metrics?.recordDelivery ?? null, membersReady: account => maintenance.idle(account),
+    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
+      metrics?.recordDelivery(outcome, latencyMs)
+      reports.delivery(account, outcome, latencyMs, count)
+    }, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
   })
@@ -102,12 +114,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         const timeoutMs = registry.syncTimeoutMs(account)
         return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
       },
+      countEvent: (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs),
     }),
-    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries }),
+    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
     ...userRoutes({ registry, users, sessions, clock }),
     ...auditRoutes({ registry, audit }),
     ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
     ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
+    ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
     ...panelRoutes(),
   ], access, audit)
   const server: HttpServer = new HttpServer({
@@ -121,6 +135,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
   const port = await server.listen()
+  reports.start()
 
   let stopping: Promise<void> | null = null
   return {
@@ -131,12 +146,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     sweepSegments: () => maintenance.sweep(),
     runSchedules: () => deliveries.runSchedules(),
     pruneDeliveries: () => deliveries.prune(),
+    foldReports: () => reports.fold(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()
         await server.drain()
         await runtime.drain()
         await deliveries.stop()
+        await reports.stop().catch((error: unknown) => log.error({ err: error }, 'report fold failed'))
         runtime.close()
         await store.close()
       })()

@@ -29,6 +29,8 @@ export interface AdminDeps {
   visitors: VisitorKind
   profiles: ProfileKind
   deliveries: DeliveryHub
+  /** A segment's current member count (eventually consistent: src/reports/counters.ts). */
+  segmentMembers: (account: string, segment: string) => number
 }
 
 /** What GET shows of a token: never the secret nor its hash. */
@@ -73,7 +75,7 @@ export const ADMIN_ROLES: Readonly<Record<string, RouteRole>> = {
   'get /admin/accounts/:account/profiles/:id': 'viewer',
 }
 
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries }: AdminDeps): Route[] {
+export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, segmentMembers }: AdminDeps): Route[] {
   const route = (method: Route['method'], pattern: string, handler: Handler): Route => {
     const role = ADMIN_ROLES[`${method} ${pattern}`]
     return { method, pattern, body: method === 'post' || method === 'put' || method === 'patch', handler, ...(role === undefined ? {} : { role }) }
@@ -154,7 +156,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     }),
 
     route('get', '/admin/accounts/:account/segments', request => ok({
-      segments: registry.listSegments(param(request, 0)).map(({ name, segment }) => ({ name, ...segment })),
+      segments: registry.listSegments(param(request, 0)).map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })),
     })),
     route('put', '/admin/accounts/:account/segments/:name', async request => {
       const name = pathName(request, 'segment name')
@@ -166,7 +168,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     }),
     route('get', '/admin/accounts/:account/segments/:name', request => {
       const name = param(request, 1)
-      return ok({ name, ...registry.getSegment(param(request, 0), name) })
+      return ok({ name, ...registry.getSegment(param(request, 0), name), members: segmentMembers(param(request, 0), name) })
     }),
     route('del', '/admin/accounts/:account/segments/:name', async request => {
       const name = param(request, 1)

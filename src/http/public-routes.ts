@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js'
 import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
-import type { EventBody, VisitorKind } from '../../actors/visitor.js'
+import type { Campaign, EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
@@ -25,6 +25,8 @@ export interface PublicDeps {
    */
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
+  /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
+  countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -37,7 +39,7 @@ const validateVisitorSegments = validator(S.VisitorSegments)
 
 type Mode = 'read' | 'write'
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite }: PublicDeps): Route[] {
+export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, countEvent = null }: PublicDeps): Route[] {
   function requireAccount (account: string): void {
     if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -91,9 +93,11 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
     const mark = outboxMark()
-    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs: clock.nowMs() })
+    const nowMs = clock.nowMs()
+    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs }) as Campaign[]
     const sync = afterWrite(event.account, mark)
     if (sync !== null) await sync
+    if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
   }
 

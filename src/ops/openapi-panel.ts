@@ -7,6 +7,7 @@ import * as S from '../http/schemas.js'
 import { AUDIT_PAGE_MAX } from '../audit/audit-log.js'
 import { MEDIA_NAME_MAX, MEDIA_PER_ACCOUNT_MAX } from '../media/media-store.js'
 import { MEDIA_TYPES } from '../media/signature.js'
+import { RANGE_DAYS_MAX } from '../reports/report.js'
 import type { Answer, Operation } from './openapi.js'
 
 export const PANEL_TAGS = {
@@ -14,6 +15,7 @@ export const PANEL_TAGS = {
   Audit: 'Who changed what (owners and the admin key).',
   Media: 'Images for campaign content: uploaded by editors, served publicly at a stable URL.',
   Try: 'Trying configuration without changing anything: a campaign against an event, a webhook\'s test delivery.',
+  Reports: 'Events, unique visitors, campaign impressions, views and clicks, segment changes and deliveries per hour or day.',
 } as const
 
 const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
@@ -59,6 +61,23 @@ const TestDelivery = Type.Object({
   status: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status, null when none came (connection error, timeout, refused target).' }),
   durationMs: Type.Integer(),
   error: Type.Optional(Type.String()),
+})
+
+const Count = Type.Integer({ minimum: 0 })
+const Ms = Type.Union([Type.Number(), Type.Null()])
+const ReportRow = Type.Object({
+  t: Iso,
+  events: Type.Record(Type.String(), Count, { description: 'Events per kind.' }),
+  visitors: Type.Integer({ description: 'Unique visitors: a HyperLogLog estimate (±2.3 % standard error).' }),
+  campaigns: Type.Record(Type.String(), Type.Object({ impressions: Count, views: Count, clicks: Count })),
+  segments: Type.Record(Type.String(), Type.Object({ enter: Count, exit: Count })),
+  deliveries: Type.Object({ delivered: Count, failed: Count, dead: Count, p50Ms: Ms, p95Ms: Ms, p99Ms: Ms }),
+})
+const Report = Type.Object({
+  granularity: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
+  from: Iso, to: Iso,
+  lagMs: Type.Integer({ description: 'How late the numbers may be: each node folds its counts into the store this often (BEACON_REPORT_FOLD_MS).' }),
+  rows: Type.Array(ReportRow),
 })
 
 export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
@@ -137,6 +156,20 @@ export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
       'sent to its target with its timeout. Not stored in the deliveries log, never retried.',
     tag: 'Try', auth: 'admin',
     ok: json(200, 'What the target answered.', TestDelivery), errors: ['account_not_found', 'webhook_not_found'],
+  },
+  'GET /admin/accounts/{account}/reports': {
+    summary: 'Report per hour or day',
+    description: `Role: viewer. One row per bucket of [from, to), empty ones included; hour ranges up to ${RANGE_DAYS_MAX.hour} days, day ranges up to ${RANGE_DAYS_MAX.day}. ` +
+      'Buckets are UTC and by arrival time. Impressions: campaigns /campaigns/query answered; views and clicks: events of the kinds campaignView and campaignClick with their campaignId. ' +
+      '`format=csv` answers text/csv in long format: `t,kind,key,value`.',
+    tag: 'Reports', auth: 'admin',
+    query: [
+      { name: 'from', description: 'ISO-8601 start (default: to minus one day for hour, 30 days for day).', schema: Type.String() },
+      { name: 'to', description: 'ISO-8601 end, exclusive (default: now).', schema: Type.String() },
+      { name: 'granularity', description: 'hour or day (default day).', schema: Type.Union([Type.Literal('hour'), Type.Literal('day')]) },
+      { name: 'format', description: 'json (default) or csv.', schema: Type.Union([Type.Literal('json'), Type.Literal('csv')]) },
+    ],
+    ok: json(200, 'The rows (or CSV with format=csv).', Report), errors: ['account_not_found', 'invalid_field'],
   },
   'GET /media/{account}/{id}': {
     summary: 'An uploaded image (public)',

@@ -196,7 +196,11 @@ const segmentFields = {
   rule: Type.Optional(ref(REF.SegmentCondition)),
 }
 export const SegmentPut = Type.Object(segmentFields, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
-export const Segment = Type.Object({ name: Type.String(), ...segmentFields })
+export const Segment = Type.Object({
+  name: Type.String(),
+  ...segmentFields,
+  members: Type.Optional(Type.Integer({ minimum: 0, description: 'GET only: visitors and profiles in it now, from counters moved on enter and exit (eventually consistent).' })),
+})
 export const SegmentList = Type.Object({ segments: Type.Array(Segment) })
 
 // ---- webhooks ----

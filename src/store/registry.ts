@@ -220,6 +220,11 @@ export class Registry {
     return [...(this.campaigns.get(account)?.defs ?? [])].map(([id, campaign]) => ({ id, campaign }))
   }
 
+  /** Whether the account has this campaign (no throw: for counting). */
+  hasCampaign (account: string, id: string): boolean {
+    return this.campaigns.get(account)?.defs.has(id) === true
+  }
+
   getCampaign (account: string, id: string): CampaignDef {
     this.getAccount(account)
     const def = this.campaigns.get(account)?.defs.get(id)

@@ -11,6 +11,7 @@ import { userRoutes, type UserRouteDeps } from '../../src/http/user-routes.js'
 import { auditRoutes } from '../../src/http/audit-routes.js'
 import { mediaRoutes } from '../../src/http/media-routes.js'
 import { tryRoutes } from '../../src/http/try-routes.js'
+import { reportRoutes } from '../../src/http/report-routes.js'
 import { addUser, signIn } from '../helpers/panel.js'
 
 type Doc = {
@@ -41,6 +42,7 @@ function servedRoutes (): string[] {
     ...auditRoutes({} as Parameters<typeof auditRoutes>[0]),
     ...mediaRoutes({} as Parameters<typeof mediaRoutes>[0]),
     ...tryRoutes({} as Parameters<typeof tryRoutes>[0]),
+    ...reportRoutes({} as Parameters<typeof reportRoutes>[0]),
   ]
   return routes.map(route => operationKey(route.method, route.pattern))
 }

@@ -1,0 +1,87 @@
+// A report read back from the folded buckets: one row per hour or day of the range (empty ones too,
+// so a chart has no gaps), as JSON or as long-format CSV (t,kind,key,value).
+
+import type { Store } from '../store/store.js'
+import { DAY_MS, HOUR_MS, type StoredBucket } from './counters.js'
+import { HyperLogLog } from './hll.js'
+import { percentile } from './latency.js'
+
+export const GRANULARITIES = ['hour', 'day'] as const
+export type Granularity = typeof GRANULARITIES[number]
+/** The longest range per granularity, in days. */
+export const RANGE_DAYS_MAX: Readonly<Record<Granularity, number>> = { hour: 31, day: 366 }
+
+export interface ReportRow {
+  t: string
+  events: Record<string, number>
+  visitors: number
+  campaigns: Record<string, { impressions: number, views: number, clicks: number }>
+  segments: Record<string, { enter: number, exit: number }>
+  deliveries: { delivered: number, failed: number, dead: number, p50Ms: number | null, p95Ms: number | null, p99Ms: number | null }
+}
+
+export function bucketStart (ms: number, granularity: Granularity): number {
+  const size = granularity === 'hour' ? HOUR_MS : DAY_MS
+  return ms - ((ms % size) + size) % size
+}
+
+/** Rows for every bucket that starts in [fromMs, toMs), the first one being the bucket holding fromMs. */
+export function readReport (store: Store, account: string, fromMs: number, toMs: number, granularity: Granularity): ReportRow[] {
+  const size = granularity === 'hour' ? HOUR_MS : DAY_MS
+  const first = bucketStart(fromMs, granularity)
+  const stored = new Map<number, StoredBucket>()
+  for (const { key, value } of store.reports.getRange({ start: [account, granularity, first], end: [account, granularity, toMs] })) {
+    stored.set((key as [string, string, number])[2], value as StoredBucket)
+  }
+  const rows: ReportRow[] = []
+  for (let t = first; t < toMs; t += size) rows.push(rowOf(t, stored.get(t)))
+  return rows
+}
+
+function rowOf (t: number, bucket: StoredBucket | undefined): ReportRow {
+  const latency = bucket?.latency ?? null
+  return {
+    t: new Date(t).toISOString(),
+    events: Object.fromEntries(bucket?.events ?? []),
+    visitors: bucket?.visitors == null ? 0 : new HyperLogLog(bucket.visitors).estimate(),
+    campaigns: Object.fromEntries((bucket?.campaigns ?? []).map(([id, impressions, views, clicks]) => [id, { impressions, views, clicks }])),
+    segments: Object.fromEntries((bucket?.segments ?? []).map(([name, enter, exit]) => [name, { enter, exit }])),
+    deliveries: {
+      delivered: bucket?.deliveries[0] ?? 0,
+      failed: bucket?.deliveries[1] ?? 0,
+      dead: bucket?.deliveries[2] ?? 0,
+      p50Ms: latency === null ? null : percentile(latency, 0.5),
+      p95Ms: latency === null ? null : percentile(latency, 0.95),
+      p99Ms: latency === null ? null : percentile(latency, 0.99),
+    },
+  }
+}
+
+/** Long format: one line per number, `t,kind,key,value`; kinds are events, visitors, campaign.impressions|views|clicks, segment.enter|exit, deliveries.<field>. */
+export function reportCsv (rows: readonly ReportRow[]): string {
+  const lines = ['t,kind,key,value']
+  const line = (t: string, kind: string, key: string, value: number | null): void => {
+    if (value !== null) lines.push(`${t},${kind},${csvField(key)},${value}`)
+  }
+  for (const row of rows) {
+    for (const [kind, n] of Object.entries(row.events)) line(row.t, 'events', kind, n)
+    line(row.t, 'visitors', '', row.visitors)
+    for (const [id, c] of Object.entries(row.campaigns)) {
+      line(row.t, 'campaign.impressions', id, c.impressions)
+      line(row.t, 'campaign.views', id, c.views)
+      line(row.t, 'campaign.clicks', id, c.clicks)
+    }
+    for (const [name, c] of Object.entries(row.segments)) {
+      line(row.t, 'segment.enter', name, c.enter)
+      line(row.t, 'segment.exit', name, c.exit)
+    }
+    for (const [field, value] of Object.entries(row.deliveries)) line(row.t, `deliveries.${field}`, '', value)
+  }
+  return lines.join('\r\n') + '\r\n'
+}
+
+/** RFC 4180 quoting when needed; a leading = + - @ is prefixed with ' so a spreadsheet never runs it as a formula. */
+function csvField (text: string): string {
+  const safe = /^[=+\-@]/.test(text) ? `'${text}` : text
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe
+}
