@@ -184,7 +184,7 @@ describe('panel in a browser', function () {
     const answer = await event({ event: 'productView', sku: 'trail-1', category: 'shoes', price: 90 })
     expect(answer.body.campaigns.map((c: { id: string }) => c.id)).to.deep.equal(['shoe-banner'])
     await open('Reports')
-    const row = page.getByRole('row').filter({ hasText: 'shoe-banner' })
+    const row = page.getByRole('table', { name: 'Campaign totals' }).getByRole('row').filter({ hasText: 'shoe-banner' })
     await until('the impression is in the report', async () => {
       if (await row.count() === 1 && (await row.getByRole('cell').nth(1).textContent()) === '1') return true
       await page.getByRole('button', { name: 'Refresh' }).click()
@@ -197,7 +197,7 @@ describe('panel in a browser', function () {
     const csvLink = (await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href'))!
     expect(csvLink).to.include('granularity=hour').and.include('format=csv')
     const csv = await page.evaluate(async (href: string) => await (await fetch(href)).text(), csvLink)
-    expect(csv.split('\n')[0]).to.equal('t,kind,key,value')
+    expect(csv.split(/\r?\n/)[0]).to.equal('t,kind,key,value')
     expect(csv).to.include('shoe-banner')
   })
 
