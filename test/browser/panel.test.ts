@@ -214,6 +214,7 @@ describe('panel in a browser', function () {
       expect(res.status).to.equal(200)
     }
     await until('the segment counts its members (refreshed by the page)', async () => Number(await members.textContent()) >= 3)
+    await page.getByRole('img', { name: /Segment enters and exits per hour: .*shoe-browsers enter/ }).waitFor({ timeout: 30_000 })
     await shot('audiences')
   })
 

@@ -8,15 +8,19 @@ import { Field, Loaded, Outcome, Page, Table, useAction, useLoad } from '../ui'
 
 interface Segment { name: string, description?: string, rule?: Condition, members?: number }
 
-/** Member counts move as visitors enter and leave: the list refreshes on its own. */
+/** Member counts move as visitors enter and leave: the list and the chart refresh on their own. */
 const REFRESH_MS = 5000
+
+function useRefresh (reload: () => void): void {
+  useEffect(() => {
+    const timer = setInterval(reload, REFRESH_MS)
+    return () => clearInterval(timer)
+  }, [reload])
+}
 
 export function Audiences (): JSX.Element {
   const load = useLoad(() => call<{ segments: Segment[] }>('GET', accountPath('/segments')), [])
-  useEffect(() => {
-    const timer = setInterval(load.reload, REFRESH_MS)
-    return () => clearInterval(timer)
-  }, [])
+  useRefresh(load.reload)
   const [editing, setEditing] = useState<Segment | null>(null)
   const remove = useAction(async (name: string) => {
     if (!confirm(`Delete the segment ${name}?`)) return
@@ -81,6 +85,7 @@ function ChangesChart (): JSX.Element {
     return { from: new Date(to.getTime() - 48 * 3_600_000), to }
   }, [])
   const load = useLoad(() => loadReport(range.from, range.to, 'hour'), [range])
+  useRefresh(load.reload)
   return (
     <section aria-labelledby="changes-title">
       <h2 id="changes-title">Enter and exit, last 48 hours</h2>

@@ -2,7 +2,7 @@ import type { JSX } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { Chart } from '../chart'
 import { lagNote, loadReport, reportQuery, seriesOf, timesOf, totalsOf, type Granularity, type Report } from '../report-data'
-import { Field, Loaded, Page, Table, useLoad } from '../ui'
+import { Field, Loaded, Page, Table, formatTime, useLoad } from '../ui'
 
 const DAY_MS = 86_400_000
 const dateInput = (d: Date): string => d.toISOString().slice(0, 10)
@@ -56,7 +56,7 @@ function ReportView ({ report }: { report: Report }): JSX.Element {
         columns={[{ head: 'Segment', cell: s => s.name }, { head: 'Entered', cell: s => s.enter }, { head: 'Exited', cell: s => s.exit }]} />
       <h2>Delivery latency</h2>
       <Table caption="Delivery latency" rows={latency} empty="No deliveries in this range."
-        columns={[{ head: 'From', cell: r => r.t }, { head: 'p50 ms', cell: r => r.deliveries.p50Ms }, { head: 'p95 ms', cell: r => r.deliveries.p95Ms }, { head: 'p99 ms', cell: r => r.deliveries.p99Ms }]} />
+        columns={[{ head: 'From', cell: r => formatTime(r.t) }, { head: 'p50 ms', cell: r => r.deliveries.p50Ms }, { head: 'p95 ms', cell: r => r.deliveries.p95Ms }, { head: 'p99 ms', cell: r => r.deliveries.p99Ms }]} />
     </>
   )
 }
