@@ -3,11 +3,13 @@
 
 import { cloneElement, type ComponentChildren, type JSX, type VNode } from 'preact'
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks'
-import { BASE, onLink } from './router'
+import { BASE, onLink, route } from './router'
 
 export function Page ({ title, actions, children }: { title: string, actions?: ComponentChildren, children: ComponentChildren }): JSX.Element {
   const heading = useRef<HTMLHeadingElement>(null)
-  useEffect(() => { document.title = `${title} · Beacon`; heading.current?.focus() }, [title])
+  useEffect(() => { document.title = `${title} · Beacon` }, [title])
+  // A new page (not a new title: the campaign editor's follows its name as it is typed) takes the focus.
+  useEffect(() => { heading.current?.focus() }, [route.value])
   return (
     <section class="page">
       <header class="page-head">

@@ -132,7 +132,10 @@ describe('panel in a browser', function () {
   it('builds a campaign in the condition builder, with the JSON view in step and the image in its content', async () => {
     await open('Campaigns')
     await page.getByRole('link', { name: 'New campaign' }).click()
-    await page.getByLabel('Name', { exact: true }).fill('Shoe banner')
+    // Typed key by key: the heading follows the name without taking the focus away.
+    await page.getByLabel('Name', { exact: true }).pressSequentially('Shoe banner')
+    await page.getByRole('heading', { level: 1, name: 'Shoe banner' }).waitFor()
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).to.equal('Shoe banner')
     await page.getByLabel('Priority').fill('10')
     await page.getByLabel('Trigger events').fill('productView')
     await page.getByRole('button', { name: 'Add a condition' }).click()

@@ -72,7 +72,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
   })
 
   return (
-    <Page title={id === null ? 'New campaign' : campaign.name}>
+    <Page title={campaign.name === '' ? 'New campaign' : campaign.name}>
       <form onSubmit={save.run}>
         <fieldset disabled={!editable} class="plain">
           {!editable && <p class="note">Your role can read campaigns, not change them.</p>}
