@@ -889,6 +889,7 @@ function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs
     context.audience = row.segment!
     context.change = row.change!
   }
+  if (row.attributes !== undefined) context.attributes = row.attributes
   const id = `${seq}.${webhook.id}`
   return {
     id,

@@ -126,6 +126,24 @@ export interface EntityRef {
   kind: 'visitor' | 'profile'
   account: string
   id: string
+  /** What its audience and event outbox rows carry of its attributes (pickAttributes), if anything. */
+  attributes?: Record<string, unknown>
+}
+
+/** Which attribute names the account's webhooks read (an empty set for most accounts). */
+export type AttributesWanted = (account: string) => ReadonlySet<string>
+
+/**
+ * The attributes a webhook reads, as campaign rules see them (later sources win: a linked visitor's
+ * own, then its profile's unified view); undefined when no webhook reads any, so rows stay small.
+ */
+export function pickAttributes (names: ReadonlySet<string>, ...sources: Attributes[]): Record<string, unknown> | undefined {
+  if (names.size === 0) return undefined
+  const out: Record<string, unknown> = {}
+  for (const name of names) {
+    for (const source of sources) if (Object.hasOwn(source, name)) out[name] = source[name]
+  }
+  return out
 }
 
 /** Whether an enabled audience webhook of the account selects this change of this segment. */
@@ -148,11 +166,11 @@ export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: 
     }
     for (const segment of entered) {
       if (!wantsChange(ref.account, 'enter', segment)) continue
-      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAtMs: nowMs })
+      ref.store.appendOutbox(withAttributes({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAtMs: nowMs }, ref))
     }
     for (const segment of exited) {
       if (!wantsChange(ref.account, 'exit', segment)) continue
-      ref.store.appendOutbox({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAtMs: nowMs })
+      ref.store.appendOutbox(withAttributes({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAtMs: nowMs }, ref))
     }
     state.computed = members
   }
@@ -216,7 +234,12 @@ export function outboxEvent (ref: EntityRef, type: string, nowMs: number, fields
   if (ref.kind === 'visitor') row.visitorId = ref.id
   const profile = ref.kind === 'profile' ? ref.id : profileId
   if (profile !== null) row.profileId = profile
-  ref.store.appendOutbox(row)
+  ref.store.appendOutbox(withAttributes(row, ref))
+}
+
+function withAttributes (row: OutboxRow, ref: EntityRef): OutboxRow {
+  if (ref.attributes !== undefined) row.attributes = ref.attributes
+  return row
 }
 
 export { evaluateSegments }

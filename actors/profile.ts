@@ -12,7 +12,7 @@ import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
   allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
-  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
 
@@ -55,6 +55,27 @@ export type ProfileMessage =
 
 export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
 
+/**
+ * Earlier releases kept device ids as the client spelled them: one spelling (lower case) now, so a
+ * device that reports again in lower case is the same one (the most recent copy of a device wins).
+ */
+function lowerCaseDevices (state: ProfileState): ProfileState {
+  if (!state.visitors.some(id => id !== id.toLowerCase())) return state
+  const devices: Record<string, DeviceSummary> = {}
+  const visitors: string[] = []
+  for (const id of state.visitors) {
+    const key = id.toLowerCase()
+    const at = visitors.indexOf(key)
+    if (at >= 0) visitors.splice(at, 1)
+    visitors.push(key)
+    if (Object.hasOwn(state.devices, id)) devices[key] = state.devices[id]!
+  }
+  state.visitors = visitors
+  state.devices = devices
+  state.moves = state.moves.map(([id, atMs]) => [id.toLowerCase(), atMs])
+  return state
+}
+
 export function emptyProfile (): ProfileState {
   return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, indexed: [], visitors: [], devices: {}, moves: [] }
 }
@@ -66,6 +87,7 @@ export interface ProfileDeps {
   wantsEvent: EventWanted
   wantsChange: ChangeWanted
   listsMembers: MembersListed
+  attributesWanted: AttributesWanted
   /** Told of every segment entered or left (member counts and reports); default none. */
   membership?: MembershipCounter | null
 }
@@ -73,15 +95,16 @@ export interface ProfileDeps {
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
 
-export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership = null }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
   function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT): void {
     const state = actor.state
-    if (announce !== null && wantsEvent(actor.account, announce)) {
-      outboxEvent({ store, kind: 'profile', account: actor.account, id: actor.id }, announce, nowMs, fields, null)
-    }
+    const names = attributesWanted(actor.account)
+    const ref: EntityRef = { store, kind: 'profile', account: actor.account, id: actor.id }
+    if (names.size > 0) ref.attributes = pickAttributes(names, unifiedAttributes(state))
+    if (announce !== null && wantsEvent(actor.account, announce)) outboxEvent(ref, announce, nowMs, fields, null)
     const set = segments(actor.account)
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       const windows = mergeWindows(Object.values(state.devices).map(device => device.windows))
@@ -93,7 +116,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
         nowMs,
         windows,
       }
-      evaluateInto({ store, kind: 'profile', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs, membership)
+      evaluateInto(ref, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -109,7 +132,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
     name: 'profile',
     load (account, id) {
       const stored = db.get([account, id]) as Partial<ProfileState> | undefined
-      return stored === undefined ? emptyProfile() : { ...emptyProfile(), ...stored }
+      return stored === undefined ? emptyProfile() : lowerCaseDevices({ ...emptyProfile(), ...stored })
     },
     handle (actor, message) {
       const state = actor.state

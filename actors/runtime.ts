@@ -17,6 +17,8 @@ export const PARTITIONS = 256
 
 export interface ActorKind<S, M, R> {
   readonly name: string
+  /** The one spelling of an id (visitor UUIDs: lower case), applied to every message sent; absent: as given. */
+  readonly key?: (id: string) => string
   /** Read the actor's state from the store (synchronous: LMDB reads are). */
   load (account: string, id: string): S
   /** Apply one message. May call `actor.track(write)` for each write; may return a promise. */
@@ -94,7 +96,7 @@ export class ActorRuntime {
 
   /** Deliver a message to the actor (kind, account, id) and resolve with its durable reply. */
   send<S, M, R> (kind: ActorKind<S, M, R>, account: string, id: string, message: M): Promise<R> {
-    const actor = this.activate(kind, account, id)
+    const actor = this.activate(kind, account, kind.key === undefined ? id : kind.key(id))
     if (actor.running || actor.mailbox.length > 0) {
       if (actor.mailbox.length >= this.options.mailboxMax) {
         return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`))

@@ -9,7 +9,7 @@ import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
   allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
-  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
@@ -125,14 +125,16 @@ export interface VisitorDeps {
   wantsEvent: EventWanted
   wantsChange: ChangeWanted
   listsMembers: MembersListed
+  attributesWanted: AttributesWanted
   /** Told of every segment entered or left (member counts and reports); default none. */
   membership?: MembershipCounter | null
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
+const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, membership = null }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
@@ -141,13 +143,21 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     persist(actor)
   }
 
+  /** Who writes outbox rows, with the attributes webhooks read (a linked visitor's profile's view over its own). */
+  function refOf (actor: Actor<VisitorState>, profileAttributes: Attributes | null): EntityRef {
+    const ref: EntityRef = { store, kind: 'visitor', account: actor.account, id: actor.id }
+    const names = attributesWanted(actor.account)
+    if (names.size > 0) ref.attributes = pickAttributes(names, actor.state.attributes, profileAttributes ?? NO_ATTRIBUTES)
+    return ref
+  }
+
   /** Re-evaluate computed segments; their outbox rows and expiry go out now, so persist() must follow in this turn. */
-  function evaluate (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet): void {
+  function evaluate (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet, profileAttributes: Attributes | null = null): void {
     const state = actor.state
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       pruneWindows(state.windows, set.specsByKey, nowMs)
       const ctx: SegmentContext = { event, attributes: state.attributes, segments: new Set(allSegments(state)), visitor: metricsOf(state), nowMs, windows: state.windows }
-      evaluateInto({ store, kind: 'visitor', account: actor.account, id: actor.id }, wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs, membership)
+      evaluateInto(refOf(actor, profileAttributes), wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -159,19 +169,20 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */
-  function announce (actor: Actor<VisitorState>, type: string, nowMs: number, fields: Record<string, unknown>): void {
+  function announce (actor: Actor<VisitorState>, type: string, nowMs: number, fields: Record<string, unknown>, profileAttributes: Attributes | null = null): void {
     if (!wantsEvent(actor.account, type)) return
     // The token (browsers may send one) is never passed on.
     const { token: _token, ...rest } = fields
-    outboxEvent({ store, kind: 'visitor', account: actor.account, id: actor.id }, type, nowMs, rest, actor.state.profileId)
+    outboxEvent(refOf(actor, profileAttributes), type, nowMs, rest, actor.state.profileId)
   }
 
   function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
-    recordBehaviour(state, event, nowMs)
-    if (segs.specs.length > 0) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
+    // A repeated order (a reload of the thank-you page, a browser retry) counts once, in windows too.
+    const repeated = recordBehaviour(state, event, nowMs)
+    if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
     const profileId = event.profileId ?? state.profileId
     if (profileId === null) {
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
@@ -182,9 +193,9 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
-      evaluate(actor, event, nowMs, segs)
+      evaluate(actor, event, nowMs, segs, view.attributes)
       const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs)
-      announce(actor, event.event, nowMs, event)
+      announce(actor, event.event, nowMs, event, view.attributes)
       persist(actor)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
@@ -222,20 +233,45 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     const nowMs = clock.nowMs()
     const segs = segments(actor.account)
     const profileId = actor.state.profileId
-    const finish = (): R => {
-      evaluate(actor, NO_EVENT, nowMs, segs)
-      if (type !== null) announce(actor, type, nowMs, fields)
+    const finish = (profileAttributes: Attributes | null): R => {
+      evaluate(actor, NO_EVENT, nowMs, segs, profileAttributes)
+      if (type !== null) announce(actor, type, nowMs, fields, profileAttributes)
       persist(actor)
       return reply()
     }
-    if (profileId === null) return finish()
-    return syncProfile(actor, profileId, null, nowMs, segs).then(finish, (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
+    if (profileId === null) return finish(null)
+    return syncProfile(actor, profileId, null, nowMs, segs).then(view => finish(view.attributes), (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
+  }
+
+  /**
+   * A row of an earlier release, stored under the id in upper case as the client sent it: moved to the
+   * lower-case key with its entries in the expiries and members indexes (all in this event turn: one
+   * transaction).
+   */
+  function legacyRow (account: string, id: string): unknown {
+    const upper = id.toUpperCase()
+    if (upper === id) return undefined
+    const row = db.get([account, upper]) as Partial<VisitorState> | undefined
+    if (row === undefined) return undefined
+    store.ignoreFailure(db.put([account, id], row))
+    store.ignoreFailure(db.remove([account, upper]))
+    if (row.expiresAtMs !== undefined && row.expiresAtMs !== 0) {
+      store.ignoreFailure(store.expiries.remove([row.expiresAtMs, account, 'visitor', upper]))
+      store.ignoreFailure(store.expiries.put([row.expiresAtMs, account, 'visitor', id], null))
+    }
+    for (const segment of row.indexed ?? []) {
+      store.ignoreFailure(store.members.remove([account, segment, 'visitor', upper]))
+      store.ignoreFailure(store.members.put([account, segment, 'visitor', id], null))
+    }
+    return row
   }
 
   return {
     name: 'visitor',
+    // `ABCDEF12-…` and `abcdef12-…` are one device (iOS writes UUIDs in upper case).
+    key: visitorKey,
     load (account, id) {
-      const stored = db.get([account, id]) as Partial<VisitorState> | undefined
+      const stored = (db.get([account, id]) ?? legacyRow(account, id)) as Partial<VisitorState> | undefined
       // Rows written by an older release lack newer fields: fill them with their empty values.
       return stored === undefined ? emptyVisitor() : { ...emptyVisitor(), ...stored }
     },
@@ -331,14 +367,25 @@ export function metricsOf (state: VisitorState): VisitorMetrics {
   }
 }
 
-/** Update the tracked behaviour (first/last seen, counts, recent SKUs, purchases) with one event. */
-export function recordBehaviour (state: VisitorState, event: EventBody, nowMs: number): void {
+/** Visitor ids are UUIDs, compared without case: one spelling, lower case. */
+export function visitorKey (id: string): string {
+  return id.toLowerCase()
+}
+
+/**
+ * Update the tracked behaviour (first/last seen, counts, recent SKUs, purchases) with one event.
+ * Returns true for a purchase whose orderId was seen already: only last seen and platform moved.
+ */
+export function recordBehaviour (state: VisitorState, event: EventBody, nowMs: number): boolean {
   if (state.firstSeenMs === 0) state.firstSeenMs = nowMs
   state.lastSeenMs = nowMs
   const kind = event.event
   if (kind === 'purchase' && event.orderId !== undefined) {
     // The same order reported twice (a reload of the thank-you page) is one purchase.
-    if (state.orderIds.includes(event.orderId)) return touch(state, event)
+    if (state.orderIds.includes(event.orderId)) {
+      touch(state, event)
+      return true
+    }
     pushRecent(state.orderIds, event.orderId, ORDER_IDS_MAX)
     state.purchases++
     if (typeof event.orderTotal === 'number') state.totalSpent += event.orderTotal
@@ -352,6 +399,7 @@ export function recordBehaviour (state: VisitorState, event: EventBody, nowMs: n
     if (event.category !== undefined) pushRecent(state.viewedCategories, event.category, VIEWED_CATEGORIES_MAX)
   }
   touch(state, event)
+  return false
 }
 
 function touch (state: VisitorState, event: EventBody): void {

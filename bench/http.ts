@@ -121,6 +121,26 @@ const SCENARIOS: Scenario[] = [
     script: 'pageview.lua',
     path: '/campaigns/query',
   },
+  // Report counting (in memory on the event path, folded every BEACON_REPORT_FOLD_MS): at most 5% of
+  // the same load without it. The pair differs only in BEACON_REPORTS (metrics off in both).
+  {
+    name: '/campaigns/query pageView, reports on (metrics off)',
+    server: 'beacon',
+    env: { BEACON_METRICS: 'false' },
+    setup: tenant,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    reference: '/campaigns/query pageView, reports off (metrics off)',
+    minOfReference: 0.95,
+  },
+  {
+    name: '/campaigns/query pageView, reports off (metrics off)',
+    server: 'beacon',
+    env: { BEACON_METRICS: 'false', BEACON_REPORTS: 'false' },
+    setup: tenant,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+  },
   {
     name: '/visitors/attributes',
     server: 'beacon',

@@ -4,7 +4,7 @@
 // (rows not yet relayed stay in the outbox for the next start), stop the delivery workers (what they
 // had not sent stays pending, or goes back to the stream), close NATS, then flush and close LMDB.
 
-import type { Config } from './config.js'
+import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store } from './store/store.js'
 import { Registry } from './store/registry.js'
@@ -68,26 +68,26 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => registry.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => registry.listsMembers(account, segment)
+  const attributesWanted = (account: string): ReadonlySet<string> => registry.webhookAttributes(account)
   const reports = new ReportCounters({
     store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => registry.hasCampaign(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
   })
-  const membership = reports.membership
-  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, membership })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, membership })
+  // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
+  const membership = config.reports ? reports.membership : null
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
   const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
   maintenance.start()
   registry.allowPrivateWebhooks = config.webhookAllowPrivate
   const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
   if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
-  const queue = config.natsUrl === null
-    ? null
-    : await JetStreamQueue.connect({ url: config.natsUrl, name: 'beacon', nodeId: store.nodeId, onConnection: metrics?.setNatsConnected })
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected)
   const deliveries = new DeliveryHub({
     store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
-      reports.delivery(account, outcome, latencyMs, count)
+      if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
@@ -96,41 +96,41 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 
   const users = new Users(store, clock)
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
-  users.onRemoved = id => sessions.revokeUser(id)
+  users.onSessionsEnd = id => sessions.revokeUser(id)
   const audit = new AuditLog(store, clock)
-  const access = new Access({ adminKey, users, sessions })
+  const access = new Access({ adminKey, users, sessions, accountActive: account => registry.activeAccount(account) !== undefined })
 
-  const routes = protectAdminRoutes([
-    ...opsRoutes({
-      metrics,
-      lmdbOpen: () => store.isOpen,
-      draining: () => server.draining,
-      nats: queue === null ? null : { connected: () => queue.isConnected },
-    }),
-    ...publicRoutes({
-      registry, runtime, clock, visitors, profiles,
-      outboxMark: () => store.lastOutboxSeq,
-      afterWrite: (account, fromSeq) => {
-        const timeoutMs = registry.syncTimeoutMs(account)
-        return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
-      },
-      countEvent: (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs),
-    }),
-    ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
-    ...userRoutes({ registry, users, sessions, clock }),
-    ...auditRoutes({ registry, audit }),
-    ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
-    ...tryRoutes({ registry, runtime, visitors, deliveries, clock }),
-    ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
-    ...panelRoutes(),
-  ], access, audit)
   const server: HttpServer = new HttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     rawBodyBytes: config.mediaMaxBytes,
     inflightMax: config.inflightMax,
-    routes,
+    // Every /admin route gets the guard of its role and writes the audit log (src/http/protect.ts).
+    routes: protectAdminRoutes([
+      ...opsRoutes({
+        metrics,
+        lmdbOpen: () => store.isOpen,
+        draining: () => server.draining,
+        nats: queue === null ? null : { connected: () => queue.isConnected },
+      }),
+      ...publicRoutes({
+        registry, runtime, clock, visitors, profiles,
+        outboxMark: () => store.lastOutboxSeq,
+        afterWrite: (account, fromSeq) => {
+          const timeoutMs = registry.syncTimeoutMs(account)
+          return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
+        },
+        countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
+      }),
+      ...adminRoutes({ registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf }),
+      ...userRoutes({ registry, users, sessions, clock }),
+      ...auditRoutes({ registry, audit }),
+      ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
+      ...tryRoutes({ registry, runtime, visitors, profiles, deliveries, clock }),
+      ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
+      ...panelRoutes(),
+    ], access, audit),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
@@ -140,7 +140,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   let stopping: Promise<void> | null = null
   return {
     port,
-    routes,
+    routes: server.routes(),
     store,
     deliveries,
     sweepSegments: () => maintenance.sweep(),
@@ -159,5 +159,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       })()
       return stopping
     },
+  }
+}
+
+/** The JetStream transport, or an error that names the NATS server (never its credentials). */
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined): Promise<JetStreamQueue> {
+  try {
+    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection })
+  } catch (error) {
+    throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL): ${error instanceof Error ? error.message : String(error)}`)
   }
 }

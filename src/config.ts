@@ -33,6 +33,8 @@ export interface Config {
   mediaMaxBytes: number
   /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
   reportFoldMs: number
+  /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
+  reports: boolean
 }
 
 export class ConfigError extends Error {
@@ -122,7 +124,8 @@ export function loadConfig (env: Env = process.env): Config {
     problems.push('BEACON_ADMIN_KEY: must be at least 16 characters (or unset, to have one generated)')
   }
   const config: Config = {
-    host: env.BEACON_HOST || '0.0.0.0',
+    // Loopback for a bare start: the admin API is not on every interface by default (the image sets 0.0.0.0).
+    host: env.BEACON_HOST || '127.0.0.1',
     port: integer(env, 'BEACON_PORT', 8080, 0, 65535, problems),
     dataDir: env.BEACON_DATA_DIR || './data',
     adminKey,
@@ -142,6 +145,7 @@ export function loadConfig (env: Env = process.env): Config {
     sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
     mediaMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
+    reports: boolean(env, 'BEACON_REPORTS', true, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

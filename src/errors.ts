@@ -10,6 +10,7 @@ export const ERRORS = {
   unknown_event_type: [400, 'The event type is not built in and was not defined for this account.'],
   invalid_campaign: [400, 'The campaign definition is invalid.'],
   invalid_segment: [400, 'The segment definition is invalid.'],
+  bad_framing: [400, 'The request\'s framing is ambiguous (Transfer-Encoding, Content-Length); the connection is closed.'],
   // 401
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],

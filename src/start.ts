@@ -3,16 +3,23 @@
 
 import { mkdirSync } from 'node:fs'
 import { loadConfig, redactUrl, ConfigError, type Config } from './config.js'
-import { resolveAdminKey } from './admin-key.js'
+import { markAdminKeyShown, resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
 
-/** Start Beacon as this process's job; a failure to start is logged and exits with code 1. */
+/** Start Beacon as this process's job; a failure to start is one line on stderr (and logged), exit code 1. */
 export function runServer (): void {
   start().catch((error: unknown) => {
     log.fatal({ err: error }, 'beacon failed to start')
+    process.stderr.write(`beacon: failed to start: ${startFailure(error)}\n`)
     process.exit(1)
   })
+}
+
+/** What went wrong, on one line, with any credentials of a URL taken out. */
+export function startFailure (error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return redactUrl(text).replace(/\s*\n\s*/g, ' ')
 }
 
 export async function start (): Promise<void> {
@@ -26,15 +33,16 @@ export async function start (): Promise<void> {
   }
   mkdirSync(config.dataDir, { recursive: true })
   const admin = resolveAdminKey(config.dataDir, config.adminKey)
-  if (admin.generated) {
-    // Printed once, on the start that created it; it stays in the file for later starts.
-    process.stdout.write(`\nGenerated an admin key (kept in ${admin.file}):\n\n  ${admin.key}\n\n` +
-      `Use it as "Authorization: Bearer <key>" on /admin/*, e.g.\n` +
-      `  curl -X POST localhost:${config.port}/admin/accounts -H 'Authorization: Bearer ${admin.key}' ` +
-      `-H 'Content-Type: application/json' -d '{"name":"My site"}'\n\n`)
-  }
   const beacon = await startBeacon({ config, adminKey: admin.key })
   log.info({ host: config.host, port: beacon.port, dataDir: config.dataDir, durability: config.durability, settings: settingsOf(config) }, 'beacon started')
+  if (admin.unshown) {
+    // Printed once, by the first start that listens; it stays in the file for later starts.
+    process.stdout.write(`\nGenerated an admin key (kept in ${admin.file}):\n\n  ${admin.key}\n\n` +
+      `Use it as "Authorization: Bearer <key>" on /admin/*, e.g.\n` +
+      `  curl -X POST localhost:${beacon.port}/admin/accounts -H 'Authorization: Bearer ${admin.key}' ` +
+      `-H 'Content-Type: application/json' -d '{"name":"My site"}'\n\n`)
+    markAdminKeyShown(config.dataDir)
+  }
 
   const stop = (signal: string): void => {
     log.info({ signal }, 'beacon stopping')

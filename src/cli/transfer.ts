@@ -41,7 +41,9 @@ export async function exportAccount (client: AdminClient, account: string, out: 
   const eventTypes = (await client.request<{ eventTypes: Item[] }>('GET', `${base}/event-types`)).eventTypes
     .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
   const campaigns = (await client.request<{ campaigns: Item[] }>('GET', `${base}/campaigns`)).campaigns
+  // A segment's member count is state, not configuration: it is not exported.
   const segments = (await client.request<{ segments: Item[] }>('GET', `${base}/segments`)).segments
+    .map(({ members: _members, ...definition }) => definition)
   const webhooks = (await client.request<{ webhooks: Item[] }>('GET', `${base}/webhooks`)).webhooks
   const doc: ExportDocument = {
     beacon: { format: EXPORT_FORMAT, version: VERSION },

@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Role, User, Users } from '../users/users.js'
 import type { Session, Sessions } from '../users/sessions.js'
+import type { Registry } from '../store/registry.js'
 import type { GuardRequest, Request, Route, RouteRole } from './server.js'
 
 export type Principal =
@@ -32,17 +33,21 @@ export interface AccessDeps {
   adminKey: string
   users: Users
   sessions: Sessions
+  /** A suspended account's users are signed out (their sessions are refused until it is active again). */
+  accountActive: (account: string) => boolean
 }
 
 export class Access {
   private readonly expected: Buffer
   private readonly users: Users
   private readonly sessions: Sessions
+  private readonly accountActive: (account: string) => boolean
 
-  constructor ({ adminKey, users, sessions }: AccessDeps) {
+  constructor ({ adminKey, users, sessions, accountActive }: AccessDeps) {
     this.expected = digest(`Bearer ${adminKey}`)
     this.users = users
     this.sessions = sessions
+    this.accountActive = accountActive
   }
 
   /** The guard of one admin route, from its declared role. */
@@ -86,9 +91,16 @@ export class Access {
     const session = this.sessions.fromCookie(request.cookie)
     if (session === null) return null
     const user = this.users.get(session.userId)
-    if (user === undefined) return null
+    if (user === undefined || !this.accountActive(user.account)) return null
     return { type: 'user', user, session }
   }
+}
+
+/** The account of an /admin/accounts/:account/... route, checked to exist (404 account_not_found). */
+export function accountParam (request: Request, registry: Pick<Registry, 'getAccount'>): string {
+  const account = request.params[0] ?? ''
+  registry.getAccount(account)
+  return account
 }
 
 /** The caller, in a handler of a guarded route. */

@@ -2,12 +2,13 @@
 // route is its `role` (the least panel role; the admin key may call all): see src/http/access.ts, which
 // guards every /admin route as src/app.ts assembles them. A route without a role is for owners only.
 
-import { ApiError } from '../errors.js'
+import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { Registry } from '../store/registry.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
-import type { VisitorKind } from '../../actors/visitor.js'
-import type { ProfileKind } from '../../actors/profile.js'
+import { visitorKey, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
+import type { ProfileKind, ProfileState } from '../../actors/profile.js'
+import { deliveryView, profileView, visitorView } from './admin-views.js'
 import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
 import { redactWebhook } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
@@ -81,7 +82,8 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     return { method, pattern, body: method === 'post' || method === 'put' || method === 'patch', handler, ...(role === undefined ? {} : { role }) }
   }
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
-  const param = (request: Request, index: number): string => request.params[index] ?? ''
+  // The first parameter of every path is the account id: a UUID, in lower case whatever the spelling.
+  const param = (request: Request, index: number): string => index === 0 ? (request.params[0] ?? '').toLowerCase() : request.params[index] ?? ''
 
   /** The name in the path (event type, campaign id), checked like every other name. */
   function pathName (request: Request, what: string): string {
@@ -142,6 +144,7 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const id = pathName(request, 'campaign id')
       const def = request.body
       assertCampaign(def)
+      refuseUnknownEvents(registry, param(request, 0), def.trigger.events ?? [])
       await registry.putCampaign(param(request, 0), id, def)
       return ok({ id, ...def })
     }),
@@ -204,7 +207,8 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       }
       const after = wholeNumber(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after')
       const limit = wholeNumber(query.get('limit'), 1, LIST_PAGE_MAX, 'limit', 100)
-      return ok(await deliveries.list(account, id, status as DeliveryStatus | null, after, limit))
+      const page = await deliveries.list(account, id, status as DeliveryStatus | null, after, limit)
+      return ok({ deliveries: page.deliveries.map(deliveryView), next: page.next })
     }),
     route('post', '/admin/accounts/:account/webhooks/:id/replay', async request => {
       const { deliveryIds, from, to } = validateReplay(request.body)
@@ -219,9 +223,10 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
-      const profile = await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }) as { visitors: string[] }
-      const devices = await Promise.all(profile.visitors.map(id => runtime.send(visitors, account, id, { type: 'snapshot' })))
-      return ok({ profileId: param(request, 1), profile, visitors: devices })
+      const profileId = param(request, 1)
+      const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState
+      const devices = await Promise.all(profile.visitors.map(async id => visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' }) as VisitorState)))
+      return ok({ profileId, profile: profileView(profileId, profile), visitors: devices })
     }),
     route('del', '/admin/accounts/:account/profiles/:id', async request => {
       const account = param(request, 0)
@@ -237,14 +242,24 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     route('get', '/admin/accounts/:account/visitors/:id', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
-      return ok(await runtime.send(visitors, account, param(request, 1), { type: 'snapshot' }))
+      const id = visitorKey(param(request, 1))
+      return ok(visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' }) as VisitorState))
     }),
     route('get', '/admin/accounts/:account/profiles/:id', async request => {
       const account = param(request, 0)
       registry.getAccount(account)
-      return ok(await runtime.send(profiles, account, param(request, 1), { type: 'snapshot' }))
+      const profileId = param(request, 1)
+      return ok(profileView(profileId, await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState))
     }),
   ]
+}
+
+/** A campaign triggered by an event type the account does not know could never show: refused, naming each. */
+function refuseUnknownEvents (registry: Registry, account: string, events: readonly string[]): void {
+  registry.getAccount(account)
+  const items = events.flatMap((name, i) => registry.eventType(account, name) !== undefined ? [] : [errorItem('unknown_event_type', `/trigger/events/${i}`,
+    `The event type "${name}" is not built in and was not defined for this account: define it first (PUT /admin/accounts/{account}/event-types/${name}).`)])
+  if (items.length > 0) throw ApiError.of(items)
 }
 
 function wholeNumber (raw: string | null, min: number, max: number, name: string, fallback = min): number {

@@ -3,14 +3,14 @@
 import { ApiError } from '../errors.js'
 import { AUDIT_PAGE_MAX, type AuditLog } from '../audit/audit-log.js'
 import type { Registry } from '../store/registry.js'
+import { accountParam } from './access.js'
 import type { Route } from './server.js'
 
 export function auditRoutes ({ registry, audit }: { registry: Registry, audit: AuditLog }): Route[] {
   return [{
     method: 'get', pattern: '/admin/accounts/:account/audit', body: false, role: 'owner',
     handler (request) {
-      const account = request.params[0] ?? ''
-      registry.getAccount(account)
+      const account = accountParam(request, registry)
       const query = new URLSearchParams(request.query)
       const rawLimit = query.get('limit')
       const limit = rawLimit === null || rawLimit === '' ? 50 : Number(rawLimit)

@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js'
 import { MEDIA_NAME_MAX, type MediaStore } from '../media/media-store.js'
 import type { Registry } from '../store/registry.js'
 import { CACHE_IMMUTABLE, serveFile } from './static-files.js'
+import { accountParam } from './access.js'
 import type { Route } from './server.js'
 
 /** Headers of every served image, on top of serveFile's (ETag, Cache-Control, nosniff). */
@@ -16,8 +17,7 @@ export function mediaRoutes ({ registry, media }: { registry: Registry, media: M
     {
       method: 'post', pattern: '/admin/accounts/:account/media', body: 'raw', role: 'editor',
       async handler (request) {
-        const account = request.params[0] ?? ''
-        registry.getAccount(account)
+        const account = accountParam(request, registry)
         const name = new URLSearchParams(request.query).get('name') ?? 'upload'
         if (name.length < 1 || name.length > MEDIA_NAME_MAX || /[\u0000-\u001f\u007f/\\]/.test(name)) {
           throw new ApiError('invalid_field', `name must be 1 to ${MEDIA_NAME_MAX} characters without slashes or control characters.`, '/name')
@@ -28,16 +28,14 @@ export function mediaRoutes ({ registry, media }: { registry: Registry, media: M
     {
       method: 'get', pattern: '/admin/accounts/:account/media', body: false, role: 'viewer',
       handler (request) {
-        const account = request.params[0] ?? ''
-        registry.getAccount(account)
+        const account = accountParam(request, registry)
         return { status: 200, body: { media: media.list(account) } }
       },
     },
     {
       method: 'del', pattern: '/admin/accounts/:account/media/:id', body: false, role: 'editor',
       async handler (request) {
-        const account = request.params[0] ?? ''
-        registry.getAccount(account)
+        const account = accountParam(request, registry)
         await media.remove(account, request.params[1] ?? '')
         return { status: 204, body: undefined }
       },

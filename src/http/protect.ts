@@ -33,8 +33,10 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
   const collection = parts[4]
   const declared = route.audit === false ? undefined : route.audit
   const entity = declared?.entity ?? (collection === undefined ? 'account' : ENTITIES[collection] ?? collection)
+  // An erasure's entry must not keep what it erased: no "before" is read (the answer's counts describe it).
+  const erases = route.method === 'del' && (collection === 'profiles' || collection === 'visitors')
   return async request => {
-    const before = route.method === 'post' || read === null ? null : await readQuietly(read, request)
+    const before = route.method === 'post' || read === null || erases ? null : await readQuietly(read, request)
     const reply = await route.handler(request)
     if (reply.status >= 300) return reply
     const principal = request.auth as Principal | null
@@ -51,7 +53,9 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
       : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
     // An upload's bytes are not summarized: its answer (name, type, size) is.
     const after = route.method === 'del' ? null : Buffer.isBuffer(request.body) ? body : request.body ?? body
-    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, before, after) })
+    // A deletion without a readable "before" is described by its answer (a revoked token, what was erased).
+    const was = before ?? (route.method === 'del' ? body : null)
+    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, was, after, entityId) })
     return reply
   }
 }
@@ -61,7 +65,8 @@ function actionOf (route: Route, parts: string[], before: unknown): string {
   if (last === 'replay') return 'replay'
   if (route.method === 'del') return parts[4] === 'tokens' ? 'revoke' : parts[4] === 'profiles' || parts[4] === 'visitors' ? 'erase' : 'delete'
   if (route.method === 'post') return 'create'
-  return before === null ? 'create' : 'update'
+  // PUT creates or replaces; PATCH changes what exists.
+  return route.method === 'put' && before === null ? 'create' : 'update'
 }
 
 /** The entity as its GET route shows it before the change; null when it does not exist (or cannot be read). */
@@ -74,19 +79,32 @@ async function readQuietly (read: Route, request: Request): Promise<unknown> {
   }
 }
 
+/** What a read adds to a record that a write does not send: counts, and the id or name from the path. */
+const DERIVED = new Set(['members'])
+
 /** A line a person reads: what changed (before → after) for an update, the main fields otherwise. */
-export function summarize (action: string, before: unknown, after: unknown): string {
+export function summarize (action: string, before: unknown, after: unknown, entityId: string): string {
   const b = asRecord(before)
   const a = asRecord(after)
   let text: string
   if (b !== null && a !== null) {
-    const changed = Object.keys(a).filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
-    text = changed.length === 0 ? 'no field changed' : changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`).join(', ')
+    // A replacement (PUT) drops the fields it does not send: those show as "→ (none)".
+    const dropped = Object.keys(b).filter(key => !(key in a) && !DERIVED.has(key) && b[key] !== entityId)
+    const changed = [...Object.keys(a), ...dropped].filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))
+    text = describeChanges(changed.map(key => `${key}: ${short(b[key])} → ${short(a[key])}`), a)
+  } else if (action === 'update' && a !== null) {
+    text = describeChanges(Object.keys(a).filter(key => !SECRET.test(key)).map(key => `${key} → ${short(a[key])}`), a)
   } else {
     const shown = a ?? b
     text = shown === null ? action : Object.keys(shown).filter(key => !SECRET.test(key)).map(key => `${key}=${short(shown[key])}`).join(', ')
   }
   return text.length > SUMMARY_MAX ? text.slice(0, SUMMARY_MAX - 1) + '…' : text
+}
+
+/** The changes, and a secret sent (a new password) named without its value. */
+function describeChanges (changes: string[], sent: Record<string, unknown>): string {
+  for (const key of Object.keys(sent)) if (SECRET.test(key) && sent[key] !== undefined) changes.push(`${key} changed`)
+  return changes.length === 0 ? 'no field changed' : changes.join(', ')
 }
 
 function asRecord (value: unknown): Record<string, unknown> | null {
@@ -95,6 +113,6 @@ function asRecord (value: unknown): Record<string, unknown> | null {
 
 function short (value: unknown): string {
   if (value === undefined) return '(none)'
-  const text = JSON.stringify(value) ?? String(value)
+  const text = JSON.stringify(value, (key, inner: unknown) => key !== '' && SECRET.test(key) ? '[redacted]' : inner) ?? String(value)
   return text.length > 40 ? text.slice(0, 39) + '…' : text
 }

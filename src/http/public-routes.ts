@@ -118,9 +118,10 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     await afterWrite(account, mark)
   }
 
-  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[]> {
+  /** The segments after the change, or null for a write-only token (the list is a read). */
+  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[] | null> {
     requireAccount(account)
-    authenticate(account, token, 'write')
+    const record = authenticate(account, token, 'write')
     const computed = registry.segmentSet(account).computedNames
     const refused = [...(assign ?? []).map((name, i) => [name, `/assignees/${i}`]), ...(remove ?? []).map((name, i) => [name, `/removes/${i}`])]
       .filter(([name]) => computed.has(name!))
@@ -129,10 +130,15 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     const mark = outboxMark()
     const segments = await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
     await afterWrite(account, mark)
-    return segments
+    return canRead(record) ? segments : null
   }
 
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(request.body) })
+  function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
+    const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
+    return { status: 200, body: segments === null ? body : { ...body, segments } }
+  }
+
+  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>): Route => ({ method: 'post', pattern, body: true, handler: request => handler(lowerCaseIds(request.body)) })
 
   return [
     post('/campaigns/query', campaignsQuery),
@@ -156,13 +162,23 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }),
     post('/profiles/segments', async body => {
       const u = validateProfileSegments(body)
-      const segments = await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes)
-      return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Segments saved.', errors: [], segments } }
+      return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes))
     }),
     post('/visitors/segments', async body => {
       const u = validateVisitorSegments(body)
-      const segments = await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes)
-      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Segments saved.', errors: [], segments } }
+      return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes))
     }),
   ]
+}
+
+/**
+ * UUIDs have one spelling, lower case (iOS writes them in upper case): the account and visitor ids of a
+ * body are lower-cased before anything reads them, so the actors, the replies and the webhooks see one.
+ */
+function lowerCaseIds (body: unknown): unknown {
+  if (typeof body !== 'object' || body === null) return body
+  const ids = body as { account?: unknown, visitorId?: unknown }
+  if (typeof ids.account === 'string') ids.account = ids.account.toLowerCase()
+  if (typeof ids.visitorId === 'string') ids.visitorId = ids.visitorId.toLowerCase()
+  return body
 }

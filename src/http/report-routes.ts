@@ -7,14 +7,14 @@ import type { Registry } from '../store/registry.js'
 import type { Store } from '../store/store.js'
 import { GRANULARITIES, RANGE_DAYS_MAX, readReport, reportCsv, type Granularity } from '../reports/report.js'
 import { DAY_MS } from '../reports/counters.js'
+import { accountParam } from './access.js'
 import type { Route } from './server.js'
 
 export function reportRoutes ({ registry, store, clock, foldMs }: { registry: Registry, store: Store, clock: Clock, foldMs: number }): Route[] {
   return [{
     method: 'get', pattern: '/admin/accounts/:account/reports', body: false, role: 'viewer',
     handler (request) {
-      const account = request.params[0] ?? ''
-      registry.getAccount(account)
+      const account = accountParam(request, registry)
       const query = new URLSearchParams(request.query)
       const granularity = (query.get('granularity') ?? 'day') as Granularity
       if (!GRANULARITIES.includes(granularity)) throw new ApiError('invalid_field', 'granularity must be hour or day.', '/granularity')

@@ -5,8 +5,8 @@
 import Type, { type Static } from 'typebox'
 
 export const NAME_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$'
-const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
-const UUID4_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$'
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+export const UUID4_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$'
 
 export const LIMITS = {
   idLengthMax: 256,
@@ -15,6 +15,10 @@ export const LIMITS = {
   listItemsMax: 100,
   attributesPerRequestMax: 100,
   customFieldsMax: 50,
+  /** price and orderTotal: 0 to 10^12, so totals and window sums stay finite and exact enough. */
+  amountMax: 1_000_000_000_000,
+  /** Any other number in an event: within ±10^15. */
+  eventNumberMax: 1_000_000_000_000_000,
 } as const
 
 const Account = Type.String({ pattern: UUID_PATTERN, description: 'Account id (UUID).' })
@@ -26,6 +30,8 @@ const Names = Type.Array(Name, { maxItems: LIMITS.listItemsMax })
 const ShortText = Type.String({ maxLength: LIMITS.idLengthMax })
 const Text = Type.String({ maxLength: LIMITS.textLengthMax })
 const StringList = Type.Array(ShortText, { maxItems: LIMITS.listItemsMax })
+const Amount = Type.Number({ minimum: 0, maximum: LIMITS.amountMax })
+const EventNumber = Type.Number({ minimum: -LIMITS.eventNumberMax, maximum: LIMITS.eventNumberMax })
 
 /** An attribute value on update: a scalar, a list of strings, or null to delete. */
 export const AttributeValue = Type.Union([
@@ -45,7 +51,7 @@ const AttributeUpdate = Type.Unsafe<Record<string, Static<typeof AttributeValue>
 }))
 
 /** Custom event fields: scalars or lists of strings, never nested objects. */
-const CustomField = Type.Union([Text, Type.Number(), Type.Boolean(), Type.Null(), StringList])
+const CustomField = Type.Union([Text, EventNumber, Type.Boolean(), Type.Null(), StringList])
 
 export const EventRequest = Type.Object({
   account: Account,
@@ -58,12 +64,12 @@ export const EventRequest = Type.Object({
   path: Type.Optional(Text),
   referrer: Type.Optional(Type.Union([Text, Type.Null()])),
   sku: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idLengthMax })),
-  price: Type.Optional(Type.Number()),
+  price: Type.Optional(Amount),
   brand: Type.Optional(ShortText),
   breadcrumb: Type.Optional(Text),
   category: Type.Optional(ShortText),
   orderId: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idLengthMax })),
-  orderTotal: Type.Optional(Type.Number()),
+  orderTotal: Type.Optional(Amount),
   purchasedItems: Type.Optional(StringList),
 }, {
   additionalProperties: CustomField,

@@ -128,6 +128,8 @@ class Exchange {
   readonly ifNoneMatch: string
   readonly forwardedProto: string
   readonly remoteAddress: string
+  /** Why the request's framing is refused (RFC 9112: 400 and close), or null. */
+  readonly framingError: string | null
   readonly observer: RouteObserver | null
   readonly startMs: number
   auth: unknown = undefined
@@ -150,7 +152,36 @@ class Exchange {
     this.ifNoneMatch = req.getHeader('if-none-match')
     this.forwardedProto = req.getHeader('x-forwarded-proto')
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+    this.framingError = this.contentLength === '' && req.getHeader('transfer-encoding') === '' ? null : framingError(req)
   }
+}
+
+// Scratch of framingError's header walk (synchronous, so one set of counters serves every request).
+let contentLengths = 0
+let firstContentLength = ''
+let contentLengthsDiffer = false
+
+function countFraming (key: string, value: string): void {
+  if (key !== 'content-length') return
+  if (contentLengths === 0) firstContentLength = value
+  else if (value !== firstContentLength) contentLengthsDiffer = true
+  contentLengths++
+}
+
+/**
+ * What RFC 9112 says to refuse with 400 and close, among what uWebSockets.js lets through to a
+ * handler: a transfer coding other than chunked (uWS would read the body as chunked anyway), and
+ * Content-Length headers that disagree (uWS reads the first; a proxy in front may read another: request
+ * smuggling). Only requests that carry either header pay for the walk over their headers.
+ */
+function framingError (req: uWS.HttpRequest): string | null {
+  const coding = req.getHeader('transfer-encoding')
+  if (coding !== '' && coding.trim().toLowerCase() !== 'chunked') return `Transfer-Encoding "${coding.slice(0, 40)}" is not supported; only chunked is.`
+  contentLengths = 0
+  contentLengthsDiffer = false
+  req.forEach(countFraming)
+  if (contentLengthsDiffer) return 'The request has Content-Length headers that disagree.'
+  return null
 }
 
 function onAbort (this: Exchange): void {
@@ -169,7 +200,6 @@ export class HttpServer {
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
   private readonly discardBytesMax: number
   private listenSocket: uWS.us_listen_socket | null = null
-  private readonly routeList: readonly RouteInfo[]
   inflight = 0
   draining = false
   /** Called whenever inflight drops to zero while draining. */
@@ -179,7 +209,6 @@ export class HttpServer {
     this.options = options
     this.discardBytesMax = Math.max(1 << 20, 4 * options.maxBodyBytes)
     this.app = uWS.App()
-    this.routeList = options.routes.map(({ method, pattern }) => ({ method, pattern }))
     const observe = options.observe ?? null
     const allowed = new Map<string, string[]>()
     for (const route of options.routes) {
@@ -205,9 +234,9 @@ export class HttpServer {
     })
   }
 
-  /** Every route served, as method and uWS pattern (`:name` for a parameter), in registration order. */
-  routes (): readonly RouteInfo[] {
-    return this.routeList
+  /** Every route served (method, uWS pattern with `:name` parameters, role…), in registration order. */
+  routes (): readonly Route[] {
+    return this.options.routes
   }
 
   listen (): Promise<number> {
@@ -239,6 +268,7 @@ export class HttpServer {
   private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
     const exchange = new Exchange(this, res, req, paramCount, observer)
     res.onAborted(onAbort.bind(exchange))
+    if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
     if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
     if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
     this.inflight++

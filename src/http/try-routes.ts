@@ -9,6 +9,7 @@ import { explainCampaign } from '../matching/index.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import { emptyVisitor, metricsOf, recordBehaviour, type EventBody, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
 import { allSegments } from '../../actors/entity.js'
+import type { ProfileKind, ProfileView } from '../../actors/profile.js'
 import type { DeliveryHub } from '../../actors/delivery.js'
 import type { DeliveryItem } from '../webhooks/index.js'
 import * as S from './schemas.js'
@@ -22,6 +23,7 @@ export interface TryDeps {
   registry: Registry
   runtime: ActorRuntime
   visitors: VisitorKind
+  profiles: ProfileKind
   deliveries: DeliveryHub
   clock: Clock
 }
@@ -29,7 +31,7 @@ export interface TryDeps {
 /** The visitor of a test delivery's sample (a UUID v4 no site produces: all zeros but the version bits). */
 export const SAMPLE_VISITOR = '00000000-0000-4000-8000-000000000000'
 
-export function tryRoutes ({ registry, runtime, visitors, deliveries, clock }: TryDeps): Route[] {
+export function tryRoutes ({ registry, runtime, visitors, profiles, deliveries, clock }: TryDeps): Route[] {
   return [
     {
       method: 'post', pattern: '/admin/accounts/:account/campaigns/:id/test', body: true, role: 'editor', audit: false,
@@ -46,10 +48,19 @@ export function tryRoutes ({ registry, runtime, visitors, deliveries, clock }: T
         // The stored visitor (a copy: nothing is written), then this event's behaviour, as the real query records it before matching.
         const state = given.visitorId === undefined ? emptyVisitor() : await runtime.send(visitors, account, event.visitorId, { type: 'snapshot' }) as VisitorState
         recordBehaviour(state, event, nowMs)
+        // A visitor linked to a profile is matched on the profile's unified view, as the real query does.
+        let attributes: Record<string, unknown> = state.attributes
+        let segments: readonly string[] = allSegments(state)
+        const profileId = event.profileId ?? state.profileId
+        if (profileId !== null && (spec.attributes === undefined || spec.segments === undefined)) {
+          const { unified } = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as { unified: ProfileView }
+          attributes = { ...state.attributes, ...unified.attributes }
+          segments = [...allSegments(state), ...unified.segments]
+        }
         const ctx = {
           event,
-          attributes: (spec.attributes ?? state.attributes) as Record<string, unknown>,
-          segments: new Set(spec.segments ?? allSegments(state)),
+          attributes: (spec.attributes ?? attributes) as Record<string, unknown>,
+          segments: new Set(spec.segments ?? segments),
           visitor: metricsOf(state),
           nowMs,
         }

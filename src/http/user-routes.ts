@@ -9,7 +9,7 @@ import { SESSION_COOKIE, type Sessions } from '../users/sessions.js'
 import { DECOY_HASH, verifyPassword } from '../users/password.js'
 import { SignInLimit } from '../users/sign-in-limit.js'
 import { normalizeEmail } from '../users/users.js'
-import { isHttps, principalOf } from './access.js'
+import { accountParam, isHttps, principalOf } from './access.js'
 import * as S from './schemas.js'
 import { validator } from './validate.js'
 import type { Request, Route } from './server.js'
@@ -76,32 +76,26 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
 
     {
       method: 'get', pattern: '/admin/accounts/:account/users', body: false, role: 'owner',
-      handler: request => {
-        registry.getAccount(param(request, 0))
-        return { status: 200, body: { users: users.list(param(request, 0)) } }
-      },
+      handler: request => ({ status: 200, body: { users: users.list(accountParam(request, registry)) } }),
     },
     {
       method: 'post', pattern: '/admin/accounts/:account/users', body: true, role: 'owner',
       async handler (request) {
         const spec = validateUserCreate(request.body)
-        registry.getAccount(param(request, 0))
-        return { status: 201, body: await users.create(param(request, 0), spec) }
+        return { status: 201, body: await users.create(accountParam(request, registry), spec) }
       },
     },
     {
       method: 'patch', pattern: '/admin/accounts/:account/users/:id', body: true, role: 'owner',
       async handler (request) {
         const patch = validateUserPatch(request.body)
-        registry.getAccount(param(request, 0))
-        return { status: 200, body: await users.update(param(request, 0), param(request, 1), patch) }
+        return { status: 200, body: await users.update(accountParam(request, registry), param(request, 1), patch) }
       },
     },
     {
       method: 'del', pattern: '/admin/accounts/:account/users/:id', body: false, role: 'owner',
       async handler (request) {
-        registry.getAccount(param(request, 0))
-        await users.remove(param(request, 0), param(request, 1))
+        await users.remove(accountParam(request, registry), param(request, 1))
         return { status: 204, body: undefined }
       },
     },

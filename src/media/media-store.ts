@@ -6,7 +6,6 @@ import { createHash, randomBytes } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
-import type { StaticFile } from '../http/static-files.js'
 import { sniffImage, type MediaType } from './signature.js'
 
 /** Images per account are bounded (the panel lists them whole; the store holds them all). */
@@ -23,6 +22,13 @@ export interface Media {
 }
 
 interface MediaMeta extends Omit<Media, 'url'> {
+  etag: string
+}
+
+/** An image as served: its bytes, stored type and strong ETag (what the HTTP layer's serveFile takes). */
+export interface MediaFile {
+  body: Buffer
+  contentType: MediaType
   etag: string
 }
 
@@ -65,7 +71,7 @@ export class MediaStore {
   }
 
   /** The image as a file to serve, or null. */
-  file (account: string, id: string): StaticFile | null {
+  file (account: string, id: string): MediaFile | null {
     const meta = this.store.media.get([account, 'meta', id]) as MediaMeta | undefined
     if (meta === undefined) return null
     const body = this.store.media.get([account, 'data', id]) as Buffer | undefined

@@ -144,7 +144,7 @@ export const PANEL_OPERATIONS: Readonly<Record<string, Operation>> = {
   'POST /admin/accounts/{account}/campaigns/{id}/test': {
     summary: 'Would this campaign be returned for this event?',
     description: 'Role: editor. The event as /campaigns/query takes it (no account or token; visitorId optional: a visitor never seen). ' +
-      'The visitor state is the stored visitor\'s (its behaviour plus this event, as the real query records it before matching), or the `attributes` and `segments` given. ' +
+      'The visitor state is the stored visitor\'s (its behaviour plus this event, as the real query records it before matching; a linked profile\'s unified view), or the `attributes` and `segments` given. ' +
       'Each check says why not; the verdict is the real matcher\'s (same compiled pieces). Nothing is recorded: no behaviour, no impression.',
     tag: 'Try', auth: 'admin',
     body: { schema: S.CampaignTest, example: { event: { platform: 'web', event: 'productView', sku: 'A1', price: 80 }, attributes: { plan: 'pro' }, segments: ['vip'] } },

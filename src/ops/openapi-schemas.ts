@@ -99,7 +99,7 @@ export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: b
     [idField]: Type.String(),
     message: Type.String(),
     errors: NoErrors,
-    ...(withSegments ? { segments: Type.Array(Type.String(), { description: 'The manual segments after the change.' }) } : {}),
+    ...(withSegments ? { segments: Type.Optional(Type.Array(Type.String(), { description: 'The manual segments after the change; absent for a write-only token (the list is a read).' })) } : {}),
   })
 }
 
@@ -210,26 +210,28 @@ export function webhookAnswer (config: TObject): TSchema {
   return Type.Object({ id: Type.String(), ...config.properties }, { additionalProperties: false, description: 'The webhook; secrets read "[redacted]".' })
 }
 
+const IsoOrNull = Type.Union([Iso, Type.Null()])
+
 const Attempt = Type.Object({
-  atMs: Type.Number(),
+  attempt: Type.Integer({ minimum: 1, description: 'Attempts are numbered from 1.' }),
+  at: Iso,
   status: Type.Optional(Type.Integer()),
   latencyMs: Type.Number(),
   error: Type.Optional(Type.String()),
 })
 
 export const DeliveryRecord = Type.Object({
-  id: Type.String({ description: '<outbox seq>.<webhook id>' }),
-  account: Uuid,
+  id: Type.String({ description: '<outbox seq>.<webhook id>: the webhook-id header of its requests.' }),
   webhookId: Type.String(),
-  seq: Type.Integer(),
   status: literals(['pending', 'failed', 'delivered', 'dead']),
-  item: Type.Object({}, { additionalProperties: true, description: 'What is delivered: id, occurredAtMs, context.' }),
-  attempt: Type.Integer({ description: 'The attempt the next send will be.' }),
+  occurredAt: IsoOrNull,
+  context: Type.Object({}, { additionalProperties: true, description: 'What the templates read: account, visitorId, profileId, event, eventFields, audience, change, attributes.' }),
   attempts: Type.Array(Attempt),
-  dueMs: Type.Number(),
-  createdAtMs: Type.Number(),
-  updatedAtMs: Type.Number(),
-  replayedAtMs: Type.Union([Type.Number(), Type.Null()]),
+  nextAttempt: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The number the next attempt will have; null once delivered or dead.' }),
+  dueAt: IsoOrNull,
+  createdAt: IsoOrNull,
+  updatedAt: IsoOrNull,
+  replayedAt: IsoOrNull,
 })
 export const DeliveryPage = Type.Object({
   deliveries: Type.Array(DeliveryRecord),
@@ -244,12 +246,19 @@ const entityFields = {
   segments: Type.Array(Type.String()),
 }
 export const VisitorSnapshot = Type.Object({
+  visitorId: Type.String(),
   ...entityFields,
+  computedSegments: Type.Array(Type.String()),
   profileId: Type.Union([Type.String(), Type.Null()]),
-}, { additionalProperties: true, description: 'Everything held on the visitor: attributes, segments, tracked behaviour, linked profile.' })
+  firstSeen: IsoOrNull,
+  lastSeen: IsoOrNull,
+}, { additionalProperties: true, description: 'Everything held on the visitor: attributes, segments, tracked behaviour (times in ISO 8601), linked profile.' })
 export const ProfileSnapshot = Type.Object({
+  profileId: Type.String(),
   ...entityFields,
+  computedSegments: Type.Array(Type.String()),
   visitors: Type.Array(Type.String(), { description: 'Linked visitors (devices).' }),
+  devices: Type.Object({}, { additionalProperties: true, description: 'The copy kept of each linked device: attributes, segments, behaviour.' }),
 }, { additionalProperties: true, description: 'Everything held on the profile, with its devices\' summaries.' })
 export const PersonExport = Type.Object({ profileId: Type.String(), profile: ProfileSnapshot, visitors: Type.Array(VisitorSnapshot) })
 export const Erased = Type.Object({

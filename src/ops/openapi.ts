@@ -68,8 +68,8 @@ export interface Operation {
 
 // Refusals every operation may answer, and those that follow from a body or from authentication.
 const ALWAYS: ErrorCode[] = ['overloaded', 'shutting_down', 'internal']
-const BODY: ErrorCode[] = ['invalid_json', 'invalid_field', 'unknown_field', 'forbidden_key', 'body_too_large', 'unsupported_media_type']
-const RAW_BODY: ErrorCode[] = ['body_too_large']
+const BODY: ErrorCode[] = ['invalid_json', 'invalid_field', 'unknown_field', 'forbidden_key', 'body_too_large', 'unsupported_media_type', 'bad_framing']
+const RAW_BODY: ErrorCode[] = ['body_too_large', 'bad_framing']
 /** With a panel session instead of the admin key: outside the role or the account, or a change without the Origin. */
 const SESSION: ErrorCode[] = ['role_forbidden', 'csrf_refused']
 const AUTH: Record<Auth, ErrorCode[]> = {
@@ -128,14 +128,14 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     summary: 'Assign or remove a profile\'s manual segments',
     tag: 'Profiles', auth: 'token-write',
     body: { schema: S.ProfileSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', assignees: ['vip'], removes: ['trial'] } },
-    ok: json(200, 'Saved (durably); the manual segments after the change.', R.savedAnswer('profileId', true)),
+    ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('profileId', true)),
     errors: ['account_not_found', 'segment_computed', 'entity_full'],
   },
   'POST /visitors/segments': {
     summary: 'Assign or remove a visitor\'s manual segments',
     tag: 'Visitors', auth: 'token-write',
     body: { schema: S.VisitorSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR, assignees: ['returning'] } },
-    ok: json(200, 'Saved (durably); the manual segments after the change.', R.savedAnswer('visitorId', true)),
+    ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('visitorId', true)),
     errors: ['account_not_found', 'segment_computed', 'entity_full'],
   },
 
@@ -206,7 +206,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     summary: 'Create or replace a campaign', description: 'Compiled when saved; every problem is reported at once with its JSON pointer.',
     tag: 'Campaigns', auth: 'admin',
     body: { schema: R.CampaignPut, example: { name: 'Summer shoes', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule: { fact: 'event.price', op: 'gte', value: 50 }, content: { banner: 'shoes.png' } } },
-    ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'invalid_campaign', 'conflict'],
+    ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'invalid_campaign', 'unknown_event_type', 'conflict'],
   },
   'GET /admin/accounts/{account}/campaigns/{id}': {
     summary: 'Read a campaign', tag: 'Campaigns', auth: 'admin',

@@ -55,6 +55,8 @@ export const WEBHOOKS_MAX = 100
 /** Event types of updates, as event-driven webhooks select them. */
 export const UPDATE_EVENTS = ['attributesUpdated', 'segmentsUpdated'] as const
 
+const NO_NAMES: ReadonlySet<string> = new Set()
+
 interface AccountWebhooks {
   compiled: Map<string, CompiledWebhook>
   /** Event types some enabled event webhook selects: the hot path writes an outbox row only for those. */
@@ -65,6 +67,8 @@ interface AccountWebhooks {
   listedSegments: Set<string>
   /** The longest timeoutMs of the enabled sync webhooks (0: none): how long a request may wait for them. */
   syncTimeoutMs: number
+  /** Attribute names the enabled webhooks' templates read (`attribute.<name>`): outbox rows carry those. */
+  attributeNames: Set<string>
 }
 
 interface LiveToken {
@@ -318,6 +322,11 @@ export class Registry {
     return wanted !== undefined && wanted.size > 0 && wanted.has(change + ' ' + segment)
   }
 
+  /** The attribute names the account's enabled webhooks read (empty: outbox rows carry no attributes). */
+  webhookAttributes (account: string): ReadonlySet<string> {
+    return this.webhooks.get(account)?.attributeNames ?? NO_NAMES
+  }
+
   /** Whether an enabled schedule webhook of the account syncs this segment (its members are indexed). */
   listsMembers (account: string, segment: string): boolean {
     return this.webhooks.get(account)?.listedSegments.has(segment) === true
@@ -403,8 +412,12 @@ export class Registry {
     entry.wantedChanges = new Set()
     entry.listedSegments = new Set()
     entry.syncTimeoutMs = 0
+    entry.attributeNames = new Set()
     for (const webhook of entry.compiled.values()) {
       if (!webhook.enabled) continue
+      for (const template of [webhook.url, webhook.payload, ...webhook.headerTemplates.map(header => header.value)]) {
+        for (const name of template.attributeNames()) entry.attributeNames.add(name)
+      }
       const trigger = webhook.trigger
       if (trigger.kind === 'event') for (const type of trigger.events) entry.wantedEvents.add(type)
       if (trigger.kind === 'audience') {
@@ -422,7 +435,7 @@ export class Registry {
   private webhookEntry (account: string): AccountWebhooks {
     let entry = this.webhooks.get(account)
     if (entry === undefined) {
-      entry = { compiled: new Map(), wantedEvents: new Set(), wantedChanges: new Set(), listedSegments: new Set(), syncTimeoutMs: 0 }
+      entry = { compiled: new Map(), wantedEvents: new Set(), wantedChanges: new Set(), listedSegments: new Set(), syncTimeoutMs: 0, attributeNames: new Set() }
       this.webhooks.set(account, entry)
     }
     return entry

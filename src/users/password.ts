@@ -3,6 +3,7 @@
 // the passwords hashed under the old one.
 
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { Gate } from './gate.js'
 
 const COST = { N: 16384, r: 8, p: 1 } as const
 const KEY_BYTES = 32
@@ -11,10 +12,13 @@ const SALT_BYTES = 16
 export const PASSWORD_MIN = 12
 export const PASSWORD_MAX = 256
 
+/** Two hashes at once leave libuv's other threads to the rest of Beacon; 100 more may wait. */
+const gate = new Gate(2, 100)
+
 function derive (password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
+  return gate.run(() => new Promise((resolve, reject) => {
     scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) => error === null ? resolve(key) : reject(error))
-  })
+  }))
 }
 
 export async function hashPassword (password: string): Promise<string> {

@@ -32,8 +32,8 @@ export class Users {
   private readonly clock: Clock
   private readonly byId = new Map<string, UserRecord>()
   private readonly byEmail = new Map<string, UserRecord>()
-  /** Told after a user is removed (their sessions end). */
-  onRemoved: ((id: string) => void) | null = null
+  /** Told when a user's sessions must end: the user was removed, or their password changed. */
+  onSessionsEnd: ((id: string) => void) | null = null
 
   constructor (store: Store, clock: Clock) {
     this.store = store
@@ -102,6 +102,8 @@ export class Users {
     if (this.byId.get(id) !== current) throw new ApiError('conflict', 'The user changed meanwhile; try again.')
     await this.store.save(this.store.users, id, next)
     this.remember(next)
+    // A new password ends the sessions signed in with the old one.
+    if (patch.password !== undefined) this.onSessionsEnd?.(id)
     return Users.public(next)
   }
 
@@ -110,7 +112,7 @@ export class Users {
     if (current.role === 'owner') this.keepAnOwner(account, id)
     // Gone from memory first: "at once" means no request is accepted for this user from here on.
     this.forget(current)
-    this.onRemoved?.(id)
+    this.onSessionsEnd?.(id)
     await this.store.durable(this.store.users.remove(id))
     return Users.public(current)
   }

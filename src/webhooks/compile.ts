@@ -7,7 +7,7 @@ import { assertWebhook, originEndOf, type HttpMethod, type ValidateOptions, type
 import { CONFIG_LIMITS } from './limits.js'
 import { parseCron, parseEvery, type Schedule } from './schedule.js'
 import { literalRefusal, type TargetRefusedError } from './ssrf.js'
-import { compileTemplate, DEFAULT_PAYLOAD, type Template } from './template.js'
+import { compileTemplate, DEFAULT_AUDIENCE_PAYLOAD, DEFAULT_PAYLOAD, type Template } from './template.js'
 
 export const USER_AGENT = 'Beacon-Webhooks/1'
 
@@ -94,7 +94,7 @@ export function compileWebhook (id: string, account: string, body: unknown, opti
     staticHeaderList: Object.entries(constantHeaders).flat(),
     headerTemplates,
     signer: request.signingSecret === undefined ? null : new Webhook(request.signingSecret),
-    payload: compileTemplate(request.payload ?? DEFAULT_PAYLOAD, 'json'),
+    payload: compileTemplate(request.payload ?? (config.trigger.kind === 'audience' ? DEFAULT_AUDIENCE_PAYLOAD : DEFAULT_PAYLOAD), 'json'),
     mode: delivery.mode,
     timeoutMs: delivery.timeoutMs,
     proxy: proxy === null ? null : proxy.origin,

@@ -164,7 +164,7 @@ class Problems {
       }
       const field = prefix + item.field
       const label = item.field === '' ? 'The body' : item.field.slice(1)
-      const message = item.message.startsWith(label + ' ') ? field.slice(1) + item.message.slice(label.length) : item.message
+      const message = item.message.startsWith(label + ' ') || item.message.startsWith(label + ':') ? field.slice(1) + item.message.slice(label.length) : item.message
       this.add({ ...item, field, message })
     }
   }

@@ -6,7 +6,7 @@ export type { HttpMethod, ValidateOptions, WebhookAuth, WebhookConfig, WebhookTr
 export { compileWebhook, USER_AGENT } from './compile.js'
 export type { CompiledTrigger, CompiledWebhook, HeaderTemplate } from './compile.js'
 export { REDACTED, isSecretHeader, redactWebhook, restoreSecrets } from './redact.js'
-export { compileTemplate, DEFAULT_PAYLOAD, PLACEHOLDERS, Template, TemplateError, TEMPLATE_MODES } from './template.js'
+export { compileTemplate, DEFAULT_AUDIENCE_PAYLOAD, DEFAULT_PAYLOAD, PLACEHOLDERS, Template, TemplateError, TEMPLATE_MODES } from './template.js'
 export type { TemplateMode } from './template.js'
 export { renderRequest } from './render.js'
 export type { RenderedRequest } from './render.js'

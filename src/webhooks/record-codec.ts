@@ -131,7 +131,7 @@ export function encodeRecord (value: object): Uint8Array {
 
 /**
  * An outbox row: what a state change leaves for the relay (an event, or an audience change). Written
- * as the tuple [ROW, account, occurredAtMs, visitorId, profileId, event, fields, segment, change].
+ * as the tuple [ROW, account, occurredAtMs, visitorId, profileId, event, fields, segment, change, attributes].
  */
 export interface OutboxRow {
   kind: 'event' | 'audience'
@@ -142,6 +142,8 @@ export interface OutboxRow {
   visitorId?: string
   profileId?: string
   fields?: Record<string, unknown>
+  /** The entity's stored attributes that the account's webhook templates read (`attribute.<name>`). */
+  attributes?: Record<string, unknown>
   occurredAtMs: number
 }
 
@@ -152,6 +154,7 @@ export function encodeRow (row: OutboxRow): Uint8Array {
   return encoder.pack([
     ROW, row.account, row.occurredAtMs, row.visitorId ?? null, row.profileId ?? null,
     row.kind === 'event' ? row.event! : null, row.fields ?? null, row.segment ?? null, row.change ?? null,
+    row.attributes ?? null,
   ])
 }
 
@@ -165,6 +168,8 @@ export function decodeRow (bytes: Uint8Array): OutboxRow {
   if (t[3] !== null) row.visitorId = t[3] as string
   if (t[4] !== null) row.profileId = t[4] as string
   if (t[6] !== null) row.fields = t[6] as Record<string, unknown>
+  // Rows of earlier releases have no attributes (nine elements).
+  if (t[9] !== undefined && t[9] !== null) row.attributes = t[9] as Record<string, unknown>
   return row
 }
 
@@ -178,8 +183,10 @@ export function recordPrefix (webhookId: string, account: string, node: string):
  * the row's bytes: the row's context part copied, the rest written here, so msgpackr is not involved.
  */
 export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number): Uint8Array {
-  // The row: fixarray of 9, ROW, the account (a str of any length), then its context part.
-  if (row[0] !== 0x99 || row[1] !== ROW) throw new Error('not an outbox row')
+  // The row: fixarray of 10 (9 from earlier releases: no attributes), ROW, the account (a str of any
+  // length), then its context part, which ends with the attributes.
+  const withAttributes = row[0] === 0x9a
+  if ((row[0] !== 0x99 && !withAttributes) || row[1] !== ROW) throw new Error('not an outbox row')
   const head = row[2]!
   const contextAt = 2 + (head >= 0xa0 && head <= 0xbf ? 1 + (head & 0x1f)
     : head === 0xd9 ? 2 + row[3]!
@@ -187,7 +194,7 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
         : 5 + ((row[3]! << 24) >>> 0) + ((row[4]! << 16) | (row[5]! << 8) | row[6]!))
   const context = row.subarray(contextAt)
   const seqSize = seq < 0x40 ? 1 : seq <= 0xffffffff ? 5 : 9
-  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + 1)
+  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + (withAttributes ? 0 : 1))
   out[0] = 0xdc // array16 of 20
   out[1] = 0
   out[2] = 20
@@ -216,9 +223,9 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
   out.writeDoubleBE(nowMs, at)
   at += 8
   out[at++] = 0xc0 // replayedAtMs
-  out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change
+  out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change[, attributes]
   at += context.length
-  out[at] = 0xc0 // attributes
+  if (!withAttributes) out[at] = 0xc0 // attributes
   return out
 }
 

@@ -35,6 +35,7 @@ export function renderRequest (webhook: CompiledWebhook, items: readonly Deliver
   const headers = webhook.staticHeaderList.slice()
   for (const header of webhook.headerTemplates) headers.push(header.name, header.value.render(first))
   let url = webhook.url.render(first)
+  if (!webhook.url.isConstant) refuseDotSegments(url, webhook.urlPrefix.length)
   let body: string | null = null
   if (!webhook.hasBody) {
     const query = queryOf(webhook.payload.render(first))
@@ -50,6 +51,26 @@ export function renderRequest (webhook: CompiledWebhook, items: readonly Deliver
     body = webhook.payload.render(first)
   }
   return { method: webhook.method, url, headers, body, deliveryId: batchIdOf(items) }
+}
+
+// "." or ".." as a whole path segment, also percent-encoded (WHATWG URL parsers and servers such as
+// nginx decode %2E before removing dot segments, so encoding the dots would not keep the path).
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?=[/?#]|$)/i
+
+/**
+ * A placeholder value such as ".." would turn `DELETE /api/customers/{{event.id}}` into
+ * `DELETE /api/`, with the webhook's credentials: such a request is refused, never sent.
+ */
+function refuseDotSegments (url: string, pathStart: number): void {
+  let end = url.length
+  const query = url.indexOf('?', pathStart)
+  if (query >= 0) end = query
+  const hash = url.indexOf('#', pathStart)
+  if (hash >= 0 && hash < end) end = hash
+  const path = url.slice(pathStart, end)
+  if (DOT_SEGMENT.test(path)) {
+    throw new WebhookError(WEBHOOK_ERRORS.dot_segment, 'A url placeholder rendered a dot segment ("." or "..") in the path; the request was not sent.')
+  }
 }
 
 function queryOf (json: string): string {

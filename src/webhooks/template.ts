@@ -91,6 +91,13 @@ export class Template {
     this.inString = Uint8Array.from(inString)
   }
 
+  /** The names `attribute.<name>` placeholders read (what a delivery must carry of the entity's attributes). */
+  attributeNames (): string[] {
+    const names: string[] = []
+    for (let i = 0; i < this.slots.length; i++) if (this.slots[i] === SLOT.attribute) names.push(this.keys[i] as string)
+    return names
+  }
+
   /** True when the template has no placeholders (its text is the output). */
   get isConstant (): boolean {
     return this.slots.length === 0
@@ -325,3 +332,6 @@ function rebuildHeader (text: string): string {
 
 /** The seed's sample shape: {profile, audience, event, occurredAt}. Used when `payload` is absent. */
 export const DEFAULT_PAYLOAD = '{"profile":{{profileId}},"audience":{{audience}},"event":{{event}},"occurredAt":{{occurredAt}}}'
+
+/** An audience webhook's default: the seed's shape plus who (a visitor has no profile) and whether it was an enter or an exit. */
+export const DEFAULT_AUDIENCE_PAYLOAD = '{"profile":{{profileId}},"visitorId":{{visitorId}},"audience":{{audience}},"change":{{change}},"event":{{event}},"occurredAt":{{occurredAt}}}'

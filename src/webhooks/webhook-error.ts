@@ -10,6 +10,8 @@ export const WEBHOOK_ERRORS = {
   invalid_batch: 'webhook_invalid_batch',
   /** A template failed to compile (unknown placeholder, unclosed braces, …). */
   invalid_template: 'webhook_invalid_template',
+  /** A url placeholder rendered a dot segment ("." or ".."): the request would leave its path. */
+  dot_segment: 'webhook_dot_segment',
 } as const
 export type WebhookErrorCode = typeof WEBHOOK_ERRORS[keyof typeof WEBHOOK_ERRORS]
 

@@ -1,10 +1,14 @@
 import { expect } from 'chai'
-import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { startInProcess, type InProcess } from '../helpers/in-process.js'
+import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { manualClock, startInProcess, type InProcess } from '../helpers/in-process.js'
 import { addUser, asUser, PASSWORD, signIn } from '../helpers/panel.js'
 import { rolesAllowed } from '../../src/http/access.js'
 import { SIGN_IN_LIMITS } from '../../src/users/sign-in-limit.js'
-import type { Route } from '../../src/http/server.js'
+import { Access } from '../../src/http/access.js'
+import type { GuardRequest, Route } from '../../src/http/server.js'
+import { Store } from '../../src/store/store.js'
+import { Users } from '../../src/users/users.js'
+import { Sessions } from '../../src/users/sessions.js'
 
 /** A path of the route with the account filled in and every other parameter a name that exists nowhere. */
 function pathOf (route: Route, account: string): string {
@@ -132,6 +136,14 @@ describe('panel access: sessions and roles', () => {
     expect((await signIn(node.url, 'removed@a.example')).status).to.equal(401)
   })
 
+  it('ends the sessions of a user whose password changed', async () => {
+    const user = await addUser(node.url, a.account, 'rotated@a.example', 'viewer')
+    const { cookie } = (await signIn(node.url, 'rotated@a.example')).signedIn!
+    expect((await asUser(node.url, cookies.owner!, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { password: 'a brand new password' })).status).to.equal(200)
+    expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
+    expect((await signIn(node.url, 'rotated@a.example', 'a brand new password')).status).to.equal(200)
+  })
+
   it('ends a session BEACON_SESSION_TTL_MS after sign-in', async () => {
     await addUser(node.url, a.account, 'expiring@a.example', 'viewer')
     const { cookie } = (await signIn(node.url, 'expiring@a.example')).signedIn!
@@ -141,6 +153,17 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'GET', '/admin/session')).status).to.equal(401)
   })
 
+  it('refuses the sessions of a suspended account until it is active again', async () => {
+    const c = await createTenant(node.url, 'Suspended')
+    await addUser(node.url, c.account, 'owner@c.example', 'owner')
+    const { cookie } = (await signIn(node.url, 'owner@c.example')).signedIn!
+    await admin(node.url, 'PATCH', `/admin/accounts/${c.account}`, { suspended: true })
+    expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(401)
+    expect((await signIn(node.url, 'owner@c.example')).status).to.equal(401)
+    await admin(node.url, 'PATCH', `/admin/accounts/${c.account}`, { suspended: false })
+    expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(200)
+  })
+
   it('a role change applies to the live session at once', async () => {
     const user = await addUser(node.url, a.account, 'promoted@a.example', 'viewer')
     const { cookie } = (await signIn(node.url, 'promoted@a.example')).signedIn!
@@ -148,6 +171,45 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(403)
     expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor' })).body.role).to.equal('editor')
     expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(200)
+  })
+})
+
+describe('a route added without a role', () => {
+  it('is open to owners and the admin key only: editors and viewers get 403 role_forbidden', async () => {
+    const dir = tempDir()
+    const store = new Store({ path: dir, durability: 'committed' })
+    try {
+      const clock = manualClock()
+      const users = new Users(store, clock)
+      const sessions = new Sessions(store, clock, 60_000)
+      const access = new Access({ adminKey: ADMIN_KEY, users, sessions, accountActive: () => true })
+      const route: Route = { method: 'post', pattern: '/admin/accounts/:account/something-new', body: true, handler: () => ({ status: 204, body: undefined }) }
+      const guard = access.guardFor(route)
+      const request = (cookie: string, authorization = ''): GuardRequest => ({
+        method: 'post', url: '/admin/accounts/acc/something-new', params: ['acc'], authorization, query: '', origin: 'http://beacon.test', cookie,
+        host: 'beacon.test', ifNoneMatch: '', forwardedProto: '', contentType: 'application/json', remoteAddress: '127.0.0.1',
+      })
+      const refused = (cookie: string): string => {
+        try {
+          guard(request(cookie))
+          return 'allowed'
+        } catch (error) {
+          return (error as { items: { code: string }[] }).items[0]!.code
+        }
+      }
+      const cookieOf = async (role: 'viewer' | 'editor' | 'owner'): Promise<string> => {
+        const user = await users.create('acc', { email: `${role}@new.example`, password: 'long enough password', role })
+        return `beacon_session=${await sessions.create(user.id)}`
+      }
+      expect(refused(await cookieOf('viewer'))).to.equal('role_forbidden')
+      expect(refused(await cookieOf('editor'))).to.equal('role_forbidden')
+      expect(refused(await cookieOf('owner'))).to.equal('allowed')
+      expect(guard(request('', `Bearer ${ADMIN_KEY}`))).to.deep.equal({ type: 'admin' })
+      expect(refused('')).to.equal('admin_unauthorized')
+    } finally {
+      await store.close()
+      removeDir(dir)
+    }
   })
 })
 
@@ -190,6 +252,17 @@ describe('panel users and sign-in (real process)', () => {
     const missing = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/users/nobody`)
     expect(missing.status).to.equal(404)
     expect(missing.body.errors[0].code).to.equal('user_not_found')
+  })
+
+  it('refuses a malformed sign-in with 400, without counting it as a failed attempt', async () => {
+    for (const body of [{}, { email: 'x@example.com' }, { email: 'x@example.com', password: 5 }, { email: 'x@example.com', password: 'p', extra: 1 }]) {
+      const res = await fetch(beacon.url + '/admin/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      expect(res.status, JSON.stringify(body)).to.equal(400)
+    }
+    const text = await fetch(beacon.url + '/admin/session', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' })
+    expect(text.status).to.equal(415)
+    await addUser(beacon.url, a.account, 'gus@example.com', 'viewer')
+    expect((await signIn(beacon.url, 'gus@example.com')).status).to.equal(200)
   })
 
   it('answers the same 401 invalid_credentials for an unknown email and a wrong password', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, post, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { addUser, asUser, signIn } from '../helpers/panel.js'
 import { AuditLog, AUDIT_KEEP } from '../../src/audit/audit-log.js'
 import { Store } from '../../src/store/store.js'
@@ -40,11 +40,45 @@ describe('audit log', () => {
     expect(created).to.include({ action: 'create', entity: 'campaign', entityId: 'sale' })
     expect(created.actor).to.deep.equal({ type: 'admin' })
     expect(created.summary).to.include('name="Sale"')
+    // A replacement that drops a field says so.
+    await admin(beacon.url, 'PUT', path, { ...campaign, frequencyCap: { max: 1, per: 'day' } })
+    await admin(beacon.url, 'PUT', path, { ...campaign, priority: 2 })
+    const [dropped] = (await entries('?limit=1')).entries
+    expect(dropped.summary).to.equal('priority: 1 → 2, frequencyCap: {"max":1,"per":"day"} → (none)')
     expect(signedIn).to.include({ action: 'sign-in', entity: 'user', entityId: user.id })
     expect(userCreated).to.include({ action: 'create', entity: 'user', entityId: user.id })
     expect(userCreated.summary).not.to.match(/password|horse/)
     expect(Date.parse(deleted.at)).to.be.at.least(Date.parse(userCreated.at))
     expect(list.length).to.be.greaterThan(5)
+  })
+
+  it('never writes a secret into a summary, however deep (webhook auth, signing secret, passwords)', async () => {
+    const hook = {
+      name: 'CRM', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: 'https://x.io', auth: { type: 'bearer', token: 'tok-SECRET-1' }, signingSecret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'), headers: { 'X-Api-Key': 'key-SECRET-2' } },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+    }
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/webhooks/crm`, hook)).status).to.equal(200)
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${a.account}/webhooks/crm`, { ...hook, request: { ...hook.request, auth: { type: 'bearer', token: 'tok-SECRET-3' } } })).status).to.equal(200)
+    const text = JSON.stringify((await entries('?limit=5')).entries)
+    expect(text).to.include('"entityId":"crm"')
+    expect(text).not.to.match(/SECRET|whsec_/)
+  })
+
+  it('records a user\'s role and password change as an update, naming the password without its value', async () => {
+    const user = await addUser(beacon.url, a.account, 'pat@example.com', 'viewer')
+    await admin(beacon.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor', password: 'another fine password' })
+    const [entry] = (await entries('?limit=1')).entries
+    expect(entry).to.include({ action: 'update', entity: 'user', entityId: user.id, summary: 'role → "editor", password changed' })
+  })
+
+  it('records an erasure without what was erased: the counts, not the attributes', async () => {
+    await post(beacon.url, '/profiles/attributes', { account: a.account, token: a.token, profileId: 'erase-me@example.com', attributes: { phone: '+33 6 12 34 56 78' } })
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/profiles/erase-me%40example.com`)).status).to.equal(200)
+    const [entry] = (await entries('?limit=1')).entries
+    expect(entry).to.include({ action: 'erase', entity: 'profile', entityId: 'erase-me@example.com' })
+    expect(entry.summary).to.include('erased=')
+    expect(entry.summary).not.to.include('+33')
   })
 
   it('pages with limit and cursor, and refuses a bad cursor or limit with 400', async () => {
@@ -65,6 +99,8 @@ describe('audit log', () => {
     await admin(beacon.url, 'DELETE', `/admin/accounts/${b.account}/tokens/${tokens.body.tokens[0].id}`)
     const theirs = (await admin(beacon.url, 'GET', `/admin/accounts/${b.account}/audit`)).body.entries
     expect(theirs.map((e: { action: string, entity: string }) => `${e.action} ${e.entity}`)).to.deep.equal(['revoke token', 'create token', 'create account'])
+    expect(theirs[0].summary).to.include('name="all"')
+    expect(theirs[0].summary).not.to.include('hash')
     const ours = (await entries('?limit=200')).entries
     expect(ours.some((e: { entityId: string }) => e.entityId === tokens.body.tokens[0].id)).to.equal(false)
   })

@@ -84,6 +84,19 @@ describe('campaign test and webhook test delivery', () => {
     expect(agreed).to.be.greaterThan(5)
   })
 
+  it('agrees for a visitor linked to a profile: the profile\'s unified attributes and segments count', async () => {
+    const visitor = visitorId()
+    const profileId = `linked-${visitor}@example.com`
+    await post(beacon.url, '/profiles/attributes', { account: a.account, token: a.token, profileId, attributes: { plan: 'pro' } })
+    await post(beacon.url, '/profiles/segments', { account: a.account, token: a.token, profileId, assignees: ['vip'] })
+    await post(beacon.url, '/campaigns/query', { account: a.account, visitorId: visitor, profileId, platform: 'web', event: 'pageView' })
+    const event = { visitorId: visitor, platform: 'web', event: 'pageView' }
+    const verdict = await test('vip', { event })
+    expect(verdict.body.matched, JSON.stringify(verdict.body.checks)).to.equal(true)
+    const answer = await post(beacon.url, '/campaigns/query', { account: a.account, ...event })
+    expect(answer.body.campaigns.map((c: { id: string }) => c.id)).to.include('vip')
+  })
+
   it('says why not, per check', async () => {
     const visitor = visitorId()
     const event = { visitorId: visitor, platform: 'web', event: 'pageView', path: '/home' }

@@ -90,7 +90,7 @@ describe('public API', () => {
         totalSpent: 10,
         lastPlatform: 'web',
       })
-      expect(state.body.firstSeenMs).to.be.a('number').above(0)
+      expect(Date.parse(state.body.firstSeen)).to.be.above(0)
     })
   })
 

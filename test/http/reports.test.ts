@@ -151,3 +151,21 @@ describe('reports (real process): folded periodically and on graceful stop', () 
     }
   })
 })
+
+describe('reports off (BEACON_REPORTS=false)', () => {
+  it('counts nothing: no report numbers, no member count moves', async () => {
+    const node = await startInProcess(undefined, { BEACON_REPORTS: 'false' })
+    try {
+      const a = await createTenant(node.url, 'Quiet')
+      await admin(node.url, 'PUT', `/admin/accounts/${a.account}/segments/vip`, {})
+      await post(node.url, '/campaigns/query', { account: a.account, visitorId: visitorId(), platform: 'web', event: 'pageView' })
+      await post(node.url, '/profiles/segments', { account: a.account, token: a.token, profileId: 'p', assignees: ['vip'] })
+      await node.beacon.foldReports()
+      const rows = (await admin(node.url, 'GET', `/admin/accounts/${a.account}/reports?granularity=hour`)).body.rows
+      expect(rows.every((row: { events: object, visitors: number }) => Object.keys(row.events).length === 0 && row.visitors === 0)).to.equal(true)
+      expect((await admin(node.url, 'GET', `/admin/accounts/${a.account}/segments/vip`)).body.members).to.equal(0)
+    } finally {
+      await node.close()
+    }
+  })
+})

@@ -179,7 +179,7 @@ describe('identity stitching', () => {
     expect((await profile('first')).attributes).to.deep.equal({})
     expect((await profile('second')).attributes).to.deep.equal({ color: [{ value: 'green' }] })
     const exported = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/profiles/first/export`)
-    expect(exported.body.profile.moves.map((m: [string, number]) => m[0])).to.deep.equal([device])
+    expect(exported.body.profile.moves.map((m: { visitorId: string }) => m.visitorId)).to.deep.equal([device])
   })
 
   it('exports all it holds on a person, then erases the profile and its devices', async () => {

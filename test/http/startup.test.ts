@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
+import { until } from '../webhooks/helpers.js'
 
 const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname
 
@@ -52,13 +53,63 @@ describe('start and stop', () => {
       const first = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
       const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim()
       expect(statSync(join(dataDir, 'admin.key')).mode & 0o777).to.equal(0o600)
-      expect(first.output()).to.include(key)
+      // Printed right after the "beacon started" line, once the server listens.
+      await until('the key printed', () => first.output().includes(key))
       expect((await admin(first.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
       await first.stop()
       const second = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
       expect(second.output()).not.to.include(key)
       expect((await admin(second.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
       await second.stop()
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+
+  it('says why a start failed on one stderr line, and keeps a generated admin key to print on the first start that listens', async () => {
+    const busy = createServer().listen(0, '127.0.0.1')
+    await once(busy, 'listening')
+    const port = (busy.address() as AddressInfo).port
+    const dataDir = tempDir()
+    try {
+      const failed = spawnSync(process.execPath, [MAIN], {
+        env: { PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: String(port), BEACON_DATA_DIR: dataDir },
+        encoding: 'utf8', timeout: 10_000, killSignal: 'SIGKILL',
+      })
+      expect(failed.status).to.equal(1)
+      expect(failed.stderr).to.equal(`beacon: failed to start: cannot listen on 127.0.0.1:${port} (in use by another process, or not permitted)\n`)
+      const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim()
+      expect(failed.stdout + failed.stderr).to.not.include(key)
+      const first = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
+      await until('the key printed', () => first.output().includes(key))
+      expect((await admin(first.url, 'GET', '/admin/accounts', undefined, key)).status).to.equal(200)
+      await first.stop()
+      const second = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
+      await second.stop()
+      expect(second.output()).to.not.include(key)
+    } finally {
+      busy.close()
+      removeDir(dataDir)
+    }
+  })
+
+  it('names the NATS server it cannot reach on one stderr line, without its credentials', async () => {
+    const closed = createServer().listen(0, '127.0.0.1')
+    await once(closed, 'listening')
+    const port = (closed.address() as AddressInfo).port
+    await new Promise(resolve => closed.close(resolve))
+    const dataDir = tempDir()
+    try {
+      const failed = spawnSync(process.execPath, [MAIN], {
+        env: { PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_NATS_URL: `nats://shop:s3cret-pw@127.0.0.1:${port}` },
+        encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL',
+      })
+      expect(failed.status).to.equal(1)
+      const lines = failed.stderr.trim().split('\n')
+      expect(lines).to.have.length(1)
+      expect(lines[0]).to.match(new RegExp(`^beacon: failed to start: cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port} `))
+      expect(failed.stdout + failed.stderr).to.not.include('s3cret-pw')
+      expect(failed.stdout).to.not.include('Generated an admin key')
     } finally {
       removeDir(dataDir)
     }

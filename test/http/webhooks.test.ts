@@ -45,8 +45,8 @@ describe('delivery records', () => {
       await until('the third', () => receiver.requests.length === 3)
       for (let i = 0; i < 100 && (await list('delivered')).length < 2; i++) await new Promise(resolve => setTimeout(resolve, 20))
       expect(await beacon.beacon.pruneDeliveries()).to.equal(1)
-      const delivered = await list('delivered') as { item: { context: { eventFields: { orderId: string } } } }[]
-      expect(delivered.map(d => d.item.context.eventFields.orderId)).to.deep.equal(['o-new'])
+      const delivered = await list('delivered') as { context: { eventFields: { orderId: string } } }[]
+      expect(delivered.map(d => d.context.eventFields.orderId)).to.deep.equal(['o-new'])
       expect(await list('dead')).to.have.length(1)
     } finally {
       await beacon.close()

@@ -225,6 +225,8 @@ describe('beacon (CLI)', () => {
         expect(doc.account).to.deep.equal({ account: source.account, name: 'Source' })
         expect(doc.eventTypes).to.deep.equal([{ name: 'signup', required: ['plan'] }])
         expect(doc.segments.map((s: { name: string }) => s.name).sort()).to.deep.equal(['browsers', 'vip'])
+        // Member counts are state, not configuration.
+        for (const item of doc.segments) expect(item).not.to.have.property('members')
         expect(doc.campaigns[0]).to.include({ id: 'summer', priority: 5 })
         expect(doc.webhooks[0]).to.include({ id: 'crm', enabled: false })
         // Without --out, the same document on stdout.

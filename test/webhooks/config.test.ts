@@ -45,13 +45,13 @@ describe('validateWebhook', () => {
       '/request/auth/username', '/request/auth/password', '/delivery/timeoutMs', '/delivery/batchSize', '/delivery/extra', '/delivery/delayMs',
     ])
     expect(fields['/delivery/extra']).to.match(/^unknown_field/)
-    expect(fields['/delivery/timeoutMs']).to.equal('invalid_field: delivery/timeoutMs must be >= 100.')
+    expect(fields['/delivery/timeoutMs']).to.equal('invalid_field: delivery/timeoutMs: expected a number at least 100.')
     expect(fields['/request/url']).to.match(/^invalid_field: url must be an absolute http/)
     expect(fields['/request/headers/X-Bad']).to.match(/CR, LF/)
   })
 
   it('refuses a body that is not an object', () => {
-    expect(validateWebhook(null)).to.deep.equal([{ code: 'invalid_field', field: '', message: 'The body must be object.' }])
+    expect(validateWebhook(null)).to.deep.equal([{ code: 'invalid_field', field: '', message: 'The body: expected an object.' }])
     expect(validateWebhook([])).to.have.length(1)
   })
 

@@ -84,6 +84,7 @@ describe('delivery record codec', () => {
         context.audience = row.segment
         context.change = row.change
       }
+      if (row.attributes !== undefined) context.attributes = row.attributes
       return {
         id, account: row.account, webhookId, seq, status: 'pending', item: { id, occurredAtMs: row.occurredAtMs, context },
         attempt: 1, attempts: [], dueMs: 0, createdAtMs: NOW, updatedAtMs: NOW, replayedAtMs: null, node,
@@ -96,6 +97,9 @@ describe('delivery record codec', () => {
       { kind: 'event', account: 'a'.repeat(70_000), event: 'purchase', visitorId: 'v', fields: {}, occurredAtMs: NOW },
       { kind: 'audience', account: 'acc-1', segment: 'vip', change: 'enter', visitorId: 'v-3', occurredAtMs: NOW },
       { kind: 'audience', account: 'acc-1', segment: 'vip', change: 'exit', profileId: 'p-3', occurredAtMs: NOW },
+      // With the entity's attributes that webhook templates read.
+      { kind: 'event', account: 'acc-1', event: 'purchase', visitorId: 'v-4', profileId: 'p-4', fields: { orderId: 'o-4' }, attributes: { plan: 'pro', tags: ['a', 'b'] }, occurredAtMs: NOW },
+      { kind: 'audience', account: 'acc-1', segment: 'vip', change: 'enter', visitorId: 'v-5', attributes: { plan: 'free' }, occurredAtMs: NOW },
     ]
 
     it('round-trips every kind of row, with accounts of every string header size', () => {
@@ -115,6 +119,15 @@ describe('delivery record codec', () => {
           expect(decodeMessage(encodeMessage([encodeRecord(record(2)), bytes]))).to.deep.equal([record(2), expected])
         }
       }
+    })
+
+    it('reads rows an earlier release wrote (nine elements, no attributes) and makes their records', () => {
+      const earlier = new Packr({ useRecords: false })
+      const row: OutboxRow = { kind: 'event', account: 'acc-1', event: 'purchase', visitorId: 'v-1', fields: { orderId: 'o-1' }, occurredAtMs: NOW }
+      const bytes = earlier.pack([2, row.account, row.occurredAtMs, row.visitorId, null, row.event, row.fields, null, null])
+      expect(bytes[0]).to.equal(0x99)
+      expect(decodeRow(bytes)).to.deep.equal(row)
+      expect(decodeRecord(recordOfRow(bytes, 7, recordPrefix('orders', row.account, 'node-1'), NOW))).to.deep.equal(recordOf(row, 7, 'orders', 'node-1'))
     })
 
     it('stores bytes as a msgpack bin, which a msgpack db decodes as those bytes', () => {

@@ -1,0 +1,185 @@
+// `npm run soak` (= build if stale, then node --import tsx bench/soak.ts): a long run of mixed load
+// against a real Beacon process, to see memory and event-loop delay hold steady. Not part of CI.
+//
+// One Beacon (the built dist/src/main.js, a fresh LMDB folder in a temp dir, segment sweeps every
+// second) and, in this process, a webhook receiver (node:http, answering 1 % of requests 503 so
+// retries run too) and a load generator at a steady rate over a pool of visitors: page and product
+// views, purchases (some with a repeated orderId), attribute and segment updates, profile links and
+// reads. Computed segments with 1-minute windows make visitors enter and leave all the time, by events
+// and by the sweep; an event webhook (purchases) and an audience webhook (every enter and exit) deliver
+// to the receiver.
+//
+// Each minute it reads Beacon's /metrics: the resident set (process_resident_memory_bytes) and the
+// event-loop delay p99 of that minute (nodejs_eventloop_lag_p99_seconds: prom-client resets its
+// histogram at every scrape). The last line is the verdict:
+//   SOAK PASS|FAIL rss growth after warm-up <g>% (≤ 10 %), loop delay p99 max <d> ms (≤ 50 ms), 5xx <n>
+// RSS growth compares the last sample with the first one after warm-up.
+//
+// Environment:
+//   SOAK_MINUTES         length of the run (default 30)
+//   SOAK_WARMUP_MINUTES  minutes not judged (default: a sixth of the run, at least 1)
+//   SOAK_RATE            requests per second (default 300)
+//   SOAK_VISITORS        visitors in the pool (default 20000)
+
+import { spawn } from 'node:child_process'
+import http from 'node:http'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 30)
+const WARMUP_MINUTES = Number(process.env.SOAK_WARMUP_MINUTES ?? Math.max(1, Math.round(MINUTES / 6)))
+const RATE = Number(process.env.SOAK_RATE ?? 300)
+const VISITORS = Number(process.env.SOAK_VISITORS ?? 20_000)
+const INFLIGHT_MAX = 256
+const RSS_GROWTH_MAX = 0.10
+const LOOP_P99_MAX_MS = 50
+const ADMIN_KEY = 'soak-admin-key-0123456789'
+const MAIN = new URL('../dist/src/main.js', import.meta.url).pathname
+
+for (const [name, value] of [['SOAK_MINUTES', MINUTES], ['SOAK_WARMUP_MINUTES', WARMUP_MINUTES], ['SOAK_RATE', RATE], ['SOAK_VISITORS', VISITORS]] as const) {
+  if (!Number.isFinite(value) || value <= 0 || (name === 'SOAK_WARMUP_MINUTES' && value >= MINUTES)) {
+    throw new Error(`${name}=${value}: expected a positive number${name === 'SOAK_WARMUP_MINUTES' ? ' below SOAK_MINUTES' : ''}`)
+  }
+}
+
+// ---- the receiver ----
+
+let received = 0
+const receiver = http.createServer((req, res) => {
+  req.resume()
+  req.on('end', () => {
+    received++
+    res.writeHead(Math.random() < 0.01 ? 503 : 200, { 'content-length': '0', 'retry-after': '1' })
+    res.end()
+  })
+})
+receiver.listen(0, '127.0.0.1')
+await new Promise(resolve => receiver.once('listening', resolve))
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
+
+// ---- Beacon ----
+
+const dataDir = mkdtempSync(join(tmpdir(), 'beacon-soak-'))
+const child = spawn(process.execPath, [MAIN], {
+  env: {
+    PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY,
+    BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_SEGMENT_SWEEP_MS: '1000', BEACON_LOG_LEVEL: 'info',
+  },
+  stdio: ['ignore', 'pipe', 'inherit'],
+})
+const port = await new Promise<number>((resolve, reject) => {
+  let output = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    // The `beacon started` line says the port; later lines are dropped (the log level is info for it).
+    if (output.length < 1 << 16) output += chunk
+    const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
+    if (match !== null) resolve(Number(match[1]))
+  })
+  child.once('exit', code => reject(new Error(`beacon exited with ${code}:\n${output}`)))
+})
+const base = `http://127.0.0.1:${port}`
+
+async function call (method: string, path: string, body?: unknown, admin = false): Promise<{ status: number, body: any }> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (admin) headers.authorization = `Bearer ${ADMIN_KEY}`
+  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const text = await res.text()
+  return { status: res.status, body: text === '' ? null : JSON.parse(text) as unknown }
+}
+
+async function setup (): Promise<{ account: string, token: string }> {
+  const account = (await call('POST', '/admin/accounts', { name: 'soak' }, true)).body.account as string
+  const token = (await call('POST', `/admin/accounts/${account}/tokens`, { name: 'soak', attributes: ['*'], access: 'read-write' }, true)).body.token as string
+  const admin = (path: string, body: unknown) => call('PUT', `/admin/accounts/${account}${path}`, body, true)
+  await admin('/segments/browsing', { rule: { fact: 'count', event: 'productView', within: '1m', op: 'gte', value: 2 } })
+  await admin('/segments/spending', { rule: { fact: 'sum', event: 'purchase', field: 'orderTotal', within: '5m', op: 'gte', value: 100 } })
+  await admin('/segments/vip', {})
+  const delivery = { mode: 'async', timeoutMs: 2000, batchSize: 1 }
+  await admin('/webhooks/orders', { name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] }, request: { method: 'POST', url: `${receiverUrl}/orders`, payload: '{"order": {{event.orderId}}, "plan": {{attribute.plan}}}' }, delivery })
+  await admin('/webhooks/audience', { name: 'audience', enabled: true, trigger: { kind: 'audience', segments: ['browsing', 'spending'], on: ['enter', 'exit'] }, request: { method: 'POST', url: `${receiverUrl}/audience` }, delivery: { ...delivery, batchSize: 50 } })
+  return { account, token }
+}
+
+const { account, token } = await setup()
+const visitors = Array.from({ length: VISITORS }, () => randomUUID())
+const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!
+let orders = 0
+
+function nextRequest (): [string, unknown] {
+  const visitorId = pick(visitors)
+  const r = Math.random()
+  const event = (fields: Record<string, unknown>): [string, unknown] => ['/campaigns/query', { account, visitorId, platform: 'web', ...fields }]
+  if (r < 0.35) return event({ event: 'pageView', path: `/p/${Math.floor(Math.random() * 100)}` })
+  if (r < 0.65) return event({ event: 'productView', sku: `SKU-${Math.floor(Math.random() * 500)}`, price: 20 })
+  // One purchase in five repeats an earlier order id (a reload of the thank-you page).
+  if (r < 0.75) return event({ event: 'purchase', orderId: `o-${Math.random() < 0.2 ? Math.max(0, orders - 1) : ++orders}`, orderTotal: 40 })
+  if (r < 0.82) return event({ event: 'pageView', profileId: `person-${Math.floor(Math.random() * 2000)}@example.com` })
+  if (r < 0.9) return ['/visitors/attributes', { account, token, visitorId, attributes: { plan: pick(['free', 'pro', 'team']), score: Math.floor(Math.random() * 100) } }]
+  if (r < 0.95) return ['/visitors/segments', { account, token, visitorId, assignees: Math.random() < 0.5 ? ['vip'] : [], removes: Math.random() < 0.5 ? [] : ['vip'] }]
+  return ['/visitors/query', { account, token, visitorId }]
+}
+
+// ---- load and samples ----
+
+const statuses = new Map<number, number>()
+let inflight = 0
+let sent = 0
+let skipped = 0
+const tick = setInterval(() => {
+  for (let i = 0; i < RATE / 10; i++) {
+    if (inflight >= INFLIGHT_MAX) {
+      skipped++
+      continue
+    }
+    const [path, body] = nextRequest()
+    inflight++
+    sent++
+    fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      .then(async res => { await res.arrayBuffer(); return res.status }, () => 0)
+      .then(status => {
+        inflight--
+        statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      })
+  }
+}, 100)
+
+interface Sample { minute: number, rssMb: number, loopP99Ms: number }
+const samples: Sample[] = []
+
+async function sample (minute: number): Promise<Sample> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const metric = (name: string): number => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN)
+  return { minute, rssMb: metric('process_resident_memory_bytes') / 2 ** 20, loopP99Ms: metric('nodejs_eventloop_lag_p99_seconds') * 1000 }
+}
+
+console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors, beacon pid ${child.pid}`)
+await sample(0) // resets the loop-delay histogram: the first minute starts clean
+for (let minute = 1; minute <= MINUTES; minute++) {
+  await new Promise(resolve => setTimeout(resolve, 60_000))
+  const s = await sample(minute)
+  samples.push(s)
+  const fails = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
+  console.log(`minute ${String(minute).padStart(3)}: rss ${s.rssMb.toFixed(1)} MB, loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
+}
+clearInterval(tick)
+
+// ---- verdict ----
+
+const judged = samples.filter(s => s.minute > WARMUP_MINUTES)
+const first = judged[0]!
+const last = judged[judged.length - 1]!
+const growth = (last.rssMb - first.rssMb) / first.rssMb
+const loopMaxMs = Math.max(...judged.map(s => s.loopP99Ms))
+const failures = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
+console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`)
+child.kill('SIGTERM')
+await new Promise(resolve => child.once('exit', resolve))
+receiver.close()
+rmSync(dataDir, { recursive: true, force: true })
+const pass = growth <= RSS_GROWTH_MAX && loopMaxMs <= LOOP_P99_MAX_MS && failures === 0 && received > 0
+console.log(`SOAK ${pass ? 'PASS' : 'FAIL'} rss growth after warm-up ${(growth * 100).toFixed(1)}% (≤ ${RSS_GROWTH_MAX * 100} %), ` +
+  `loop delay p99 max ${loopMaxMs.toFixed(1)} ms (≤ ${LOOP_P99_MAX_MS} ms), 5xx ${failures}, webhook requests ${received}`)
+process.exit(pass ? 0 : 1)

@@ -1,0 +1,102 @@
+// A real nginx (Debian's /usr/sbin/nginx) as a reverse proxy in front of a Beacon: one process in the
+// foreground (no daemon, no master), its own prefix, config, pid file, logs and temp folders in a temp
+// dir, on a port picked free by the test.
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import net, { type AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { once } from 'node:events'
+import { removeDir, tempDir } from './beacon.js'
+
+export const NGINX = '/usr/sbin/nginx'
+
+export interface Nginx {
+  url: string
+  port: number
+  /** nginx's error log so far (what it said about refused requests or its upstream). */
+  errors: () => string
+  stop: () => Promise<void>
+}
+
+/** A port free right now (nginx needs a number in its config; the race with other tests is remote). */
+async function freePort (): Promise<number> {
+  const server = net.createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** Start nginx proxying every path to `upstream` with the given `location /` directives. */
+export async function startNginx (upstream: string, locationDirectives: string): Promise<Nginx> {
+  const prefix = tempDir('beacon-nginx-')
+  mkdirSync(join(prefix, 'logs'))
+  const port = await freePort()
+  const errorLog = join(prefix, 'logs', 'error.log')
+  const conf = join(prefix, 'nginx.conf')
+  writeFileSync(conf, `
+daemon off;
+master_process off;
+worker_processes 1;
+pid ${join(prefix, 'nginx.pid')};
+error_log ${errorLog} info;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path ${join(prefix, 'client_body')};
+  proxy_temp_path ${join(prefix, 'proxy')};
+  fastcgi_temp_path ${join(prefix, 'fastcgi')};
+  uwsgi_temp_path ${join(prefix, 'uwsgi')};
+  scgi_temp_path ${join(prefix, 'scgi')};
+  upstream beacon {
+    server ${upstream};
+    keepalive 8;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    server_name localhost;
+    location / {
+      proxy_pass http://beacon;
+      ${locationDirectives}
+    }
+  }
+}
+`)
+  const child: ChildProcess = spawn(NGINX, ['-p', prefix, '-c', conf, '-e', errorLog], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  const exited = once(child, 'exit')
+  // Ready once it accepts connections.
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`nginx exited:\n${output}\n${readLog(errorLog)}`)
+    const ok = await new Promise<boolean>(resolve => {
+      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true) })
+      socket.on('error', () => resolve(false))
+    })
+    if (ok) break
+    if (i === 200) throw new Error(`nginx did not listen:\n${output}\n${readLog(errorLog)}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    errors: () => readLog(errorLog),
+    async stop () {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT')
+      await exited
+      removeDir(prefix)
+    },
+  }
+}
+
+function readLog (file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
