@@ -244,6 +244,7 @@ describe('panel in a browser', function () {
     })
     expect(sink.requests.length).to.be.greaterThan(before)
     await page.getByText(/^1 · last 200$/).click()
+    await page.getByText(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: 200 in [\d.]+ ms$/).waitFor()
     await shot('webhook')
     const webhook = await admin(beacon.url, 'GET', `/admin/accounts/${account}/webhooks/crm`)
     expect(webhook.body).to.deep.include({ name: 'Orders to the CRM', enabled: true, trigger: { kind: 'event', events: ['purchase'] } })
@@ -257,6 +258,7 @@ describe('panel in a browser', function () {
     await page.getByRole('button', { name: 'Look up' }).click()
     await page.getByRole('cell', { name: '"pro"' }).waitFor()
     await page.getByText('productView: 1').waitFor()
+    expect(await page.locator('dt:has-text("First seen") + dd').textContent()).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/)
     await shot('people')
   })
 

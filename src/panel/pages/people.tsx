@@ -7,11 +7,11 @@ type Kind = 'visitor' | 'profile'
 interface Entity {
   attributes: Record<string, unknown>
   segments: string[]
-  computed: string[]
+  computedSegments: string[]
   profileId?: string | null
   visitors?: string[]
-  firstSeenMs?: number
-  lastSeenMs?: number
+  firstSeen?: string | null
+  lastSeen?: string | null
   counts?: Record<string, number>
   lastPlatform?: string | null
   lastDevice?: string | null
@@ -49,7 +49,7 @@ function Person ({ kind, id, open }: { kind: Kind, id: string, open: (kind: Kind
   const e = load.data
   const attributes = Object.entries(e.attributes).map(([name, value]) => ({ name, value }))
   const behaviour: [string, unknown][] = kind === 'visitor' ? [
-    ['First seen', formatTime(e.firstSeenMs || null)], ['Last seen', formatTime(e.lastSeenMs || null)],
+    ['First seen', formatTime(e.firstSeen)], ['Last seen', formatTime(e.lastSeen)],
     ['Events', Object.entries(e.counts ?? {}).map(([k, n]) => `${k}: ${n}`).join(', ') || '—'],
     ['Last platform, device, path', [e.lastPlatform, e.lastDevice, e.lastPath].map(v => v ?? '—').join(', ')],
     ['Viewed SKUs', (e.viewedSkus ?? []).join(', ') || '—'], ['Viewed categories', (e.viewedCategories ?? []).join(', ') || '—'],
@@ -63,7 +63,7 @@ function Person ({ kind, id, open }: { kind: Kind, id: string, open: (kind: Kind
       <Table caption="Attributes" rows={attributes} empty="No attributes."
         columns={[{ head: 'Attribute', cell: a => a.name }, { head: 'Value', cell: a => <code>{JSON.stringify(a.value)}</code> }]} />
       <h3>Segments</h3>
-      <p>Assigned: {e.segments.join(', ') || 'none'}. Computed: {e.computed.join(', ') || 'none'}.</p>
+      <p>Assigned: {e.segments.join(', ') || 'none'}. Computed: {e.computedSegments.join(', ') || 'none'}.</p>
       {behaviour.length > 0 && <><h3>Behaviour</h3><dl class="facts">{behaviour.map(([k, v]) => <><dt>{k}</dt><dd>{String(v)}</dd></>)}</dl></>}
       <h3>{kind === 'visitor' ? 'Linked profile' : 'Linked devices'}</h3>
       {linked.length === 0 ? <p>None.</p> : <ul>{linked.map(other => (

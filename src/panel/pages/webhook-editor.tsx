@@ -162,8 +162,8 @@ function WebhookForm ({ id, initial }: { id: string | null, initial: Webhook }):
   )
 }
 
-interface Attempt { atMs: number, status?: number, latencyMs: number, error?: string }
-interface Delivery { id: string, status: string, attempt: number, attempts: Attempt[], createdAtMs: number, updatedAtMs: number, item?: { type?: string } }
+interface Attempt { attempt: number, at: string, status?: number, latencyMs: number, error?: string }
+interface Delivery { id: string, status: string, occurredAt: string, attempts: Attempt[], nextAttempt: number | null, dueAt: string | null, createdAt: string, context?: { event?: string } }
 
 function Deliveries ({ id }: { id: string }): JSX.Element {
   const [status, setStatus] = useState('')
@@ -198,7 +198,9 @@ function Deliveries ({ id }: { id: string }): JSX.Element {
           columns={[
             { head: 'Delivery', cell: d => <code>{d.id}</code> },
             { head: 'Status', cell: d => <span class={`badge ${d.status}`}>{d.status}</span> },
-            { head: 'Created', cell: d => formatTime(d.createdAtMs) },
+            { head: 'Created', cell: d => formatTime(d.createdAt) },
+            { head: 'Event', cell: d => d.context?.event ?? '—' },
+            { head: 'Next attempt', cell: d => d.nextAttempt === null ? '—' : `#${d.nextAttempt} at ${formatTime(d.dueAt)}` },
             { head: 'Attempts', cell: d => <Attempts attempts={d.attempts} /> },
             { head: 'Actions', cell: d => editable && (d.status === 'dead' || d.status === 'delivered') &&
               <button type="button" class="secondary" onClick={() => replay.run([d.id])} aria-label={`Replay ${d.id}`}>Replay</button> },
@@ -217,8 +219,8 @@ function Attempts ({ attempts }: { attempts: Attempt[] }): JSX.Element {
   return (
     <details>
       <summary>{attempts.length} · last {attempts[attempts.length - 1]!.status ?? 'no answer'}</summary>
-      <ol class="attempts">{attempts.map((a, i) => (
-        <li key={i}>{formatTime(a.atMs)}: {a.status ?? 'no answer'} in {a.latencyMs} ms{a.error !== undefined ? ` (${a.error})` : ''}</li>
+      <ol class="attempts">{attempts.map(a => (
+        <li key={a.attempt} value={a.attempt}>{formatTime(a.at)}: {a.status ?? 'no answer'} in {a.latencyMs} ms{a.error !== undefined ? ` (${a.error})` : ''}</li>
       ))}</ol>
     </details>
   )
