@@ -1,0 +1,262 @@
+// Spreads P partitions over the live nodes: each node holds at most ceil(P / N) leases (N = live nodes),
+// renews them every tick, takes free ones while below that share and gives back its extra ones when a
+// node joins. Free means: no lease key, a released one, or one not renewed within the lease time.
+// Among free partitions a node prefers those it ranks highest by rendezvous hashing (hash of node and
+// partition), so nodes starting together mostly reach for different ones.
+//
+// Losing a lease (a refused renew, or no successful renew within the lease time measured from when the
+// last successful renew was sent) calls onLost at once: the node must stop writing that partition.
+// holds() makes the same time check synchronously for the write path.
+//
+// Time is injected: `clock` for lease ages, `timers` for the ticks (tests freeze a node's timers to
+// play a paused process).
+
+import { systemClock, type Clock } from '../clock.js'
+import { CLUSTER_ERRORS, ClusterError, positiveInteger } from './errors.js'
+import { LeaseTable, type Lease } from './leases.js'
+import { KvView } from './kv-view.js'
+import type { Members } from './members.js'
+import { partitionOf } from './partition.js'
+
+export interface Timers {
+  setTimeout (fn: () => void, ms: number): unknown
+  clearTimeout (handle: unknown): void
+}
+
+export const systemTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: handle => clearTimeout(handle as NodeJS.Timeout),
+}
+
+export type LossReason = 'refused' | 'expired'
+
+export interface BalancerOptions {
+  table: LeaseTable
+  members: Members
+  partitions: number
+  /** Between two rounds of renewals and balancing. Default: a third of the lease time. */
+  tickMs?: number
+  clock?: Clock
+  timers?: Timers
+  /** This node now holds the partition (recover it before serving). A throw gives the lease back. */
+  onAcquired: (partition: number) => Promise<void> | void
+  /** The lease is gone: stop writing the partition at once. */
+  onLost: (partition: number, reason: LossReason) => void
+  /** About to give the partition back (a node joined, or close()): finish in-flight writes first. */
+  onReleasing?: (partition: number) => Promise<void> | void
+}
+
+interface Held {
+  lease: Lease
+  /** When the last successful renew (or the acquire) was sent. */
+  renewedAtMs: number
+}
+
+export class Balancer {
+  readonly partitions: number
+  private readonly table: LeaseTable
+  private readonly members: Members
+  private readonly tickMs: number
+  private readonly clock: Clock
+  private readonly timers: Timers
+  private readonly options: BalancerOptions
+  private readonly held = new Map<number, Held>()
+  private readonly view: KvView
+  private timer: unknown = null
+  private soon: unknown = null
+  private retry: unknown = null
+  private running: Promise<void> | null = null
+  private again = false
+  private closed = false
+
+  constructor (options: BalancerOptions) {
+    this.options = options
+    this.table = options.table
+    this.members = options.members
+    this.partitions = positiveInteger('partitions', options.partitions)
+    this.tickMs = positiveInteger('tickMs', options.tickMs ?? Math.max(1, Math.floor(options.table.leaseMs / 3)))
+    this.clock = options.clock ?? systemClock
+    this.timers = options.timers ?? systemTimers
+    // A released lease is free at once: look again soon rather than at the next tick.
+    this.view = new KvView(options.table.kv, options.table.leaseMs, this.clock, (_key, entry) => {
+      if (entry.value === null) this.tickSoon()
+    })
+  }
+
+  async start (): Promise<void> {
+    await this.view.start('p.>')
+    this.schedule()
+    await this.tick()
+  }
+
+  /** The partitions this node holds right now, sorted (those whose time ran out are dropped first). */
+  owned (): number[] {
+    return [...this.held.keys()].filter(partition => this.holds(partition)).sort((a, b) => a - b)
+  }
+
+  /** Does this node still hold the partition's lease right now? (Drops it if its time ran out.) */
+  holds (partition: number): boolean {
+    const held = this.held.get(partition)
+    if (held === undefined) return false
+    if (this.clock.nowMs() - held.renewedAtMs < this.table.leaseMs) return true
+    this.lose(partition, 'expired')
+    return false
+  }
+
+  /** Each held lease and its age (ms since its last renew was sent). */
+  status (): Array<{ partition: number, revision: number, ageMs: number }> {
+    const now = this.clock.nowMs()
+    return [...this.held.values()].map(held => ({ partition: held.lease.partition, revision: held.lease.revision, ageMs: now - held.renewedAtMs }))
+  }
+
+  /** Called by the node's members watcher when a node joins or leaves. */
+  tickSoon (): void {
+    if (this.closed || this.soon !== null) return
+    this.soon = this.timers.setTimeout(() => {
+      this.soon = null
+      void this.tick()
+    }, 0)
+  }
+
+  /** Stops balancing, hands every partition back (onReleasing, then release) and leaves. */
+  async close (): Promise<void> {
+    this.closed = true
+    if (this.timer !== null) this.timers.clearTimeout(this.timer)
+    if (this.soon !== null) this.timers.clearTimeout(this.soon)
+    if (this.retry !== null) this.timers.clearTimeout(this.retry)
+    await this.running
+    this.view.stop()
+    await this.release(this.owned())
+    await this.members.leave()
+  }
+
+  private schedule (): void {
+    if (this.closed) return
+    this.timer = this.timers.setTimeout(() => {
+      this.timer = null
+      this.schedule()
+      void this.tick()
+    }, this.tickMs)
+  }
+
+  /** One round at a time; a round asked for while one runs runs right after it. */
+  private tick (): Promise<void> {
+    if (this.running !== null) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      do {
+        this.again = false
+        await this.round().catch(() => {})
+      } while (this.again && !this.closed)
+      this.running = null
+    })()
+    return this.running
+  }
+
+  private async round (): Promise<void> {
+    if (this.closed) return
+    // Renewals first in importance: none of them waits for the heartbeat or a watch restart.
+    await Promise.all([
+      ...this.owned().map(partition => this.renew(partition)),
+      this.members.beat().catch(() => {}),
+      this.members.refresh().catch(() => {}),
+      this.view.restartIfQuiet(this.table.leaseMs).catch(() => {}),
+    ])
+    if (this.closed) return
+    const share = Math.ceil(this.partitions / this.members.live().length)
+    if (this.held.size > share) await this.release(this.ranked(this.owned()).slice(share))
+    else if (this.held.size < share) await this.acquire(share - this.held.size)
+  }
+
+  private async renew (partition: number): Promise<void> {
+    const held = this.held.get(partition)
+    if (held === undefined) return
+    const sentAtMs = this.clock.nowMs()
+    if (sentAtMs - held.renewedAtMs >= this.table.leaseMs) {
+      this.lose(partition, 'expired')
+      return
+    }
+    try {
+      const lease = await this.table.renew(held.lease)
+      if (this.held.get(partition) !== held) return
+      held.lease = lease
+      held.renewedAtMs = sentAtMs
+    } catch (error) {
+      if (this.held.get(partition) !== held) return
+      if (error instanceof ClusterError && error.code === CLUSTER_ERRORS.CLUSTER_LEASE_LOST) this.lose(partition, 'refused')
+      else if (this.clock.nowMs() - held.renewedAtMs >= this.table.leaseMs) this.lose(partition, 'expired')
+    }
+  }
+
+  private async acquire (wanted: number): Promise<void> {
+    const free: number[] = []
+    for (let partition = 0; partition < this.partitions; partition++) {
+      if (!this.held.has(partition) && this.view.live(LeaseTable.key(partition)) === null) free.push(partition)
+    }
+    const tries = this.ranked(free).slice(0, wanted)
+    let refused = false
+    await Promise.all(tries.map(async partition => {
+      const sentAtMs = this.clock.nowMs()
+      const lease = await this.table.acquire(partition).catch(() => null)
+      if (lease === null) {
+        // Held after all (this node's view is behind, e.g. its watch is being recreated after a server
+        // loss): skip it for a lease time so the next round tries other partitions.
+        this.view.touch(LeaseTable.key(partition))
+        refused = true
+        return
+      }
+      if (this.closed) {
+        await this.table.release(lease).catch(() => {})
+        return
+      }
+      const held: Held = { lease, renewedAtMs: sentAtMs }
+      this.held.set(partition, held)
+      try {
+        await this.options.onAcquired(partition)
+      } catch {
+        if (this.held.get(partition) === held) {
+          this.held.delete(partition)
+          await this.table.release(held.lease).catch(() => {})
+        }
+      }
+    }))
+    // A lease being released shows its delete marker a moment before its key is empty: look again shortly.
+    if (refused) this.retrySoon()
+  }
+
+  private retrySoon (): void {
+    if (this.closed || this.retry !== null) return
+    this.retry = this.timers.setTimeout(() => {
+      this.retry = null
+      void this.tick()
+    }, Math.max(1, Math.floor(this.tickMs / 6)))
+  }
+
+  private async release (partitions: number[]): Promise<void> {
+    await Promise.all(partitions.map(async partition => {
+      const held = this.held.get(partition)
+      if (held === undefined) return
+      await Promise.resolve(this.options.onReleasing?.(partition)).catch(() => {})
+      // Not ours any more from here on: holds() is false and renewals skip it.
+      if (this.held.get(partition) !== held) return
+      this.held.delete(partition)
+      await this.table.release(held.lease).catch(() => {})
+    }))
+  }
+
+  private lose (partition: number, reason: LossReason): void {
+    if (!this.held.delete(partition)) return
+    this.options.onLost(partition, reason)
+  }
+
+  /** Partitions ordered by this node's rendezvous preference, highest first. */
+  private ranked (partitions: number[]): number[] {
+    const node = this.table.node
+    const score = (partition: number): number => partitionOf(node, String(partition), 0x1_0000_0000)
+    return partitions.map(partition => [score(partition), partition] as const)
+      .sort((a, b) => b[0] - a[0])
+      .map(([, partition]) => partition)
+  }
+}

@@ -1,0 +1,381 @@
+// The per-partition changelog of cluster mode: one JetStream stream, one subject per partition
+// (`<prefix>.<partition>`), replicated (R3 on a 3-server NATS cluster). A write is acknowledged only once
+// the message holding it is acknowledged by JetStream, that is stored on a quorum of the stream's replicas.
+//
+// Fencing: every publish carries the partition's expected last subject sequence. The node that takes a
+// partition over first claims it (a marker message), after which a stale owner's next append is refused
+// by the server (err_code 10071, wrong last sequence) and surfaces as `Fenced`: that node must drop the
+// partition at once. Nothing a stale writer sends lands after the claim. Exact on an R1 stream, and on
+// R3 from nats-server 2.9.21 (see server-version.ts for the race in older servers).
+//
+// Batching: one publish in flight per partition (the next one needs the previous one's sequence), so
+// appends made while it flies wait and go out together as one message (group commit), each resolved
+// with that message's sequence once JetStream acknowledged it.
+//
+// Compaction: `snapshot()` publishes the owner's state with `Nats-Rollup: sub`, which makes JetStream
+// drop every earlier message of that subject; a reader recovers the snapshot plus what followed it.
+//
+// A message's payload starts with one byte naming its kind: entries (msgpack values, concatenated),
+// a snapshot (the owner's opaque state bytes) or a claim (the claiming node's id, UTF-8).
+
+import { headers, nuid, type NatsConnection } from '@nats-io/transport-node'
+import {
+  DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager,
+  type JetStreamClient, type JetStreamManager, type StoredMsg,
+} from '@nats-io/jetstream'
+import { Packr } from 'msgpackr'
+import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
+import { retryWhileElecting } from './retry.js'
+import { warnIfCompareAndSetInexact } from './server-version.js'
+
+export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
+
+export type ChangelogRecord =
+  | { seq: number, kind: 'entries', entries: unknown[] }
+  | { seq: number, kind: 'snapshot', state: Uint8Array }
+  | { seq: number, kind: 'claim', owner: string }
+
+export interface ChangelogOptions {
+  nc: NatsConnection
+  /** The stream's name, e.g. changelogStreamName(cluster). */
+  stream: string
+  /** Subjects are `<subjectPrefix>.<partition>`. */
+  subjectPrefix: string
+  /** JetStream replicas of the stream: 1, or 3 on a 3-server cluster. */
+  replicas: number
+  /** This node's id, written in claim markers. */
+  owner: string
+  /** Most entries in one message. Default 1000. */
+  batchEntriesMax?: number
+  /** Most payload bytes in one message; one entry or snapshot larger than this is refused. Default 512 KiB. */
+  batchBytesMax?: number
+  /** How long one publish is retried (same message id, so at most once stored) before giving up. Default 10 s. */
+  appendTimeoutMs?: number
+}
+
+export function changelogStreamName (cluster: string): string {
+  return `BEACON_CHANGELOG_${cluster}`
+}
+
+interface Pending {
+  kind: 'entries' | 'snapshot'
+  parts: Uint8Array[]
+  bytes: number
+  count: number
+  resolve: (seq: number) => void
+  reject: (error: Error) => void
+}
+
+/** One claimed partition: its last known subject sequence and its queue of writes. */
+interface Writer {
+  partition: number
+  subject: string
+  lastSeq: number
+  queue: Pending[]
+  flying: boolean
+}
+
+// Plain msgpack (no records extension): every message decodes on its own, on any node, in any version.
+const packr = new Packr({ useRecords: false, moreTypes: false })
+const ATTEMPT_TIMEOUT_MS = 2000
+const CLAIM_ATTEMPTS_MAX = 50
+
+export class Changelog {
+  readonly stream: string
+  readonly subjectPrefix: string
+  readonly owner: string
+  private readonly js: JetStreamClient
+  private readonly jsm: JetStreamManager
+  private readonly batchEntriesMax: number
+  private readonly batchBytesMax: number
+  private readonly appendTimeoutMs: number
+  private readonly writers = new Map<number, Writer>()
+  /** Message ids are `<instance>-<counter>`: unique per process run, so no restart reuses one within the duplicate window. */
+  private readonly instance = nuid.next()
+  private messageIds = 0
+
+  private constructor (options: ChangelogOptions, jsm: JetStreamManager) {
+    this.stream = options.stream
+    this.subjectPrefix = options.subjectPrefix
+    this.owner = options.owner
+    this.js = jetstream(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
+    this.jsm = jsm
+    this.batchEntriesMax = positiveInteger('batchEntriesMax', options.batchEntriesMax ?? 1000)
+    this.batchBytesMax = positiveInteger('batchBytesMax', options.batchBytesMax ?? 512 * 1024)
+    this.appendTimeoutMs = positiveInteger('appendTimeoutMs', options.appendTimeoutMs ?? 10_000)
+  }
+
+  /** Creates the stream if absent (or brings its settings in line), then returns the changelog. */
+  static async open (options: ChangelogOptions): Promise<Changelog> {
+    if (!/^[A-Za-z0-9_-]+$/.test(options.stream)) throw invalidArgument('stream', 'must be letters, digits, - or _')
+    if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(options.subjectPrefix)) throw invalidArgument('subjectPrefix', 'must be dot-separated tokens without wildcards')
+    if (options.owner === '' || /[\s.*>]/.test(options.owner)) throw invalidArgument('owner', 'must be a non-empty token')
+    positiveInteger('replicas', options.replicas)
+    warnIfCompareAndSetInexact(options.nc, options.replicas, `the changelog ${options.stream}`)
+    const jsm = await retryWhileElecting(() => jetstreamManager(options.nc, { timeout: ATTEMPT_TIMEOUT_MS }))
+    const changelog = new Changelog(options, jsm)
+    const config = {
+      name: options.stream,
+      subjects: [`${options.subjectPrefix}.*`],
+      num_replicas: options.replicas,
+      allow_rollup_hdrs: true,
+      max_msg_size: changelog.batchBytesMax + 1,
+    }
+    await retryWhileElecting(async () => {
+      const existing = await jsm.streams.info(options.stream).catch((error: unknown) => {
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null
+        throw error
+      })
+      if (existing === null) await jsm.streams.add(config)
+      else await jsm.streams.update(options.stream, { ...existing.config, ...config })
+    })
+    return changelog
+  }
+
+  subject (partition: number): string {
+    return `${this.subjectPrefix}.${partition}`
+  }
+
+  /**
+   * Takes over a partition's changelog: appends a claim marker after its current last message, so any
+   * earlier writer is fenced from now on. Returns the marker's sequence: read(partition, …) up to it
+   * recovers everything acknowledged before the takeover.
+   */
+  async claim (partition: number): Promise<number> {
+    checkPartition(partition)
+    this.writers.delete(partition)
+    const subject = this.subject(partition)
+    const payload = withKind(RECORD_KIND.claim, [Buffer.from(this.owner, 'utf8')])
+    // A stale writer may slip appends in between reading the last sequence and claiming: try again from
+    // the sequence the refusal reports. A stale owner still writing stops when it sees its lease expire.
+    let last = await this.lastSeq(partition)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const first = await this.publish(partition, subject, payload, last, false)
+        // A second marker right behind the first. Before nats-server 2.9.21, on a replicated stream, a
+        // stale append checked by the leader before the first marker was applied can still be stored
+        // after it (server-version.ts). Such an append was proposed before this second marker was sent:
+        // it lands before it, or makes it fail (then claim again). The race is narrowed to an append the
+        // stale writer sends in the moment between those two being applied; with 2.9.21+ or R1 there is none.
+        const seq = await this.publish(partition, subject, payload, first, false)
+        this.writers.set(partition, { partition, subject, lastSeq: seq, queue: [], flying: false })
+        return seq
+      } catch (error) {
+        if (!(error instanceof Fenced) || attempt === CLAIM_ATTEMPTS_MAX) throw error
+        last = error.actualSeq ?? await this.lastSeq(partition)
+      }
+    }
+  }
+
+  /** Is this node's claim on the partition still in force (not fenced, not dropped)? */
+  holds (partition: number): boolean {
+    return this.writers.has(partition)
+  }
+
+  /** Forgets the claim: later appends are refused locally. Queued appends are refused with NOT_CLAIMED. */
+  drop (partition: number): void {
+    const writer = this.writers.get(partition)
+    if (writer === undefined) return
+    this.writers.delete(partition)
+    failQueue(writer, new ClusterError(CLUSTER_ERRORS.CLUSTER_NOT_CLAIMED, `partition ${partition} was dropped`, partition))
+  }
+
+  /**
+   * Appends entries (msgpack-encodable values) to the partition's changelog. Resolves with the sequence of
+   * the message holding them once JetStream acknowledged it; rejects with Fenced if another node claimed
+   * the partition (then the partition is dropped here).
+   */
+  append (partition: number, entries: readonly unknown[]): Promise<number> {
+    const writer = this.writers.get(partition)
+    if (writer === undefined) return Promise.reject(notClaimed(partition))
+    const parts: Uint8Array[] = []
+    let bytes = 0
+    for (const entry of entries) {
+      const part = packr.pack(entry)
+      bytes += part.length
+      parts.push(part)
+    }
+    if (bytes + 1 > this.batchBytesMax) {
+      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `${bytes} bytes of entries exceed batchBytesMax (${this.batchBytesMax})`, partition))
+    }
+    return this.enqueue(writer, 'entries', parts, bytes, entries.length)
+  }
+
+  /**
+   * Replaces the partition's history by one snapshot of the owner's state (as of every append
+   * acknowledged before this call, and none after it): a rollup message, fenced like an append.
+   */
+  snapshot (partition: number, state: Uint8Array): Promise<number> {
+    const writer = this.writers.get(partition)
+    if (writer === undefined) return Promise.reject(notClaimed(partition))
+    if (state.length + 1 > this.batchBytesMax) {
+      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `a snapshot of ${state.length} bytes exceeds batchBytesMax (${this.batchBytesMax})`, partition))
+    }
+    return this.enqueue(writer, 'snapshot', [state], state.length, 1)
+  }
+
+  /** The sequence of the partition's last message, 0 when it has none. Asks the stream leader. */
+  async lastSeq (partition: number): Promise<number> {
+    const message = await this.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(partition) })
+      .catch(notFoundAsNull)
+    return message?.seq ?? 0
+  }
+
+  /** How many messages the stream holds for the partition (1 right after a snapshot). */
+  async messageCount (partition: number): Promise<number> {
+    const subject = this.subject(partition)
+    const info = await this.jsm.streams.info(this.stream, { subjects_filter: subject })
+    return info.state.subjects?.[subject] ?? 0
+  }
+
+  /**
+   * The partition's records after `afterSeq` (0: from its start, i.e. its latest snapshot), in order, up to
+   * its last message at the time of the call. A snapshot record replaces all state before it.
+   */
+  async * read (partition: number, afterSeq = 0): AsyncGenerator<ChangelogRecord> {
+    checkPartition(partition)
+    const untilSeq = await this.lastSeq(partition)
+    if (untilSeq <= afterSeq) return
+    const consumer = await this.js.consumers.get(this.stream, {
+      filter_subjects: this.subject(partition),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: afterSeq + 1,
+    })
+    try {
+      for (;;) {
+        const batch = await consumer.fetch({ max_messages: 256, expires: 5000 })
+        let got = 0
+        for await (const message of batch) {
+          got++
+          yield decode(message.seq, message.data)
+          if (message.seq >= untilSeq) return
+        }
+        if (got === 0) throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `reading partition ${partition} stalled before sequence ${untilSeq}`, partition)
+      }
+    } finally {
+      await consumer.delete().catch(() => {})
+    }
+  }
+
+  private enqueue (writer: Writer, kind: Pending['kind'], parts: Uint8Array[], bytes: number, count: number): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      writer.queue.push({ kind, parts, bytes, count, resolve, reject })
+      if (!writer.flying) void this.flush(writer)
+    })
+  }
+
+  /** Sends the queue's head as one message (consecutive entries batched), then the rest, one at a time. */
+  private async flush (writer: Writer): Promise<void> {
+    writer.flying = true
+    while (writer.queue.length > 0 && this.writers.get(writer.partition) === writer) {
+      const batch = this.takeBatch(writer)
+      const first = batch[0]!
+      const kind = first.kind === 'snapshot' ? RECORD_KIND.snapshot : RECORD_KIND.entries
+      const parts: Uint8Array[] = []
+      for (const pending of batch) parts.push(...pending.parts)
+      try {
+        const seq = await this.publish(writer.partition, writer.subject, withKind(kind, parts), writer.lastSeq, first.kind === 'snapshot')
+        writer.lastSeq = seq
+        for (const pending of batch) pending.resolve(seq)
+      } catch (error) {
+        // Fenced or unknown outcome: either way this node no longer knows the partition's last sequence.
+        if (this.writers.get(writer.partition) === writer) this.writers.delete(writer.partition)
+        const reason = error instanceof Error ? error : new Error(String(error))
+        for (const pending of batch) pending.reject(reason)
+        failQueue(writer, reason)
+      }
+    }
+    writer.flying = false
+  }
+
+  private takeBatch (writer: Writer): Pending[] {
+    const first = writer.queue.shift()!
+    const batch = [first]
+    if (first.kind === 'snapshot') return batch
+    let bytes = first.bytes + 1
+    let count = first.count
+    for (;;) {
+      const next = writer.queue[0]
+      if (next === undefined || next.kind !== 'entries') break
+      if (bytes + next.bytes > this.batchBytesMax || count + next.count > this.batchEntriesMax) break
+      writer.queue.shift()
+      batch.push(next)
+      bytes += next.bytes
+      count += next.count
+    }
+    return batch
+  }
+
+  /**
+   * One fenced publish, retried with the same message id until `appendTimeoutMs`. A retry of a message that
+   * was stored (its acknowledgement lost, e.g. in a leader change) must not be stored twice nor be taken
+   * for another writer: with expected sequence 0 the server answers it as a duplicate; with a higher one
+   * nats-server 2.9 checks the sequence first and refuses it, so a refused retry looks at the partition's
+   * last message and takes it as its own when it carries this message id.
+   */
+  private async publish (partition: number, subject: string, payload: Uint8Array, expectedSeq: number, rollup: boolean): Promise<number> {
+    const msgID = `${this.instance}-${++this.messageIds}`
+    const h = headers()
+    if (rollup) h.set('Nats-Rollup', 'sub')
+    const deadline = Date.now() + this.appendTimeoutMs
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ack = await this.js.publish(subject, payload, { msgID, headers: h, expect: { lastSubjectSequence: expectedSeq } })
+        return ack.seq
+      } catch (error) {
+        if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+          if (attempt > 1) {
+            const last = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch(notFoundAsNull), this.appendTimeoutMs)
+            if (last !== null && last.header.get('Nats-Msg-Id') === msgID) return last.seq
+          }
+          const actual = /wrong last sequence: (\d+)/.exec(error.message)
+          throw new Fenced(partition, `partition ${partition} was written by another node (${error.message})`, actual === null ? null : Number(actual[1]), { cause: error })
+        }
+        if (Date.now() >= deadline) {
+          throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms`, partition, { cause: error })
+        }
+        await new Promise(resolve => setTimeout(resolve, 50))
+      }
+    }
+  }
+}
+
+function withKind (kind: number, parts: readonly Uint8Array[]): Uint8Array {
+  let length = 1
+  for (const part of parts) length += part.length
+  const out = Buffer.allocUnsafe(length)
+  out[0] = kind
+  let at = 1
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+export function decode (seq: number, data: Uint8Array): ChangelogRecord {
+  const kind = data[0]
+  const body = data.subarray(1)
+  if (kind === RECORD_KIND.entries) return { seq, kind: 'entries', entries: body.length === 0 ? [] : packr.unpackMultiple(Buffer.from(body.buffer, body.byteOffset, body.length)) as unknown[] }
+  if (kind === RECORD_KIND.snapshot) return { seq, kind: 'snapshot', state: body }
+  if (kind === RECORD_KIND.claim) return { seq, kind: 'claim', owner: Buffer.from(body).toString('utf8') }
+  throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `changelog message ${seq} has an unknown kind ${String(kind)}`)
+}
+
+function failQueue (writer: Writer, reason: Error): void {
+  const queued = writer.queue.splice(0)
+  for (const pending of queued) pending.reject(reason)
+}
+
+function notClaimed (partition: number): ClusterError {
+  return new ClusterError(CLUSTER_ERRORS.CLUSTER_NOT_CLAIMED, `partition ${partition} is not claimed by this node`, partition)
+}
+
+function checkPartition (partition: number): void {
+  if (!Number.isSafeInteger(partition) || partition < 0) throw invalidArgument('partition', `must be a non-negative integer (got ${String(partition)})`)
+}
+
+function notFoundAsNull (error: unknown): StoredMsg | null {
+  if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null
+  throw error
+}

@@ -1,0 +1,76 @@
+// Which nodes are alive: each node rewrites its key `n.<node>` in a KV bucket whose TTL is the lease
+// time, and watches the bucket. A node that stops beating drops out of everyone's view after the TTL;
+// one that leaves deletes its key and drops out at once.
+
+import type { NatsConnection } from '@nats-io/transport-node'
+import { Kvm, type KV } from '@nats-io/kv'
+import { systemClock, type Clock } from '../clock.js'
+import { invalidArgument, positiveInteger } from './errors.js'
+import { KvView } from './kv-view.js'
+import { retryWhileElecting } from './retry.js'
+
+export interface MembersOptions {
+  nc: NatsConnection
+  /** The KV bucket's name, e.g. `BEACON_NODES_<cluster>`. */
+  bucket: string
+  /** A node not heard of for this long counts as gone. */
+  ttlMs: number
+  replicas: number
+  node: string
+  clock?: Clock
+  /** Called when a node appears or leaves (not when it merely lapses: that is seen at the next look). */
+  onChange?: () => void
+}
+
+export class Members {
+  readonly node: string
+  private readonly ttlMs: number
+  private readonly view: KvView
+
+  private constructor (private readonly kv: KV, options: MembersOptions) {
+    this.node = options.node
+    this.ttlMs = options.ttlMs
+    const onChange = options.onChange ?? (() => {})
+    const known = new Set<string>()
+    this.view = new KvView(kv, options.ttlMs, options.clock ?? systemClock, (key, entry) => {
+      // Heartbeats rewrite the same keys all the time: only a new key or a delete is news.
+      if (entry.value === null ? known.delete(key) : !known.has(key)) {
+        if (entry.value !== null) known.add(key)
+        onChange()
+      }
+    })
+  }
+
+  static async open (options: MembersOptions): Promise<Members> {
+    positiveInteger('ttlMs', options.ttlMs)
+    positiveInteger('replicas', options.replicas)
+    if (!/^[A-Za-z0-9_-]+$/.test(options.node)) throw invalidArgument('node', 'must be letters, digits, - or _')
+    const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas }))
+    const members = new Members(kv, options)
+    await retryWhileElecting(() => members.view.start('n.>'))
+    return members
+  }
+
+  /** Restarts the watch if it went quiet (a server lost): heartbeats arrive every round when all is well. */
+  refresh (): Promise<void> {
+    return this.view.restartIfQuiet(this.ttlMs)
+  }
+
+  /** Announces this node (again). */
+  async beat (): Promise<void> {
+    await this.kv.put(`n.${this.node}`, this.node)
+  }
+
+  /** The live nodes' ids, sorted, this node always among them. */
+  live (): string[] {
+    const nodes = new Set<string>([this.node])
+    for (const [, entry] of this.view.liveEntries()) if (entry.value !== null) nodes.add(entry.value)
+    return [...nodes].sort()
+  }
+
+  /** Leaves the cluster view at once (the key is deleted) and stops watching. */
+  async leave (): Promise<void> {
+    this.view.stop()
+    await this.kv.delete(`n.${this.node}`)
+  }
+}

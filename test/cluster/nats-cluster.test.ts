@@ -1,0 +1,71 @@
+import { expect } from 'chai'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+
+describe('test helper: a 3-server NATS cluster', function () {
+  this.timeout(60_000)
+  let cluster: NatsCluster
+  let nc: NatsConnection
+
+  before(async () => {
+    cluster = await startNatsCluster()
+    nc = await connect({ servers: cluster.urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
+  })
+  after(async () => {
+    await nc?.close()
+    await cluster?.close()
+  })
+
+  it('runs three servers on distinct loopback ports, none of them the shared 4222', () => {
+    expect(cluster.urls).to.have.length(3)
+    expect(new Set(cluster.urls).size).to.equal(3)
+    for (const url of cluster.urls) {
+      expect(url).to.match(/^nats:\/\/127\.0\.0\.1:\d+$/)
+      expect(url).not.to.equal('nats://127.0.0.1:4222')
+    }
+    expect(new Set(cluster.servers.map(server => server.storeDir)).size).to.equal(3)
+  })
+
+  it('keeps an R3 stream writable with one server killed, and the restarted server catches up', async () => {
+    const jsm = await jetstreamManager(nc)
+    const js = jetstream(nc, { timeout: 5000 })
+    await jsm.streams.add({ name: 'HELPER_R3', subjects: ['helper.r3'], num_replicas: 3 })
+    await js.publish('helper.r3', 'one')
+    const victim = cluster.servers[2]!
+    await victim.kill()
+    expect(victim.running).to.equal(false)
+    const ack = await publishWithRetry(js, 'helper.r3', 'two')
+    expect(ack).to.equal(2)
+    await victim.restart()
+    expect(victim.running).to.equal(true)
+    expect(victim.url).to.equal(cluster.urls[2])
+    // Read through the restarted server alone: its replica must come back with both messages.
+    const alone = await connect({ servers: victim.url })
+    try {
+      const deadline = Date.now() + 30_000
+      const jsmAlone = await jetstreamManager(alone, { timeout: 5000, checkAPI: false })
+      for (;;) {
+        const info = await jsmAlone.streams.info('HELPER_R3').catch(() => null)
+        const replicas = info?.cluster?.replicas ?? []
+        if (info?.state.messages === 2 && replicas.length === 2 && replicas.every(replica => replica.current)) break
+        if (Date.now() > deadline) throw new Error(`the restarted server did not catch up: ${JSON.stringify(info?.cluster)}`)
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
+    } finally {
+      await alone.close()
+    }
+  })
+})
+
+async function publishWithRetry (js: ReturnType<typeof jetstream>, subject: string, data: string): Promise<number> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      return (await js.publish(subject, data, { msgID: `${subject}-${data}` })).seq
+    } catch (error) {
+      if (Date.now() > deadline) throw error
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+  }
+}
