@@ -6,6 +6,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY actors ./actors
+# The build also bundles the panel (src/panel, with its own tsconfig) into dist/web with esbuild, a dev
+# dependency: it runs before the prune, and the runtime image serves dist/web as built.
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

@@ -13,6 +13,7 @@ import { HttpServer, type Route } from './http/server.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { sdkRoutes } from './http/sdk-routes.js'
+import { panelRoutes } from './http/panel-routes.js'
 import { ActorRuntime } from '../actors/runtime.js'
 import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
@@ -148,6 +149,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...tryRoutes({ registry, runtime, visitors, profiles, deliveries, clock }),
       ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
       ...sdkRoutes(),
+      ...panelRoutes(),
     ], access, audit),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),

@@ -1,0 +1,43 @@
+// The management panel (a single-page app over the admin API), served from memory: /panel/ and every
+// client-side route answer index.html (revalidated through its ETag), the hashed assets are cached for a
+// year. The HTML carries a strict Content-Security-Policy (scripts and styles from this origin only, no
+// inline script), refuses framing, and sends no referrer.
+
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { ApiError } from '../errors.js'
+import { CACHE_IMMUTABLE, CACHE_REVALIDATE, loadStaticFiles, serveFile, type StaticFile } from './static-files.js'
+import type { Request, Route } from './server.js'
+
+/** The built panel: dist/web/panel, seen from dist/src/http (the built server) or src/http (sources). */
+export function panelDir (): string {
+  const candidates = ['../../web/panel/', '../../dist/web/panel/'].map(path => fileURLToPath(new URL(path, import.meta.url)))
+  return candidates.find(dir => existsSync(`${dir}index.html`)) ?? candidates[0]!
+}
+
+export const PANEL_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+}
+
+export function panelRoutes (files: Map<string, StaticFile> = loadStaticFiles(panelDir())): Route[] {
+  const index = (request: Request): ReturnType<typeof serveFile> => {
+    const file = files.get('index.html')
+    if (file === undefined) throw new ApiError('not_found', 'The panel is not built: run npm run build.')
+    return serveFile(request, file, CACHE_REVALIDATE, PANEL_HEADERS)
+  }
+  return [
+    { method: 'get', pattern: '/panel', body: false, handler: () => ({ status: 301, contentType: 'text/plain', headers: { Location: '/panel/' }, body: '' }) },
+    {
+      method: 'get', pattern: '/panel/assets/*', body: false,
+      handler: request => {
+        const file = files.get(request.url.slice('/panel/'.length))
+        if (file === undefined) throw new ApiError('not_found')
+        return serveFile(request, file, CACHE_IMMUTABLE)
+      },
+    },
+    { method: 'get', pattern: '/panel/*', body: false, handler: index },
+  ]
+}

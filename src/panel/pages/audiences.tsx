@@ -1,0 +1,99 @@
+import type { JSX } from 'preact'
+import { useEffect, useMemo, useState } from 'preact/hooks'
+import { accountPath, call, can, enc } from '../api'
+import { Chart } from '../chart'
+import { ConditionBuilder, type Condition } from '../condition'
+import { lagNote, loadReport, seriesOf, timesOf } from '../report-data'
+import { Field, Loaded, Outcome, Page, Table, useAction, useLoad } from '../ui'
+
+interface Segment { name: string, description?: string, rule?: Condition, members?: number }
+
+/** Member counts move as visitors enter and leave: the list and the chart refresh on their own. */
+const REFRESH_MS = 5000
+
+function useRefresh (reload: () => void): void {
+  useEffect(() => {
+    const timer = setInterval(reload, REFRESH_MS)
+    return () => clearInterval(timer)
+  }, [reload])
+}
+
+export function Audiences (): JSX.Element {
+  const load = useLoad(() => call<{ segments: Segment[] }>('GET', accountPath('/segments')), [])
+  useRefresh(load.reload)
+  const [editing, setEditing] = useState<Segment | null>(null)
+  const remove = useAction(async (name: string) => {
+    if (!confirm(`Delete the segment ${name}?`)) return
+    await call('DELETE', accountPath(`/segments/${enc(name)}`))
+    load.reload()
+    return `Deleted ${name}.`
+  })
+  const editable = can('editor')
+  return (
+    <Page title="Audiences" actions={editable && <button type="button" onClick={() => setEditing({ name: '', rule: { fact: 'count', op: 'gte', value: 1, event: 'pageView', within: '7d' } })}>New segment</button>}>
+      {editing !== null && <SegmentForm key={editing.name} initial={editing} onDone={() => { setEditing(null); load.reload() }} />}
+      <Outcome action={remove} />
+      <Loaded load={load} what="segments">{({ segments }) => (
+        <Table caption="Segments" rows={segments} empty="No segments yet."
+          columns={[
+            { head: 'Segment', cell: s => <strong>{s.name}</strong> },
+            { head: 'Kind', cell: s => s.rule === undefined ? 'manual' : 'computed' },
+            { head: 'Members', cell: s => <span class="members" data-segment={s.name}>{s.members ?? '—'}</span> },
+            { head: 'Description', cell: s => s.description ?? '' },
+            { head: 'Rule', cell: s => s.rule === undefined ? 'assigned through the API' : <code class="rule">{JSON.stringify(s.rule)}</code> },
+            { head: 'Actions', cell: s => editable && <span class="row">
+              <button type="button" class="secondary" onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
+              <button type="button" class="danger" onClick={() => remove.run(s.name)} aria-label={`Delete ${s.name}`}>Delete</button>
+            </span> },
+          ]} />
+      )}</Loaded>
+      <ChangesChart />
+    </Page>
+  )
+}
+
+function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => void }): JSX.Element {
+  const isNew = initial.name === ''
+  const [name, setName] = useState(initial.name)
+  const [description, setDescription] = useState(initial.description ?? '')
+  const [rule, setRule] = useState<Condition | undefined>(initial.rule)
+  const save = useAction(async () => {
+    await call('PUT', accountPath(`/segments/${enc(name)}`), { ...(description === '' ? {} : { description }), ...(rule === undefined ? {} : { rule }) })
+    onDone()
+  })
+  return (
+    <form class="card" onSubmit={save.run} aria-label={isNew ? 'New segment' : `Edit ${name}`}>
+      <div class="grid">
+        <Field label="Segment name" hint="Letters, digits, _ . : -"><input required disabled={!isNew} pattern="[A-Za-z0-9_.:\-]{1,128}" value={name} onInput={e => setName(e.currentTarget.value)} /></Field>
+        <Field label="Description"><input value={description} onInput={e => setDescription(e.currentTarget.value)} /></Field>
+      </div>
+      <p class="note">With a rule the segment is computed; without one it is manual (assigned through the public API).
+        Behaviour facts: <code>count</code> of an event or <code>sum</code> of a field within a window (Nm, Nh, Nd).</p>
+      <ConditionBuilder name="Segment rule" rule={rule} onChange={setRule} />
+      <div class="row">
+        <button type="submit" disabled={save.busy}>Save segment</button>
+        <button type="button" class="secondary" onClick={onDone}>Cancel</button>
+      </div>
+      <Outcome action={save} />
+    </form>
+  )
+}
+
+function ChangesChart (): JSX.Element {
+  const range = useMemo(() => {
+    const to = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000)
+    return { from: new Date(to.getTime() - 48 * 3_600_000), to }
+  }, [])
+  const load = useLoad(() => loadReport(range.from, range.to, 'hour'), [range])
+  useRefresh(load.reload)
+  return (
+    <section aria-labelledby="changes-title">
+      <h2 id="changes-title">Enter and exit, last 48 hours</h2>
+      <Loaded load={load} what="segment changes">{report => <>
+        <p class="note">{lagNote(report.lagMs)}</p>
+        <Chart title="Segment enters and exits per hour" times={timesOf(report.rows)}
+          series={seriesOf(report.rows, row => Object.fromEntries(Object.entries(row.segments).flatMap(([name, c]) => [[`${name} enter`, c.enter], [`${name} exit`, c.exit]])))} />
+      </>}</Loaded>
+    </section>
+  )
+}
