@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { Webhook } from 'standardwebhooks'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { SECRET, startReceiver, type Receiver } from '../webhooks/helpers.js'
 
 const DAY_MS = 86_400_000
@@ -89,7 +89,7 @@ describe('campaign test and webhook test delivery', () => {
     const profileId = `linked-${visitor}@example.com`
     await post(beacon.url, '/profiles/attributes', { account: a.account, token: a.token, profileId, attributes: { plan: 'pro' } })
     await post(beacon.url, '/profiles/segments', { account: a.account, token: a.token, profileId, assignees: ['vip'] })
-    await post(beacon.url, '/campaigns/query', { account: a.account, visitorId: visitor, profileId, platform: 'web', event: 'pageView' })
+    expect((await post(beacon.url, '/campaigns/query', { account: a.account, visitorId: visitor, ...identified(a, profileId), platform: 'web', event: 'pageView' })).status).to.equal(200)
     const event = { visitorId: visitor, platform: 'web', event: 'pageView' }
     const verdict = await test('vip', { event })
     expect(verdict.body.matched, JSON.stringify(verdict.body.checks)).to.equal(true)

@@ -288,7 +288,8 @@ describe('beacon (CLI)', () => {
         const again = await beacon(['backup', '--out', out], { BEACON_DATA_DIR: server.dataDir })
         expect(again.code).to.equal(1)
         expect(again.stderr).to.include('already exists')
-        const restored = await startBeacon({ dataDir: out })
+        // The backup holds the database only: its sealed secrets open with the key kept apart (docs: Backups).
+        const restored = await startBeacon({ dataDir: out, env: { BEACON_SECRETS_KEY: readFileSync(join(server.dataDir, 'secrets.key'), 'utf8').trim() } })
         try {
           const q = await post(restored.url, '/visitors/query', { account: tenant.account, token: tenant.token, visitorId: visitor })
           expect(q.body.attributes).to.deep.equal({ plan: [{ value: 'gold' }] })
