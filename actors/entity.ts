@@ -3,7 +3,7 @@
 
 import { ApiError } from '../src/errors.js'
 import type { Store } from '../src/store/store.js'
-import type { OutboxRow } from '../src/webhooks/index.js'
+import type { OutboxRow } from '../src/store/record-codec.js'
 import type { VisitorMetrics } from '../src/matching/index.js'
 import { evaluateSegments, membershipChanges, type SegmentSet } from '../src/segments/segment-set.js'
 import { nextExpiryMs, type Windows } from '../src/segments/windows.js'

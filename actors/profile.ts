@@ -53,7 +53,25 @@ export type ProfileMessage =
   | { type: 'snapshot' }
   | { type: 'erase' }
 
-export type ProfileKind = ActorKind<ProfileState, ProfileMessage, unknown>
+/** The reply to each message. */
+export interface ProfileReplies {
+  attributes: undefined
+  /** The profile's segments after the change, its devices' included. */
+  segments: string[]
+  /** What the device's campaigns see of the profile now. */
+  device: ProfileView
+  unlink: undefined
+  evaluate: undefined
+  query: EntityView
+  /** A copy of the state, with the unified view. */
+  snapshot: ProfileSnapshot
+  /** The profile's devices, erased next; null: the profile was never seen. */
+  erase: string[] | null
+}
+
+export type ProfileSnapshot = ProfileState & { unified: ProfileView }
+
+export type ProfileKind = ActorKind<ProfileState, ProfileMessage, ProfileReplies>
 
 /**
  * Earlier releases kept device ids as the client spelled them: one spelling (lower case) now, so a

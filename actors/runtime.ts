@@ -15,14 +15,29 @@ import type { Clock } from '../src/clock.js'
 
 export const PARTITIONS = 256
 
-export interface ActorKind<S, M, R> {
+/** A message: a union of these, discriminated by `type`, is what one kind of actor takes. */
+export interface Message {
+  readonly type: string
+}
+
+/** By message type, the reply a kind's message of that type resolves with. */
+export type Replies<M extends Message> = { [T in M['type']]: unknown }
+
+/** The reply to message `M` of a kind whose replies are `P`. */
+export type ReplyOf<P, M extends Message> = P[M['type'] & keyof P]
+
+/**
+ * One kind of actor: its state `S`, its messages `M`, and the reply to each by type, `P` (so
+ * `runtime.send` resolves with the reply of the message sent, typed, and no caller casts).
+ */
+export interface ActorKind<S, M extends Message, P extends Replies<M>> {
   readonly name: string
   /** The one spelling of an id (visitor UUIDs: lower case), applied to every message sent; absent: as given. */
   readonly key?: (id: string) => string
   /** Read the actor's state from the store (synchronous: LMDB reads are). */
   load (account: string, id: string): S
   /** Apply one message. May call `actor.track(write)` for each write; may return a promise. */
-  handle (actor: Actor<S>, message: M): R | Promise<R>
+  handle (actor: Actor<S>, message: M): ReplyOf<P, M> | Promise<ReplyOf<P, M>>
 }
 
 interface Envelope<M, R> {
@@ -95,16 +110,16 @@ export class ActorRuntime {
   get residentCount (): number { return this.resident.size }
 
   /** Deliver a message to the actor (kind, account, id) and resolve with its durable reply. */
-  send<S, M, R> (kind: ActorKind<S, M, R>, account: string, id: string, message: M): Promise<R> {
+  send<S, M extends Message, P extends Replies<M>, const T extends M> (kind: ActorKind<S, M, P>, account: string, id: string, message: T): Promise<ReplyOf<P, T>> {
     const actor = this.activate(kind, account, kind.key === undefined ? id : kind.key(id))
     if (actor.running || actor.mailbox.length > 0) {
       if (actor.mailbox.length >= this.options.mailboxMax) {
         return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`))
       }
       this.mailboxDepth++
-      return new Promise<R>((resolve, reject) => { actor.mailbox.push({ message, resolve, reject }) })
+      return new Promise<ReplyOf<P, T>>((resolve, reject) => { actor.mailbox.push({ message, resolve, reject }) })
     }
-    return new Promise<R>((resolve, reject) => { this.run(actor, { message, resolve, reject }) })
+    return new Promise<ReplyOf<P, T>>((resolve, reject) => { this.run(actor, { message, resolve, reject }) })
   }
 
   private activate<S> (kind: ActorKind<S, any, any>, account: string, id: string): Actor<S> {
@@ -138,7 +153,7 @@ export class ActorRuntime {
       actor.running = true
       out.then(
         value => { actor.running = false; this.reply(actor, envelope, value); this.next(actor) },
-        error => { actor.running = false; envelope.reject(error); this.next(actor) },
+        error => { actor.running = false; envelope.reject(error); this.next(actor) }
       )
       return
     }

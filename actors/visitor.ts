@@ -9,7 +9,7 @@ import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
   allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
-  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
+  type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
@@ -96,7 +96,21 @@ export interface VisitorErased {
   profileId: string | null
 }
 
-export type VisitorKind = ActorKind<VisitorState, VisitorMessage, unknown>
+/** The reply to each message. */
+export interface VisitorReplies {
+  /** The campaigns the event matched. */
+  event: Campaign[]
+  attributes: undefined
+  /** The visitor's segments after the change. */
+  segments: string[]
+  query: EntityView
+  /** A copy of the state. */
+  snapshot: VisitorState
+  evaluate: undefined
+  erase: VisitorErased
+}
+
+export type VisitorKind = ActorKind<VisitorState, VisitorMessage, VisitorReplies>
 
 export function emptyVisitor (): VisitorState {
   return {
@@ -224,7 +238,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       state.profileId = null
     }
     const summary = deviceSummary(state, segs, nowMs)
-    const view = await runtime.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs }) as ProfileView
+    const view = await runtime.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
     state.profileId = profileId
     return view
   }
@@ -434,4 +448,3 @@ function pushRecent (list: string[], value: string, max: number): void {
 }
 
 function nothing (): undefined { return undefined }
-function noop (): void {}

@@ -9,21 +9,27 @@
 // and by the sweep; an event webhook (purchases) and an audience webhook (every enter and exit) deliver
 // to the receiver.
 //
-// Each minute it reads Beacon's /metrics: the resident set (process_resident_memory_bytes) and the
-// event-loop delay p99 of that minute (nodejs_eventloop_lag_p99_seconds: prom-client resets its
-// histogram at every scrape). The last line is the verdict:
-//   SOAK PASS|FAIL rss growth after warm-up <g>% (≤ 10 %), loop delay p99 max <d> ms (≤ 50 ms), 5xx <n>
-// RSS growth compares the last sample with the first one after warm-up.
+// Each minute it reads Beacon's resident set from /proc/<pid>/status, split into its process memory
+// (RssAnon: heap, buffers, native allocations) and its file-backed pages (RssFile: mostly LMDB's
+// memory-mapped database, which grows with the data and which the kernel can drop at any time), the
+// size of data.mdb, and from /metrics the event-loop delay p99 of that minute
+// (nodejs_eventloop_lag_p99_seconds: prom-client resets its histogram at every scrape). The last line
+// is the verdict:
+//   SOAK PASS|FAIL memory growth after warm-up <g>% (≤ 10 %), loop delay p99 max <d> ms (≤ 50 ms), 5xx <n>
+// Memory growth compares the process memory (RssAnon) of the last sample with the first one after
+// warm-up: a leak grows it; a database that grows moves RssFile, which is printed beside it.
 //
 // Environment:
 //   SOAK_MINUTES         length of the run (default 30)
 //   SOAK_WARMUP_MINUTES  minutes not judged (default: a sixth of the run, at least 1)
 //   SOAK_RATE            requests per second (default 300)
 //   SOAK_VISITORS        visitors in the pool (default 20000)
+//   SOAK_NODE_ARGS       extra node flags for Beacon, e.g. "--heapsnapshot-signal=SIGUSR2" to take heap
+//                        snapshots (kill -USR2 <pid>; written to the current folder) and compare them
 
 import { spawn } from 'node:child_process'
 import http from 'node:http'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHmac, randomUUID } from 'node:crypto'
@@ -63,9 +69,12 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port
 // ---- Beacon ----
 
 const dataDir = mkdtempSync(join(tmpdir(), 'beacon-soak-'))
-const child = spawn(process.execPath, [MAIN], {
+const NODE_ARGS = (process.env.SOAK_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
+const child = spawn(process.execPath, [...NODE_ARGS, MAIN], {
   env: {
-    PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY,
+    // The caller's environment (LD_PRELOAD, MALLOC_CONF, …) without its BEACON_ settings: the run sets its own.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BEACON_'))),
+    BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY,
     BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_SEGMENT_SWEEP_MS: '1000', BEACON_LOG_LEVEL: 'info',
   },
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -151,13 +160,22 @@ const tick = setInterval(() => {
   }
 }, 100)
 
-interface Sample { minute: number, rssMb: number, loopP99Ms: number }
+interface Sample { minute: number, anonMb: number, fileMb: number, heapMb: number, dataMb: number, loopP99Ms: number }
 const samples: Sample[] = []
 
 async function sample (minute: number): Promise<Sample> {
   const text = await (await fetch(`${base}/metrics`)).text()
   const metric = (name: string): number => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN)
-  return { minute, rssMb: metric('process_resident_memory_bytes') / 2 ** 20, loopP99Ms: metric('nodejs_eventloop_lag_p99_seconds') * 1000 }
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8')
+  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN)
+  return {
+    minute,
+    anonMb: kib('RssAnon') / 1024,
+    fileMb: kib('RssFile') / 1024,
+    heapMb: metric('nodejs_heap_size_total_bytes') / 2 ** 20,
+    dataMb: statSync(join(dataDir, 'data.mdb')).size / 2 ** 20,
+    loopP99Ms: metric('nodejs_eventloop_lag_p99_seconds') * 1000,
+  }
 }
 
 console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors, beacon pid ${child.pid}`)
@@ -167,7 +185,7 @@ for (let minute = 1; minute <= MINUTES; minute++) {
   const s = await sample(minute)
   samples.push(s)
   const fails = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
-  console.log(`minute ${String(minute).padStart(3)}: rss ${s.rssMb.toFixed(1)} MB, loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
+  console.log(`minute ${String(minute).padStart(3)}: memory ${s.anonMb.toFixed(1)} MB (JS heap ${s.heapMb.toFixed(1)} MB) + file pages ${s.fileMb.toFixed(1)} MB (data.mdb ${s.dataMb.toFixed(0)} MB), loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
 }
 clearInterval(tick)
 
@@ -176,7 +194,7 @@ clearInterval(tick)
 const judged = samples.filter(s => s.minute > WARMUP_MINUTES)
 const first = judged[0]!
 const last = judged[judged.length - 1]!
-const growth = (last.rssMb - first.rssMb) / first.rssMb
+const growth = (last.anonMb - first.anonMb) / first.anonMb
 const loopMaxMs = Math.max(...judged.map(s => s.loopP99Ms))
 const failures = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
 console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`)
@@ -185,6 +203,6 @@ await new Promise(resolve => child.once('exit', resolve))
 receiver.close()
 rmSync(dataDir, { recursive: true, force: true })
 const pass = growth <= RSS_GROWTH_MAX && loopMaxMs <= LOOP_P99_MAX_MS && failures === 0 && received > 0
-console.log(`SOAK ${pass ? 'PASS' : 'FAIL'} rss growth after warm-up ${(growth * 100).toFixed(1)}% (≤ ${RSS_GROWTH_MAX * 100} %), ` +
+console.log(`SOAK ${pass ? 'PASS' : 'FAIL'} memory growth after warm-up ${(growth * 100).toFixed(1)}% (≤ ${RSS_GROWTH_MAX * 100} %), ` +
   `loop delay p99 max ${loopMaxMs.toFixed(1)} ms (≤ ${LOOP_P99_MAX_MS} ms), 5xx ${failures}, webhook requests ${received}`)
 process.exit(pass ? 0 : 1)

@@ -99,15 +99,17 @@ interface Result {
 async function main (): Promise<void> {
   // Imported here so the receiver process loads nothing of Beacon.
   const { Store } = await import('../src/store/store.js')
-  const { Registry } = await import('../src/store/registry.js')
-  const { DeliveryHub, EmbeddedQueue } = await import('../actors/delivery.js')
-  const { JetStreamQueue } = await import('../src/webhooks/jetstream-queue.js')
+  const { Catalogs } = await import('../src/catalog/catalogs.js')
+  const { Listeners } = await import('../src/listeners.js')
+  const { DeliveryHub } = await import('../src/delivery/hub.js')
+  const { EmbeddedQueue } = await import('../src/delivery/embedded-queue.js')
+  const { JetStreamQueue } = await import('../src/delivery/jetstream/queue.js')
   const { compileWebhook, renderRequest, DELIVERY_LIMITS } = await import('../src/webhooks/index.js')
   const { startNatsServer } = await import('../test/helpers/nats-server.js')
   const { systemClock } = await import('../src/clock.js')
-  type DeliveryQueue = import('../actors/delivery.js').DeliveryQueue
-  type DeliveryRecord = import('../actors/delivery.js').DeliveryRecord
-  type OutboxRow = import('../src/webhooks/index.js').OutboxRow
+  type DeliveryQueue = import('../src/delivery/queue.js').DeliveryQueue
+  type DeliveryRecord = import('../src/delivery/record.js').DeliveryRecord
+  type OutboxRow = import('../src/store/record-codec.js').OutboxRow
 
   const ITEMS_1 = intEnv('BENCH_ITEMS_1', 20_000)
   const ITEMS_100 = intEnv('BENCH_ITEMS_100', 200_000)
@@ -222,12 +224,13 @@ async function main (): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), 'beacon-bench-webhooks-'))
     const nats = scenario.transport === 'jetstream' ? await startNatsServer() : null
     const natsPid = nats?.pid ?? null
-    const store = new Store({ path: dir, durability: DURABILITY })
-    // The account first: a Registry loads the accounts when it is made.
+    const outboxAppended = new Listeners<import('../src/store/store.js').OutboxAppended>()
+    const store = new Store({ path: dir, durability: DURABILITY, outboxAppended })
+    // The account first: the catalogs load the accounts when they are made.
     await store.save(store.accounts, ACCOUNT, { account: ACCOUNT, name: 'bench', suspended: false, createdAt: new Date().toISOString() })
-    const registry = new Registry(store, systemClock)
-    registry.allowPrivateWebhooks = true
-    await registry.putWebhook(ACCOUNT, 'bench', webhookConfig(scenario.batchSize))
+    const webhookChanged = new Listeners<import('../src/webhooks/lookup.js').WebhookChanged>()
+    const catalogs = new Catalogs({ store, clock: systemClock, segmentsChanged: new Listeners(), webhookChanged, allowPrivateWebhooks: true })
+    await catalogs.webhooks.put(ACCOUNT, 'bench', webhookConfig(scenario.batchSize))
 
     const inner: DeliveryQueue = scenario.transport === 'embedded'
       ? new EmbeddedQueue(store)
@@ -247,7 +250,7 @@ async function main (): Promise<void> {
       },
       stop: () => inner.stop(),
     }
-    const hub = new DeliveryHub({ store, registry, clock: systemClock, allowPrivate: true, queue: counting })
+    const hub = new DeliveryHub({ store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock: systemClock, allowPrivate: true, queue: counting })
     await ask('reset')
     await hub.start()
 
@@ -261,6 +264,7 @@ async function main (): Promise<void> {
     let receiver0 = cpuSeconds(receiverProc.pid!)
     const startedMs = Date.now()
     const timeoutMs = 120_000
+    // eslint-disable-next-line no-unmodified-loop-condition -- the receiver's callbacks count them while this loop sleeps
     while (delivered + dead < total) {
       if (t0 === 0 && delivered >= warm) {
         t0 = performance.now()

@@ -1,4 +1,4 @@
-// Beacon assembled: store → registry → actors → HTTP, webhooks through the embedded or the JetStream
+// Beacon assembled: store → catalogs → actors → HTTP, webhooks through the embedded or the JetStream
 // queue. `startBeacon` is what main.ts and the benchmarks run; `stop` is the graceful shutdown: stop
 // accepting and answer the requests in flight, wait for their writes, finish the relay pass under way
 // (rows not yet relayed stay in the outbox for the next start), stop the delivery workers (what they
@@ -6,10 +6,14 @@
 
 import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
-import { Store } from './store/store.js'
+import { Store, type DurableObserved, type OutboxAppended } from './store/store.js'
+import { Listeners } from './listeners.js'
 import { LinksBackfill } from './store/links-backfill.js'
-import { Registry } from './store/registry.js'
-import { HttpServer, type Route } from './http/server.js'
+import { Catalogs } from './catalog/catalogs.js'
+import type { SegmentsChanged } from './catalog/segments.js'
+import type { WebhookChanged } from './webhooks/lookup.js'
+import { HttpServer } from './http/server.js'
+import type { RouteDefinition } from './http/route.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { sdkRoutes } from './http/sdk-routes.js'
@@ -18,14 +22,14 @@ import { ActorRuntime } from '../actors/runtime.js'
 import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
-import { SegmentMaintenance } from './segments/maintenance.js'
-import { DeliveryHub } from '../actors/delivery.js'
-import { Erasure } from '../actors/erasure.js'
-import { AccountDeletions } from '../actors/account-deletion.js'
+import { SegmentMaintenance } from './jobs/segment-maintenance.js'
+import { DeliveryHub } from './delivery/hub.js'
+import { Erasure } from './jobs/erasure.js'
+import { AccountDeletions } from './jobs/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
-import { JetStreamQueue } from './webhooks/jetstream-queue.js'
+import { JetStreamQueue } from './delivery/jetstream/queue.js'
 import { Metrics } from './ops/metrics.js'
-import { opsRoutes } from './ops/ops-routes.js'
+import { opsRoutes, withOpenApi } from './ops/ops-routes.js'
 import { requestObservers } from './ops/request-log.js'
 import { Users } from './users/users.js'
 import { Sessions } from './users/sessions.js'
@@ -44,7 +48,7 @@ import { AccountLimits } from './http/account-limits.js'
 export interface Beacon {
   port: number
   /** Every route served, as assembled (admin routes with their guard and role): tests walk it. */
-  routes: readonly Route[]
+  routes: readonly RouteDefinition[]
   /** The LMDB store (for tools and in-process tests that inspect the outbox). */
   store: Store
   deliveries: DeliveryHub
@@ -66,31 +70,38 @@ export interface StartOptions {
 }
 
 export async function startBeacon ({ config, adminKey, clock = systemClock }: StartOptions): Promise<Beacon> {
-  const store = new Store({ path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey })
-  const registry = new Registry(store, clock)
+  // Who hears what: each list is given to its teller here and joined below as the listeners are built
+  // (the delivery hub joins its own while it runs).
+  const outboxAppended = new Listeners<OutboxAppended>()
+  const durableObserved = new Listeners<DurableObserved>()
+  const segmentsChanged = new Listeners<SegmentsChanged>()
+  const webhookChanged = new Listeners<WebhookChanged>()
+  const store = new Store({
+    path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey, outboxAppended, durableObserved,
+  })
+  const catalogs = new Catalogs({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks: config.webhookAllowPrivate })
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
-  const segments = (account: string): SegmentSet => registry.segmentSet(account)
-  const wantsEvent = (account: string, type: string): boolean => registry.wantsEvent(account, type)
-  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => registry.wantsChange(account, change, segment)
-  const listsMembers = (account: string, segment: string): boolean => registry.listsMembers(account, segment)
-  const attributesWanted = (account: string): ReadonlySet<string> => registry.webhookAttributes(account)
+  const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
+  const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
+  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)
+  const listsMembers = (account: string, segment: string): boolean => catalogs.webhooks.listsMembers(account, segment)
+  const attributesWanted = (account: string): ReadonlySet<string> => catalogs.webhooks.attributeNames(account)
   const reports = new ReportCounters({
-    store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => registry.hasCampaign(account, id),
+    store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => catalogs.campaigns.has(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
   })
   // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
   const membership = config.reports ? reports.membership : null
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => registry.campaignSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
-  const maintenance = new SegmentMaintenance({ store, registry, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
-  registry.onSegmentsChanged = (account, version) => maintenance.startPass(account, version)
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
+  const maintenance = new SegmentMaintenance({ store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
+  segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   maintenance.start()
-  registry.allowPrivateWebhooks = config.webhookAllowPrivate
   const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
-  if (metrics !== null) store.onDurableMs = metrics.observeCommitMs
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected, config.natsMaxAckPending)
+  if (metrics !== null) durableObserved.add(metrics.observeCommitMs)
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected, config.natsAckPendingMax)
   const deliveries = new DeliveryHub({
-    store, registry, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
+    store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
       if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
@@ -101,24 +112,24 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
 
-  const users = new Users(store, clock)
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
-  users.onSessionsEnd = id => sessions.revokeUser(id)
+  const users = new Users(store, clock, sessions)
   const accountDeletions = new AccountDeletions({
-    store, registry, clock, entitiesIdle: account => maintenance.idle(account), forgetUsers: account => users.removeAccount(account),
+    store, catalogs, clock, entitiesIdle: account => maintenance.idle(account), forgetUsers: account => users.removeAccount(account),
   })
   accountDeletions.start()
   const audit = new AuditLog(store, clock)
-  const access = new Access({ adminKey, users, sessions, accountActive: account => registry.activeAccount(account) !== undefined })
+  const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 
-  const server: HttpServer = new HttpServer({
+  const server: HttpServer<RouteDefinition> = new HttpServer({
     host: config.host,
     port: config.port,
-    maxBodyBytes: config.maxBodyBytes,
-    rawBodyBytes: config.mediaMaxBytes,
+    bodySizeMaxBytes: config.bodySizeMaxBytes,
+    rawBodySizeMaxBytes: config.mediaSizeMaxBytes,
     inflightMax: config.inflightMax,
-    // Every /admin route gets the guard of its role and writes the audit log (src/http/protect.ts).
-    routes: protectAdminRoutes([
+    // Every /admin route gets the guard of its role and writes the audit log (src/http/protect.ts);
+    // GET /openapi.json is made from the same definitions (src/http/route.ts).
+    routes: withOpenApi(protectAdminRoutes([
       ...opsRoutes({
         metrics,
         lmdbOpen: () => store.isOpen,
@@ -126,7 +137,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         nats: queue === null ? null : { connected: () => queue.isConnected },
       }),
       ...publicRoutes({
-        registry, runtime, clock, visitors, profiles,
+        catalogs, runtime, clock, visitors, profiles,
         accountLimits: new AccountLimits({
           clock,
           inflightMax: config.accountInflightMax,
@@ -134,23 +145,23 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         }),
         outboxMark: () => store.lastOutboxSeq,
         afterWrite: (account, fromSeq) => {
-          const timeoutMs = registry.syncTimeoutMs(account)
+          const timeoutMs = catalogs.webhooks.syncTimeoutMs(account)
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
         countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
       }),
       ...adminRoutes({
-        registry, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions,
+        catalogs, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions,
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled() }),
       }),
-      ...userRoutes({ registry, users, sessions, clock }),
-      ...auditRoutes({ registry, audit }),
-      ...mediaRoutes({ registry, media: new MediaStore(store, clock) }),
-      ...tryRoutes({ registry, runtime, visitors, profiles, deliveries, clock }),
-      ...reportRoutes({ registry, store, clock, foldMs: config.reportFoldMs }),
+      ...userRoutes({ catalogs, users, sessions, clock }),
+      ...auditRoutes({ catalogs, audit }),
+      ...mediaRoutes({ catalogs, media: new MediaStore(store, clock) }),
+      ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
+      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs }),
       ...sdkRoutes(),
       ...panelRoutes(),
-    ], access, audit),
+    ], access, audit)),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
   })
@@ -185,9 +196,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */
-async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, maxAckPending: number): Promise<JetStreamQueue> {
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, ackPendingMax: number): Promise<JetStreamQueue> {
   try {
-    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection, maxAckPending })
+    // The transport's timing runs against the NATS server's (ack_wait, heartbeats, publish timeouts):
+    // the system clock, even when Beacon runs on a manual one (tests).
+    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection, ackPendingMax, clock: systemClock })
   } catch (error) {
     throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL): ${error instanceof Error ? error.message : String(error)}`)
   }

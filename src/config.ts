@@ -12,7 +12,7 @@ export interface Config {
   port: number
   dataDir: string
   adminKey: string | null
-  maxBodyBytes: number
+  bodySizeMaxBytes: number
   durability: Durability
   actorsMax: number
   actorIdleMs: number
@@ -35,13 +35,13 @@ export interface Config {
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
   natsUrl: string | null
   /** BEACON_NATS_MAX_ACK_PENDING: messages the main JetStream delivery consumer hands out unacked, over every node. */
-  natsMaxAckPending: number
+  natsAckPendingMax: number
   /** BEACON_SECRETS_KEY: base64 32-byte keys, comma-separated, the first sealing; null: <data>/secrets.key. */
   secretsKey: string | null
   /** BEACON_SESSION_TTL_MS: a panel session ends this long after sign-in (absolute; sign-out ends it sooner). */
   sessionTtlMs: number
-  /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of maxBodyBytes). */
-  mediaMaxBytes: number
+  /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of bodySizeMaxBytes). */
+  mediaSizeMaxBytes: number
   /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
   reportFoldMs: number
   /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
@@ -154,7 +154,7 @@ export function loadConfig (env: Env = process.env): Config {
     port: integer(env, 'BEACON_PORT', 8080, 0, 65535, problems),
     dataDir: env.BEACON_DATA_DIR || './data',
     adminKey,
-    maxBodyBytes: integer(env, 'BEACON_MAX_BODY_BYTES', 65536, 256, 16 * 1024 * 1024, problems),
+    bodySizeMaxBytes: integer(env, 'BEACON_MAX_BODY_BYTES', 65536, 256, 16 * 1024 * 1024, problems),
     durability: durabilityRaw as Durability,
     actorsMax: integer(env, 'BEACON_ACTORS_MAX', 100_000, 100, 10_000_000, problems),
     actorIdleMs: integer(env, 'BEACON_ACTOR_IDLE_MS', 60_000, 100, 86_400_000, problems),
@@ -170,10 +170,10 @@ export function loadConfig (env: Env = process.env): Config {
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
-    natsMaxAckPending: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
+    natsAckPendingMax: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
     secretsKey: secretsKey(env, problems),
     sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
-    mediaMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
+    mediaSizeMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
     reports: boolean(env, 'BEACON_REPORTS', true, problems),
   }

@@ -44,9 +44,9 @@ export async function start (): Promise<void> {
   if (admin.unshown) {
     // Printed once, by the first start that listens; it stays in the file for later starts.
     process.stdout.write(`\nGenerated an admin key (kept in ${admin.file}):\n\n  ${admin.key}\n\n` +
-      `Use it as "Authorization: Bearer <key>" on /admin/*, e.g.\n` +
+      'Use it as "Authorization: Bearer <key>" on /admin/*, e.g.\n' +
       `  curl -X POST localhost:${beacon.port}/admin/accounts -H 'Authorization: Bearer ${admin.key}' ` +
-      `-H 'Content-Type: application/json' -d '{"name":"My site"}'\n\n`)
+      '-H \'Content-Type: application/json\' -d \'{"name":"My site"}\'\n\n')
     markAdminKeyShown(config.dataDir)
   }
 

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from '../src/config.js'
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
-    expect(loadConfig({})).to.include({ host: '127.0.0.1', port: 8080, dataDir: './data', adminKey: null, maxBodyBytes: 65536, durability: 'flushed', deliveryRetentionMs: 604_800_000 })
+    expect(loadConfig({})).to.include({ host: '127.0.0.1', port: 8080, dataDir: './data', adminKey: null, bodySizeMaxBytes: 65536, durability: 'flushed', deliveryRetentionMs: 604_800_000 })
   })
 
   it('reads BEACON_DELIVERY_RETENTION_MS, 0 keeping delivered records', () => {
@@ -13,7 +13,7 @@ describe('configuration', () => {
 
   it('reads every BEACON_* setting', () => {
     const config = loadConfig({ BEACON_HOST: '0.0.0.0', BEACON_PORT: '9000', BEACON_DATA_DIR: '/tmp/x', BEACON_ADMIN_KEY: 'k'.repeat(16), BEACON_MAX_BODY_BYTES: '1024', BEACON_DURABILITY: 'committed' })
-    expect(config).to.include({ host: '0.0.0.0', port: 9000, dataDir: '/tmp/x', adminKey: 'k'.repeat(16), maxBodyBytes: 1024, durability: 'committed' })
+    expect(config).to.include({ host: '0.0.0.0', port: 9000, dataDir: '/tmp/x', adminKey: 'k'.repeat(16), bodySizeMaxBytes: 1024, durability: 'committed' })
   })
 
   it('reports one clear line per bad value', () => {

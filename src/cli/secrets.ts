@@ -11,6 +11,7 @@ import { DataFolderLockedError } from '../store/data-lock.js'
 import { newKey, SecretBox, SECRETS_KEY_FILE, writeKeyFile } from '../store/secrets.js'
 import { parseKeys } from '../auth/secret-keys.js'
 import { sealStoredSecrets } from '../store/seal-secrets.js'
+import { CONFIG_SECRET_ROWS } from '../catalog/catalogs.js'
 import { CliError } from './errors.js'
 import type { Output } from './admin-key.js'
 
@@ -43,7 +44,7 @@ export async function secretsRotate (env: Env, output: Output): Promise<void> {
   let sealed: number
   try {
     writeKeyFile(dataDir, [key, ...old])
-    sealed = sealStoredSecrets(store)
+    sealed = sealStoredSecrets(store, CONFIG_SECRET_ROWS)
     writeKeyFile(dataDir, [key])
   } catch (error) {
     throw new CliError(`rotation stopped: ${(error as Error).message}. ${file} keeps the old keys as well; run it again.`)

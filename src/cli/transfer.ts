@@ -1,11 +1,12 @@
-// `beacon export` and `beacon import`: an account's configuration (event types, campaigns, segments,
-// webhooks) as one JSON document, through the admin API. Import PUTs each item (creating or replacing,
-// never deleting what the file does not name) and stops at the first refusal, saying what was imported
-// before it. Webhook secrets leave redacted ("[redacted]"): importing into the same account keeps the
+// `beacon export` and `beacon import`: an account's configuration (its browser and rate settings, event
+// types, campaigns, segments, webhooks) as one JSON document, through the admin API. Import sets the
+// settings, then PUTs each item (creating or replacing, never deleting what the file does not name) and
+// stops at the first refusal, saying what was imported before it. The identity secret is not exported:
+// the target account keeps its own (a site signing profile ids for it must use that one). Webhook secrets leave redacted ("[redacted]"): importing into the same account keeps the
 // saved secrets; into another account, put the real values in the file first.
 
 import { readFileSync, writeFileSync } from 'node:fs'
-import { BUILT_IN_EVENTS } from '../store/registry.js'
+import { BUILT_IN_EVENTS } from '../catalog/event-types.js'
 import { VERSION } from '../ops/version.js'
 import { listAll, segment, type AdminClient } from './client.js'
 import { CliError } from './errors.js'
@@ -17,10 +18,14 @@ export const EXPORT_FORMAT = 1
 
 type Item = Record<string, unknown>
 
+/** The account's settings an import carries over (not its name, suspension or identity secret). */
+const SETTINGS = ['allowedOrigins', 'identityVerification', 'allowBrowserTokens', 'rateLimit'] as const
+
 export interface ExportDocument {
   beacon: { format: number, version: string }
   exportedAt: string
   account: { account: string, name: string }
+  settings?: Item
   eventTypes: Item[]
   segments: Item[]
   campaigns: Item[]
@@ -37,7 +42,7 @@ const KINDS = [
 
 export async function exportAccount (client: AdminClient, account: string, out: string | undefined, output: Output): Promise<void> {
   const base = `/admin/accounts/${segment(account)}`
-  const info = await client.request<{ account: string, name: string }>('GET', base)
+  const info = await client.request<{ account: string, name: string } & Item>('GET', base)
   const eventTypes = (await listAll<Item>(client, `${base}/event-types`, 'eventTypes'))
     .filter(type => !BUILT_IN_EVENTS.has(type.name as string))
   const campaigns = await listAll<Item>(client, `${base}/campaigns`, 'campaigns')
@@ -48,6 +53,7 @@ export async function exportAccount (client: AdminClient, account: string, out: 
     beacon: { format: EXPORT_FORMAT, version: VERSION },
     exportedAt: new Date().toISOString(),
     account: { account: info.account, name: info.name },
+    settings: Object.fromEntries(SETTINGS.filter(key => info[key] !== undefined).map(key => [key, info[key]])),
     eventTypes, segments, campaigns, webhooks,
   }
   const text = pretty(doc)
@@ -67,6 +73,14 @@ export async function importAccount (client: AdminClient, account: string, file:
   const doc = readDocument(file)
   const base = `/admin/accounts/${segment(account)}`
   await client.request('GET', base) // the account exists, before anything is written
+  const settings = Object.fromEntries(SETTINGS.filter(key => doc.settings?.[key] !== undefined).map(key => [key, doc.settings![key]]))
+  if (Object.keys(settings).length > 0) {
+    try {
+      await client.request('PATCH', base, settings)
+    } catch (error) {
+      throw new CliError(`import stopped at the account's settings (before importing anything): ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
   const done: Record<string, number> = { eventTypes: 0, segments: 0, campaigns: 0, webhooks: 0 }
   for (const kind of KINDS) {
     for (const item of doc[kind.key]) {
@@ -95,6 +109,9 @@ function readDocument (file: string): ExportDocument {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliError(`${file}: not a Beacon export (expected a JSON object)`)
   const doc = parsed as Record<string, unknown>
+  if (doc.settings !== undefined && (typeof doc.settings !== 'object' || doc.settings === null || Array.isArray(doc.settings))) {
+    throw new CliError(`${file}: "settings" must be an object`)
+  }
   for (const kind of KINDS) {
     const list = doc[kind.key] ?? []
     if (!Array.isArray(list)) throw new CliError(`${file}: "${kind.key}" must be a list`)

@@ -48,7 +48,7 @@ export interface ChangelogOptions {
   /** Most entries in one message. Default 1000. */
   batchEntriesMax?: number
   /** Most payload bytes in one message; one entry or snapshot larger than this is refused. Default 512 KiB. */
-  batchBytesMax?: number
+  batchSizeMaxBytes?: number
   /** How long one publish is retried (same message id, so at most once stored) before giving up. Default 10 s. */
   appendTimeoutMs?: number
 }
@@ -87,7 +87,7 @@ export class Changelog {
   private readonly js: JetStreamClient
   private readonly jsm: JetStreamManager
   private readonly batchEntriesMax: number
-  private readonly batchBytesMax: number
+  private readonly batchSizeMaxBytes: number
   private readonly appendTimeoutMs: number
   private readonly writers = new Map<number, Writer>()
   /** Message ids are `<instance>-<counter>`: unique per process run, so no restart reuses one within the duplicate window. */
@@ -101,7 +101,7 @@ export class Changelog {
     this.js = jetstream(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
     this.jsm = jsm
     this.batchEntriesMax = positiveInteger('batchEntriesMax', options.batchEntriesMax ?? 1000)
-    this.batchBytesMax = positiveInteger('batchBytesMax', options.batchBytesMax ?? 512 * 1024)
+    this.batchSizeMaxBytes = positiveInteger('batchSizeMaxBytes', options.batchSizeMaxBytes ?? 512 * 1024)
     this.appendTimeoutMs = positiveInteger('appendTimeoutMs', options.appendTimeoutMs ?? 10_000)
   }
 
@@ -119,7 +119,7 @@ export class Changelog {
       subjects: [`${options.subjectPrefix}.*`],
       num_replicas: options.replicas,
       allow_rollup_hdrs: true,
-      max_msg_size: changelog.batchBytesMax + 1,
+      max_msg_size: changelog.batchSizeMaxBytes + 1,
     }
     await retryWhileElecting(async () => {
       const existing = await jsm.streams.info(options.stream).catch((error: unknown) => {
@@ -195,8 +195,8 @@ export class Changelog {
       bytes += part.length
       parts.push(part)
     }
-    if (bytes + 1 > this.batchBytesMax) {
-      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `${bytes} bytes of entries exceed batchBytesMax (${this.batchBytesMax})`, partition))
+    if (bytes + 1 > this.batchSizeMaxBytes) {
+      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `${bytes} bytes of entries exceed batchSizeMaxBytes (${this.batchSizeMaxBytes})`, partition))
     }
     return this.enqueue(writer, 'entries', parts, bytes, entries.length)
   }
@@ -208,8 +208,8 @@ export class Changelog {
   snapshot (partition: number, state: Uint8Array): Promise<number> {
     const writer = this.writers.get(partition)
     if (writer === undefined) return Promise.reject(notClaimed(partition))
-    if (state.length + 1 > this.batchBytesMax) {
-      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `a snapshot of ${state.length} bytes exceeds batchBytesMax (${this.batchBytesMax})`, partition))
+    if (state.length + 1 > this.batchSizeMaxBytes) {
+      return Promise.reject(new ClusterError(CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE, `a snapshot of ${state.length} bytes exceeds batchSizeMaxBytes (${this.batchSizeMaxBytes})`, partition))
     }
     return this.enqueue(writer, 'snapshot', [state], state.length, 1)
   }
@@ -297,7 +297,7 @@ export class Changelog {
     for (;;) {
       const next = writer.queue[0]
       if (next === undefined || next.kind !== 'entries') break
-      if (bytes + next.bytes > this.batchBytesMax || count + next.count > this.batchEntriesMax) break
+      if (bytes + next.bytes > this.batchSizeMaxBytes || count + next.count > this.batchEntriesMax) break
       writer.queue.shift()
       batch.push(next)
       bytes += next.bytes

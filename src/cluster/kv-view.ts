@@ -29,7 +29,7 @@ export class KvView {
     private readonly ttlMs: number,
     private readonly clock: Clock,
     /** Called after each change is recorded (a put, a delete), with its key. */
-    private readonly onChange: (key: string, entry: ViewEntry) => void = () => {},
+    private readonly onChange: (key: string, entry: ViewEntry) => void = () => {}
   ) {}
 
   /** Starts watching `filter` (e.g. "p.>"); resolves once the watch is set up. */

@@ -16,6 +16,7 @@
 import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
+import { assert } from '../assert.js'
 import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 import { warnIfCompareAndSetInexact } from './server-version.js'
@@ -63,6 +64,7 @@ export class LeaseTable {
   }
 
   static key (partition: number): string {
+    assert(Number.isInteger(partition) && partition >= 0, 'a partition is a non-negative integer', { partition })
     return `p.${partition}`
   }
 
@@ -70,6 +72,7 @@ export class LeaseTable {
   async acquire (partition: number): Promise<Lease | null> {
     try {
       const revision = await this.kv.put(LeaseTable.key(partition), this.node, { previousSeq: 0 })
+      assert(revision > 0, 'an acquired lease has a revision', { partition, revision })
       return { partition, revision }
     } catch (error) {
       if (isCompareAndSetRefusal(error)) return null
@@ -81,6 +84,8 @@ export class LeaseTable {
   async renew (lease: Lease): Promise<Lease> {
     try {
       const revision = await this.kv.update(LeaseTable.key(lease.partition), this.node, lease.revision)
+      // The compare-and-set passed on lease.revision, so the key's next write is later in the stream.
+      assert(revision > lease.revision, 'a renewed lease has a later revision', { partition: lease.partition, before: lease.revision, after: revision })
       return { partition: lease.partition, revision }
     } catch (error) {
       if (isCompareAndSetRefusal(error)) {

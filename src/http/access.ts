@@ -10,7 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Role, User, Users } from '../users/users.js'
 import type { Session, Sessions } from '../users/sessions.js'
-import type { Registry } from '../store/registry.js'
+import type { AccountCatalog } from '../catalog/accounts.js'
 import type { GuardRequest, Request, Route, RouteRole } from './server.js'
 
 export type Principal =
@@ -97,9 +97,9 @@ export class Access {
 }
 
 /** The account of an /admin/accounts/:account/... route, checked to exist (404 account_not_found). */
-export function accountParam (request: Request, registry: Pick<Registry, 'getAccount'>): string {
+export function accountParam (request: Request, catalogs: { accounts: Pick<AccountCatalog, 'get'> }): string {
   const account = request.params[0] ?? ''
-  registry.getAccount(account)
+  catalogs.accounts.get(account)
   return account
 }
 

@@ -9,7 +9,7 @@
 import { ApiError } from '../errors.js'
 import { RateLimiter } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
-import type { Account, RateLimit } from '../store/registry.js'
+import type { Account, RateLimit } from '../catalog/accounts.js'
 
 export interface AccountLimitsOptions {
   clock: Clock

@@ -1,36 +1,44 @@
-// The admin API (the panel's operations): accounts, tokens, event types. JSON, REST. Who may call each
-// route is its `role` (the least panel role; the admin key may call all): see src/http/access.ts, which
-// guards every /admin route as src/app.ts assembles them. A route without a role is for owners only.
+// The admin API (the panel's operations): accounts, tokens, event types, campaigns, segments, webhooks,
+// people. JSON, REST. Each route is declared once with who may call it (its `role`: the least panel
+// role; 'admin': the admin key only; the admin key may call all: src/http/access.ts guards every /admin
+// route as src/app.ts assembles them) and what /openapi.json says of it (src/http/route.ts).
 
+import type { TSchema } from 'typebox'
 import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
-import type { PageRequest, Registry } from '../store/registry.js'
+import type { Catalogs } from '../catalog/catalogs.js'
+import type { PageRequest } from '../catalog/config-rows.js'
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../store/limits.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
-import { visitorKey, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
-import type { ProfileKind, ProfileState } from '../../actors/profile.js'
+import { visitorKey, type VisitorKind } from '../../actors/visitor.js'
+import type { ProfileKind } from '../../actors/profile.js'
 import { deliveryView, profileView, visitorView } from './admin-views.js'
-import type { Erasure } from '../../actors/erasure.js'
-import type { AccountDeletions } from '../../actors/account-deletion.js'
-import { DELIVERY_STATUSES, LIST_PAGE_MAX, type DeliveryHub, type DeliveryStatus } from '../../actors/delivery.js'
-import { redactWebhook } from '../webhooks/index.js'
+import type { Erasure } from '../jobs/erasure.js'
+import type { AccountDeletions } from '../jobs/account-deletion.js'
+import type { DeliveryHub } from '../delivery/hub.js'
+import { LIST_PAGE_MAX } from '../delivery/limits.js'
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery/record.js'
+import { redactWebhook, WebhookConfigSchema } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
 import { originProblem } from '../auth/origins.js'
 import * as S from './schemas.js'
-import { validator } from './validate.js'
+import { validator } from '../validator.js'
+import { NAME_PATTERN } from '../patterns.js'
 import type { Handler, Reply, Request, Route, RouteRole } from './server.js'
+import { json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
+import * as R from './reply-schemas.js'
 
 const validateAccountCreate = validator(S.AccountCreate)
 const validateAccountPatch = validator(S.AccountPatch)
 const validateTokenCreate = validator(S.TokenCreate)
 const validateEventTypePut = validator(S.EventTypePut)
-const NAME = new RegExp(S.NAME_PATTERN)
+const NAME = new RegExp(NAME_PATTERN)
 const validateReplay = validator(S.WebhookReplay)
 const validateIdentityRotate = validator(S.IdentitySecretRotate)
 
 export interface AdminDeps {
-  registry: Registry
+  catalogs: Catalogs
   runtime: ActorRuntime
   visitors: VisitorKind
   profiles: ProfileKind
@@ -41,60 +49,30 @@ export interface AdminDeps {
   segmentMembers: (account: string, segment: string) => number
 }
 
+/** `?cursor=&limit=` of every admin listing (items in id or name order). */
+const PAGE_QUERY: QueryParameter[] = [
+  { name: 'cursor', description: 'The `next` of the previous page (omitted: the first page).', schema: { type: 'string', maxLength: 300 } as TSchema },
+  { name: 'limit', description: `Page size (default ${PAGE_LIMIT_DEFAULT}, at most ${PAGE_LIMIT_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT_MAX } as TSchema },
+]
+
 /** What GET shows of a token: never the secret nor its hash. */
 export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   const { hash: _hash, ...rest } = record
   return rest
 }
 
-/**
- * The least panel role of each route below (docs/api.md has the table); a route missing here gets no
- * role, which means owners and the admin key only. 'admin': the admin key only (every account).
- */
-export const ADMIN_ROLES: Readonly<Record<string, RouteRole>> = {
-  'post /admin/accounts': 'admin',
-  'get /admin/accounts': 'admin',
-  'get /admin/accounts/:account': 'viewer',
-  'patch /admin/accounts/:account': 'owner',
-  'post /admin/accounts/:account/identity-secret/rotate': 'owner',
-  'del /admin/accounts/:account': 'admin',
-  'get /admin/accounts/:account/deletion': 'admin',
-  'post /admin/accounts/:account/tokens': 'owner',
-  'get /admin/accounts/:account/tokens': 'owner',
-  'del /admin/accounts/:account/tokens/:id': 'owner',
-  'get /admin/accounts/:account/event-types': 'viewer',
-  'put /admin/accounts/:account/event-types/:name': 'editor',
-  'get /admin/accounts/:account/event-types/:name': 'viewer',
-  'del /admin/accounts/:account/event-types/:name': 'editor',
-  'get /admin/accounts/:account/campaigns': 'viewer',
-  'put /admin/accounts/:account/campaigns/:id': 'editor',
-  'get /admin/accounts/:account/campaigns/:id': 'viewer',
-  'del /admin/accounts/:account/campaigns/:id': 'editor',
-  'get /admin/accounts/:account/segments': 'viewer',
-  'put /admin/accounts/:account/segments/:name': 'editor',
-  'get /admin/accounts/:account/segments/:name': 'viewer',
-  'del /admin/accounts/:account/segments/:name': 'editor',
-  'get /admin/accounts/:account/webhooks': 'viewer',
-  'put /admin/accounts/:account/webhooks/:id': 'editor',
-  'get /admin/accounts/:account/webhooks/:id': 'viewer',
-  'del /admin/accounts/:account/webhooks/:id': 'editor',
-  'get /admin/accounts/:account/webhooks/:id/deliveries': 'viewer',
-  'post /admin/accounts/:account/webhooks/:id/replay': 'editor',
-  'get /admin/accounts/:account/profiles/:id/export': 'owner',
-  'del /admin/accounts/:account/profiles/:id': 'owner',
-  'del /admin/accounts/:account/visitors/:id': 'owner',
-  'get /admin/accounts/:account/visitors/:id': 'viewer',
-  'get /admin/accounts/:account/profiles/:id': 'viewer',
-}
-
-export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers }: AdminDeps): Route[] {
-  const route = (method: Route['method'], pattern: string, handler: Handler): Route => {
-    const role = ADMIN_ROLES[`${method} ${pattern}`]
-    return { method, pattern, body: method === 'post' || method === 'put' || method === 'patch', handler, ...(role === undefined ? {} : { role }) }
-  }
+export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers }: AdminDeps): RouteDefinition[] {
+  const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler): RouteDefinition =>
+    ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', role, doc, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
   // The first parameter of every path is the account id: a UUID, in lower case whatever the spelling.
   const param = (request: Request, index: number): string => index === 0 ? (request.params[0] ?? '').toLowerCase() : request.params[index] ?? ''
+  /** The account of the path, once it is known to exist (404 account_not_found otherwise). */
+  const knownAccount = (request: Request): string => {
+    const account = param(request, 0)
+    catalogs.accounts.get(account)
+    return account
+  }
 
   /** The name in the path (event type, campaign id), checked like every other name. */
   function pathName (request: Request, what: string): string {
@@ -104,135 +82,258 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
   }
 
   return [
-    route('post', '/admin/accounts', async request => {
+    route('post', '/admin/accounts', 'admin', {
+      summary: 'Create an account',
+      tag: 'Accounts',
+      description: 'New accounts require verified identity (identityVerification "required"); the answer carries the first identity secret, shown only here.',
+      body: { schema: S.AccountCreate, example: { name: 'My shop' } },
+      ok: json(201, 'The new account, with its identity secret.', R.AccountWithSecret),
+      errors: ['conflict'],
+    }, async request => {
       const { name } = validateAccountCreate(request.body)
-      const { account, identitySecret } = await registry.createAccount(name)
+      const { account, identitySecret } = await catalogs.accounts.create(name)
       return ok({ ...account, identitySecret }, 201)
     }),
-    route('get', '/admin/accounts', request => {
-      const { items, next } = registry.listAccounts(pageRequest(request))
+    route('get', '/admin/accounts', 'admin', {
+      summary: 'List accounts', tag: 'Accounts',
+      query: PAGE_QUERY,
+      ok: json(200, 'A page of accounts, in id order.', R.AccountList), errors: ['invalid_field'],
+    }, request => {
+      const { items, next } = catalogs.accounts.list(pageRequest(request))
       return ok({ accounts: items, next })
     }),
-    route('get', '/admin/accounts/:account', request => ok(registry.getAccount(param(request, 0)))),
-    route('patch', '/admin/accounts/:account', async request => {
+    route('get', '/admin/accounts/:account', 'viewer', {
+      summary: 'Read an account', tag: 'Accounts',
+      ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
+    }, request => ok(catalogs.accounts.get(param(request, 0)))),
+    route('patch', '/admin/accounts/:account', 'owner', {
+      summary: 'Change an account: name, suspension, rate, browser access, identity verification',
+      description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND. allowedOrigins replaces the list (exact origins or https://*.shop.example); docs/sdk.md.',
+      tag: 'Accounts',
+      body: { schema: S.AccountPatch, example: { name: 'My shop (EU)', allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'required' } },
+      ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
+    }, async request => {
       const patch = validateAccountPatch(request.body)
       if (patch.allowedOrigins !== undefined) patch.allowedOrigins = checkOrigins(patch.allowedOrigins)
-      return ok(await registry.updateAccount(param(request, 0), patch))
+      return ok(await catalogs.accounts.update(param(request, 0), patch))
     }),
-    route('post', '/admin/accounts/:account/identity-secret/rotate', async request => {
+    route('post', '/admin/accounts/:account/identity-secret/rotate', 'owner', {
+      summary: 'Rotate the identity secret',
+      description: 'A new secret, shown only in this answer. The one it replaces stays valid for graceSeconds (default a day), then only the new one is; an older one is dropped at once.',
+      tag: 'Accounts',
+      body: { schema: S.IdentitySecretRotate, example: { graceSeconds: 3600 } },
+      ok: json(200, 'The account, with its new identity secret.', R.AccountWithSecret), errors: ['account_not_found'],
+    }, async request => {
       const { graceSeconds = S.IDENTITY_GRACE_SECONDS_DEFAULT } = validateIdentityRotate(request.body)
-      const { account, identitySecret } = await registry.rotateIdentitySecret(param(request, 0), graceSeconds * 1000)
+      const { account, identitySecret } = await catalogs.accounts.rotateIdentitySecret(param(request, 0), graceSeconds * 1000)
       return ok({ ...account, identitySecret })
     }),
-    // Served no more at once; its data goes in the background (actors/account-deletion.ts).
-    route('del', '/admin/accounts/:account', async request => ok(await accountDeletions.delete(param(request, 0)), 202)),
-    route('get', '/admin/accounts/:account/deletion', request => ok(accountDeletions.progress(param(request, 0)))),
+    // Served no more at once; its data goes in the background (src/jobs/account-deletion.ts).
+    route('del', '/admin/accounts/:account', 'admin', {
+      summary: 'Delete an account and all its data',
+      description: 'From this answer on nothing of the account is served (404 account_not_found everywhere); its visitors, profiles, links, configuration, tokens, outbox rows, deliveries and indexes are removed in the background, in batches, resuming after a restart. Deleting again answers the same job.',
+      tag: 'Accounts',
+      ok: json(202, 'The deletion job, started.', R.AccountDeletion), errors: ['account_not_found'],
+    }, async request => ok(await accountDeletions.delete(param(request, 0)), 202)),
+    route('get', '/admin/accounts/:account/deletion', 'admin', {
+      summary: 'Progress of an account\'s deletion', tag: 'Accounts',
+      ok: json(200, 'The deletion job.', R.AccountDeletion), errors: ['account_not_found', 'deletion_not_found'],
+    }, request => ok(accountDeletions.progress(param(request, 0)))),
 
-    route('post', '/admin/accounts/:account/tokens', async request => {
+    route('post', '/admin/accounts/:account/tokens', 'owner', {
+      summary: 'Create a token',
+      description: 'The secret `token` is in this answer only; Beacon keeps a SHA-256 of it.',
+      tag: 'Tokens',
+      body: { schema: S.TokenCreate, example: { name: 'backend', attributes: ['*'], access: 'read-write', ratePerSecond: 100 } },
+      ok: json(201, 'The token, with its secret.', R.TokenCreated), errors: ['account_not_found', 'conflict'],
+    }, async request => {
       const spec = validateTokenCreate(request.body)
       if (spec.attributes.includes('*') && spec.attributes.length > 1) {
         throw new ApiError('invalid_field', '"*" allows every attribute and must stand alone.', '/attributes')
       }
-      const { record, token } = await registry.createToken(param(request, 0), spec)
+      const { record, token } = await catalogs.tokens.create(param(request, 0), spec)
       return ok({ ...publicToken(record), token }, 201)
     }),
-    route('get', '/admin/accounts/:account/tokens', request => {
-      const { items, next } = registry.listTokens(param(request, 0), pageRequest(request))
+    route('get', '/admin/accounts/:account/tokens', 'owner', {
+      summary: 'List tokens (without secrets)', tag: 'Tokens',
+      query: PAGE_QUERY,
+      ok: json(200, 'The account\'s tokens, revoked ones included.', R.TokenList), errors: ['invalid_field', 'account_not_found'],
+    }, request => {
+      const { items, next } = catalogs.tokens.list(param(request, 0), pageRequest(request))
       return ok({ tokens: items.map(publicToken), next })
     }),
-    route('del', '/admin/accounts/:account/tokens/:id', async request => {
-      registry.getAccount(param(request, 0))
-      return ok(publicToken(await registry.revokeToken(param(request, 0), param(request, 1))))
+    route('del', '/admin/accounts/:account/tokens/:id', 'owner', {
+      summary: 'Revoke a token', description: 'Refused at once from then on.', tag: 'Tokens',
+      ok: json(200, 'The revoked token (revokedAt set).', R.TokenRecord), errors: ['account_not_found', 'token_not_found'],
+    }, async request => {
+      catalogs.accounts.get(param(request, 0))
+      return ok(publicToken(await catalogs.tokens.revoke(param(request, 0), param(request, 1))))
     }),
 
-    route('get', '/admin/accounts/:account/event-types', request => {
-      const { items, next } = registry.listEventTypes(param(request, 0), pageRequest(request))
+    route('get', '/admin/accounts/:account/event-types', 'viewer', {
+      summary: 'List event types', tag: 'Event types',
+      query: PAGE_QUERY,
+      ok: json(200, 'Built-in event types, then the account\'s.', R.EventTypeList), errors: ['invalid_field', 'account_not_found'],
+    }, request => {
+      const { items, next } = catalogs.eventTypes.list(param(request, 0), pageRequest(request))
       return ok({ eventTypes: items, next })
     }),
-    route('put', '/admin/accounts/:account/event-types/:name', async request => {
+    route('put', '/admin/accounts/:account/event-types/:name', 'editor', {
+      summary: 'Create or replace a custom event type', tag: 'Event types',
+      body: { schema: S.EventTypePut, example: { required: ['plan'] } },
+      ok: json(200, 'The event type.', R.EventType), errors: ['account_not_found', 'conflict'],
+    }, async request => {
       const name = pathName(request, 'event type name')
       const { required } = validateEventTypePut(request.body)
-      return ok(await registry.putEventType(param(request, 0), { name, required: [...new Set(required)] }))
+      return ok(await catalogs.eventTypes.put(param(request, 0), { name, required: [...new Set(required)] }))
     }),
-    route('get', '/admin/accounts/:account/event-types/:name', request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
-      const type = registry.eventType(account, param(request, 1))
+    route('get', '/admin/accounts/:account/event-types/:name', 'viewer', {
+      summary: 'Read an event type', tag: 'Event types',
+      ok: json(200, 'The event type.', R.EventType), errors: ['account_not_found', 'event_type_not_found'],
+    }, request => {
+      const account = knownAccount(request)
+      const type = catalogs.eventTypes.get(account, param(request, 1))
       if (type === undefined) throw new ApiError('event_type_not_found')
       return ok(type)
     }),
-    route('del', '/admin/accounts/:account/event-types/:name', async request => {
+    route('del', '/admin/accounts/:account/event-types/:name', 'editor', {
+      summary: 'Delete a custom event type', tag: 'Event types',
+      ok: json(200, 'Deleted.', R.NameDeleted), errors: ['invalid_field', 'account_not_found', 'event_type_not_found', 'conflict'],
+    }, async request => {
       const name = pathName(request, 'event type name')
-      await registry.deleteEventType(param(request, 0), name)
+      await catalogs.eventTypes.delete(param(request, 0), name)
       return ok({ name, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/campaigns', request => {
-      const { items, next } = registry.listCampaigns(param(request, 0), pageRequest(request))
+    route('get', '/admin/accounts/:account/campaigns', 'viewer', {
+      summary: 'List campaigns', tag: 'Campaigns',
+      query: PAGE_QUERY,
+      ok: json(200, 'The account\'s campaigns.', R.CampaignList), errors: ['invalid_field', 'account_not_found'],
+    }, request => {
+      const { items, next } = catalogs.campaigns.list(param(request, 0), pageRequest(request))
       return ok({ campaigns: items.map(({ id, campaign }) => ({ id, ...campaign })), next })
     }),
-    route('put', '/admin/accounts/:account/campaigns/:id', async request => {
+    route('put', '/admin/accounts/:account/campaigns/:id', 'editor', {
+      summary: 'Create or replace a campaign', description: 'Compiled when saved; every problem is reported at once with its JSON pointer.',
+      tag: 'Campaigns',
+      body: { schema: R.CampaignPut, example: { name: 'Summer shoes', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule: { fact: 'event.price', op: 'gte', value: 50 }, content: { banner: 'shoes.png' } } },
+      ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'invalid_campaign', 'unknown_event_type', 'conflict'],
+    }, async request => {
       const id = pathName(request, 'campaign id')
       const def = request.body
       assertCampaign(def)
-      refuseUnknownEvents(registry, param(request, 0), def.trigger.events ?? [])
-      await registry.putCampaign(param(request, 0), id, def)
+      refuseUnknownEvents(catalogs, param(request, 0), def.trigger.events ?? [])
+      await catalogs.campaigns.put(param(request, 0), id, def)
       return ok({ id, ...def })
     }),
-    route('get', '/admin/accounts/:account/campaigns/:id', request => {
+    route('get', '/admin/accounts/:account/campaigns/:id', 'viewer', {
+      summary: 'Read a campaign', tag: 'Campaigns',
+      ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'campaign_not_found'],
+    }, request => {
       const id = param(request, 1)
-      return ok({ id, ...registry.getCampaign(param(request, 0), id) })
+      return ok({ id, ...catalogs.campaigns.get(param(request, 0), id) })
     }),
-    route('del', '/admin/accounts/:account/campaigns/:id', async request => {
+    route('del', '/admin/accounts/:account/campaigns/:id', 'editor', {
+      summary: 'Delete a campaign', tag: 'Campaigns',
+      ok: json(200, 'Deleted.', R.IdDeleted), errors: ['account_not_found', 'campaign_not_found'],
+    }, async request => {
       const id = param(request, 1)
-      await registry.deleteCampaign(param(request, 0), id)
+      await catalogs.campaigns.delete(param(request, 0), id)
       return ok({ id, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/segments', request => {
-      const { items, next } = registry.listSegments(param(request, 0), pageRequest(request))
+    route('get', '/admin/accounts/:account/segments', 'viewer', {
+      summary: 'List segments', tag: 'Segments',
+      query: PAGE_QUERY,
+      ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['invalid_field', 'account_not_found'],
+    }, request => {
+      const { items, next } = catalogs.segments.list(param(request, 0), pageRequest(request))
       return ok({ segments: items.map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })), next })
     }),
-    route('put', '/admin/accounts/:account/segments/:name', async request => {
+    route('put', '/admin/accounts/:account/segments/:name', 'editor', {
+      summary: 'Create or replace a segment', description: 'With a rule it is computed (members are re-evaluated); without, it is manual.',
+      tag: 'Segments',
+      body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } } },
+      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'invalid_segment', 'conflict'],
+    }, async request => {
       const name = pathName(request, 'segment name')
       const errors = validateSegment(request.body)
       if (errors.length > 0) throw ApiError.of(errors, 'The segment definition is invalid.')
       const def = request.body as SegmentDef
-      await registry.putSegment(param(request, 0), name, def)
+      await catalogs.segments.put(param(request, 0), name, def)
       return ok({ name, ...def })
     }),
-    route('get', '/admin/accounts/:account/segments/:name', request => {
+    route('get', '/admin/accounts/:account/segments/:name', 'viewer', {
+      summary: 'Read a segment', tag: 'Segments',
+      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'segment_not_found'],
+    }, request => {
       const name = param(request, 1)
-      return ok({ name, ...registry.getSegment(param(request, 0), name), members: segmentMembers(param(request, 0), name) })
+      return ok({ name, ...catalogs.segments.get(param(request, 0), name), members: segmentMembers(param(request, 0), name) })
     }),
-    route('del', '/admin/accounts/:account/segments/:name', async request => {
+    route('del', '/admin/accounts/:account/segments/:name', 'editor', {
+      summary: 'Delete a segment', tag: 'Segments',
+      ok: json(200, 'Deleted.', R.NameDeleted), errors: ['account_not_found', 'segment_not_found'],
+    }, async request => {
       const name = param(request, 1)
-      await registry.deleteSegment(param(request, 0), name)
+      await catalogs.segments.delete(param(request, 0), name)
       return ok({ name, deleted: true })
     }),
 
-    route('get', '/admin/accounts/:account/webhooks', request => {
-      const { items, next } = registry.listWebhooks(param(request, 0), pageRequest(request))
+    route('get', '/admin/accounts/:account/webhooks', 'viewer', {
+      summary: 'List webhooks', tag: 'Webhooks',
+      ok: json(200, 'The account\'s webhooks, secrets redacted.', { type: 'object', required: ['webhooks', 'next'], properties: { webhooks: { type: 'array', items: R.webhookAnswer(WebhookConfigSchema) }, next: R.Next } } as TSchema),
+      query: PAGE_QUERY,
+      errors: ['invalid_field', 'account_not_found'],
+    }, request => {
+      const { items, next } = catalogs.webhooks.list(param(request, 0), pageRequest(request))
       return ok({ webhooks: items.map(({ id, webhook }) => ({ id, ...webhook })), next })
     }),
-    route('put', '/admin/accounts/:account/webhooks/:id', async request => {
+    route('put', '/admin/accounts/:account/webhooks/:id', 'editor', {
+      summary: 'Create or replace a webhook',
+      description: 'Validated and compiled when saved (templates, URL, SSRF, cron). A secret sent back as "[redacted]" keeps its saved value.',
+      tag: 'Webhooks',
+      body: {
+        schema: WebhookConfigSchema,
+        example: {
+          name: 'Orders to the CRM', enabled: true,
+          trigger: { kind: 'event', events: ['purchase'] },
+          request: { method: 'POST', url: 'https://crm.example.com/hooks/beacon', auth: { type: 'bearer', token: 'crm-secret' } },
+          delivery: { mode: 'async', timeoutMs: 5000, batchSize: 1 },
+        },
+      },
+      ok: json(200, 'The webhook, secrets redacted.', R.webhookAnswer(WebhookConfigSchema)), errors: ['account_not_found', 'conflict'],
+    }, async request => {
       const id = pathName(request, 'webhook id')
-      const webhook = await registry.putWebhook(param(request, 0), id, request.body)
+      const webhook = await catalogs.webhooks.put(param(request, 0), id, request.body)
       return ok({ id, ...redactWebhook(webhook.config) })
     }),
-    route('get', '/admin/accounts/:account/webhooks/:id', request => {
+    route('get', '/admin/accounts/:account/webhooks/:id', 'viewer', {
+      summary: 'Read a webhook', tag: 'Webhooks',
+      ok: json(200, 'The webhook, secrets redacted.', R.webhookAnswer(WebhookConfigSchema)), errors: ['account_not_found', 'webhook_not_found'],
+    }, request => {
       const id = param(request, 1)
-      return ok({ id, ...redactWebhook(registry.webhook(param(request, 0), id).config) })
+      return ok({ id, ...redactWebhook(catalogs.webhooks.webhook(param(request, 0), id).config) })
     }),
-    route('del', '/admin/accounts/:account/webhooks/:id', async request => {
+    route('del', '/admin/accounts/:account/webhooks/:id', 'editor', {
+      summary: 'Delete a webhook', tag: 'Webhooks',
+      ok: json(200, 'Deleted.', R.IdDeleted), errors: ['account_not_found', 'webhook_not_found'],
+    }, async request => {
       const id = param(request, 1)
-      await registry.deleteWebhook(param(request, 0), id)
+      await catalogs.webhooks.delete(param(request, 0), id)
       return ok({ id, deleted: true })
     }),
-    route('get', '/admin/accounts/:account/webhooks/:id/deliveries', async request => {
+    route('get', '/admin/accounts/:account/webhooks/:id/deliveries', 'viewer', {
+      summary: 'List a webhook\'s deliveries', description: 'Oldest first, a page at a time.', tag: 'Webhooks',
+      query: [
+        { name: 'status', description: 'Only deliveries in this status.', schema: { type: 'string', enum: [...DELIVERY_STATUSES] } as TSchema },
+        { name: 'after', description: 'The `next` of the previous page.', schema: { type: 'integer', minimum: 0 } as TSchema },
+        { name: 'limit', description: `Page size (default 100, at most ${LIST_PAGE_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: LIST_PAGE_MAX } as TSchema },
+      ],
+      ok: json(200, 'A page of deliveries.', R.DeliveryPage), errors: ['invalid_field', 'account_not_found', 'webhook_not_found'],
+    }, async request => {
       const account = param(request, 0)
       const id = param(request, 1)
-      registry.webhook(account, id)
+      catalogs.webhooks.webhook(account, id)
       const query = new URLSearchParams(request.query)
       const status = query.get('status')
       if (status !== null && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
@@ -243,7 +344,13 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
       const page = await deliveries.list(account, id, status as DeliveryStatus | null, after, limit)
       return ok({ deliveries: page.deliveries.map(deliveryView), next: page.next })
     }),
-    route('post', '/admin/accounts/:account/webhooks/:id/replay', async request => {
+    route('post', '/admin/accounts/:account/webhooks/:id/replay', 'editor', {
+      summary: 'Queue deliveries again',
+      description: 'The deliveries named, or the dead ones that occurred in [from, to); each starts again from attempt 1.',
+      tag: 'Webhooks',
+      body: { schema: S.WebhookReplay, example: { from: '2026-01-01T00:00:00Z' } },
+      ok: json(200, 'How many were queued again.', R.Replayed), errors: ['account_not_found', 'webhook_not_found'],
+    }, async request => {
       const { deliveryIds, from, to } = validateReplay(request.body)
       const fromMs = from === undefined ? 0 : Date.parse(from)
       const toMs = to === undefined ? Number.MAX_SAFE_INTEGER : Date.parse(to)
@@ -253,25 +360,33 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     }),
 
     // Privacy: everything held on a person, and its erasure (the profile and every device ever linked
-    // to it: actors/erasure.ts), and the erasure of one anonymous device.
-    route('get', '/admin/accounts/:account/profiles/:id/export', async request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
+    // to it: src/jobs/erasure.ts), and the erasure of one anonymous device.
+    route('get', '/admin/accounts/:account/profiles/:profileId/export', 'owner', {
+      summary: 'Export everything held on a person', description: 'The profile and each linked visitor (data subject access).', tag: 'People',
+      ok: json(200, 'The person\'s data.', R.PersonExport), errors: ['account_not_found'],
+    }, async request => {
+      const account = knownAccount(request)
       const profileId = param(request, 1)
       const { profile, visitors: devices } = await erasure.exportProfile(account, profileId)
       return ok({ profileId, profile: profileView(profileId, profile), visitors: devices.map(({ id, state }) => visitorView(id, state)) })
     }),
-    route('del', '/admin/accounts/:account/profiles/:id', async request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
+    route('del', '/admin/accounts/:account/profiles/:profileId', 'owner', {
+      summary: 'Erase a person', tag: 'People',
+      description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
+      ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
+    }, async request => {
+      const account = knownAccount(request)
       const id = param(request, 1)
       const erased = await erasure.eraseProfile(account, id)
       if (!erased.found) throw new ApiError('profile_not_found')
       return ok({ profileId: id, erased: { profiles: erased.profile ? 1 : 0, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
     }),
-    route('del', '/admin/accounts/:account/visitors/:id', async request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
+    route('del', '/admin/accounts/:account/visitors/:visitorId', 'owner', {
+      summary: 'Erase a visitor', tag: 'People',
+      description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
+      ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
+    }, async request => {
+      const account = knownAccount(request)
       const id = visitorKey(param(request, 1))
       const erased = await erasure.eraseVisitor(account, id)
       if (erased === null) throw new ApiError('visitor_not_found')
@@ -279,17 +394,21 @@ export function adminRoutes ({ registry, runtime, visitors, profiles, deliveries
     }),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).
-    route('get', '/admin/accounts/:account/visitors/:id', async request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
+    route('get', '/admin/accounts/:account/visitors/:visitorId', 'viewer', {
+      summary: 'Everything held on a visitor', tag: 'People',
+      ok: json(200, 'The visitor\'s record.', R.VisitorSnapshot), errors: ['account_not_found'],
+    }, async request => {
+      const account = knownAccount(request)
       const id = visitorKey(param(request, 1))
-      return ok(visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' }) as VisitorState))
+      return ok(visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' })))
     }),
-    route('get', '/admin/accounts/:account/profiles/:id', async request => {
-      const account = param(request, 0)
-      registry.getAccount(account)
+    route('get', '/admin/accounts/:account/profiles/:profileId', 'viewer', {
+      summary: 'Everything held on a profile', tag: 'People',
+      ok: json(200, 'The profile\'s record.', R.ProfileSnapshot), errors: ['account_not_found'],
+    }, async request => {
+      const account = knownAccount(request)
       const profileId = param(request, 1)
-      return ok(profileView(profileId, await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as ProfileState))
+      return ok(profileView(profileId, await runtime.send(profiles, account, profileId, { type: 'snapshot' })))
     }),
   ]
 }
@@ -303,9 +422,9 @@ function pageRequest (request: Request): PageRequest {
 }
 
 /** A campaign triggered by an event type the account does not know could never show: refused, naming each. */
-function refuseUnknownEvents (registry: Registry, account: string, events: readonly string[]): void {
-  registry.getAccount(account)
-  const items = events.flatMap((name, i) => registry.eventType(account, name) !== undefined ? [] : [errorItem('unknown_event_type', `/trigger/events/${i}`,
+function refuseUnknownEvents (catalogs: Catalogs, account: string, events: readonly string[]): void {
+  catalogs.accounts.get(account)
+  const items = events.flatMap((name, i) => catalogs.eventTypes.get(account, name) !== undefined ? [] : [errorItem('unknown_event_type', `/trigger/events/${i}`,
     `The event type "${name}" is not built in and was not defined for this account: define it first (PUT /admin/accounts/{account}/event-types/${name}).`)])
   if (items.length > 0) throw ApiError.of(items)
 }

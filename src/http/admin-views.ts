@@ -2,7 +2,7 @@
 // numbered from 1, and no internal bookkeeping (store keys, evaluation versions, index entries, window
 // counters keyed by rule hashes) that means nothing outside the process and may change between releases.
 
-import type { DeliveryRecord } from '../../actors/delivery.js'
+import type { DeliveryRecord } from '../delivery/record.js'
 import type { VisitorState } from '../../actors/visitor.js'
 import type { DeviceSummary, ProfileState } from '../../actors/profile.js'
 import type { ImpressionHistory, VisitorMetrics } from '../matching/index.js'

@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ApiError } from '../errors.js'
 import { CACHE_IMMUTABLE, CACHE_REVALIDATE, loadStaticFiles, serveFile, type StaticFile } from './static-files.js'
-import type { Request, Route } from './server.js'
+import type { Request } from './server.js'
+import type { RouteDefinition } from './route.js'
 
 /** The built panel: dist/web/panel, seen from dist/src/http (the built server) or src/http (sources). */
 export function panelDir (): string {
@@ -22,22 +23,23 @@ export const PANEL_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'no-referrer',
 }
 
-export function panelRoutes (files: Map<string, StaticFile> = loadStaticFiles(panelDir())): Route[] {
+/** The panel's files are not part of the API: served, but not in /openapi.json (`doc: null`). */
+export function panelRoutes (files: Map<string, StaticFile> = loadStaticFiles(panelDir())): RouteDefinition[] {
   const index = (request: Request): ReturnType<typeof serveFile> => {
     const file = files.get('index.html')
     if (file === undefined) throw new ApiError('not_found', 'The panel is not built: run npm run build.')
     return serveFile(request, file, CACHE_REVALIDATE, PANEL_HEADERS)
   }
   return [
-    { method: 'get', pattern: '/panel', body: false, handler: () => ({ status: 301, contentType: 'text/plain', headers: { Location: '/panel/' }, body: '' }) },
+    { method: 'get', pattern: '/panel', body: false, doc: null, handler: () => ({ status: 301, contentType: 'text/plain', headers: { Location: '/panel/' }, body: '' }) },
     {
-      method: 'get', pattern: '/panel/assets/*', body: false,
+      method: 'get', pattern: '/panel/assets/*', body: false, doc: null,
       handler: request => {
         const file = files.get(request.url.slice('/panel/'.length))
         if (file === undefined) throw new ApiError('not_found')
         return serveFile(request, file, CACHE_IMMUTABLE)
       },
     },
-    { method: 'get', pattern: '/panel/*', body: false, handler: index },
+    { method: 'get', pattern: '/panel/*', body: false, doc: null, handler: index },
   ]
 }

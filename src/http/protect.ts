@@ -16,12 +16,12 @@ const ENTITIES: Record<string, string> = {
 const SECRET = /password|secret|token|authorization|hash|key/i
 const SUMMARY_MAX = 300
 
-export function protectAdminRoutes (routes: Route[], access: Access, audit: AuditLog): Route[] {
+export function protectAdminRoutes<R extends Route> (routes: R[], access: Access, audit: AuditLog): R[] {
   const gets = new Map<string, Route>()
   for (const route of routes) if (route.method === 'get') gets.set(route.pattern, route)
   return routes.map(route => {
     if (!route.pattern.startsWith('/admin')) return route
-    const guarded: Route = { ...route, guard: access.guardFor(route) }
+    const guarded: R = { ...route, guard: access.guardFor(route) }
     if (route.method === 'get' || route.method === 'options' || route.audit === false) return guarded
     return { ...guarded, handler: audited(route, gets.get(route.pattern) ?? null, audit) }
   })

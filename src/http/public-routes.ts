@@ -8,22 +8,26 @@
 // name the account in the query string too (`?account=<id>`): the preflight is answered from it, and
 // the body's account must be the same. Token endpoints answer browsers only when the account allows it.
 
+import type { TSchema } from 'typebox'
 import { ApiError, errorItem } from '../errors.js'
 import type { CorsHeaders } from '../auth/origins.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
-import type { BrowserAccess, Registry } from '../store/registry.js'
-import type { ActorRuntime } from '../../actors/runtime.js'
+import type { Catalogs } from '../catalog/catalogs.js'
+import type { BrowserAccess } from '../catalog/accounts.js'
+import type { ActorRuntime, ReplyOf } from '../../actors/runtime.js'
 import type { EntityView } from '../../actors/entity.js'
-import type { Campaign, EventBody, VisitorKind } from '../../actors/visitor.js'
-import type { ProfileKind } from '../../actors/profile.js'
+import type { EventBody, VisitorKind, VisitorMessage, VisitorReplies } from '../../actors/visitor.js'
+import type { ProfileKind, ProfileMessage, ProfileReplies } from '../../actors/profile.js'
 import * as S from './schemas.js'
-import { validator } from './validate.js'
-import { errorReply, type Reply, type Request, type Route } from './server.js'
+import { validator } from '../validator.js'
+import { errorReply, type Reply, type Request } from './server.js'
+import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
+import * as R from './reply-schemas.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
-  registry: Registry
+  catalogs: Catalogs
   runtime: ActorRuntime
   clock: Clock
   visitors: VisitorKind
@@ -52,15 +56,37 @@ type Mode = 'read' | 'write'
 /** How long a browser may cache a preflight answer: an origin removed from allowedOrigins is refused by then. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 600
 
-export function publicRoutes ({ registry, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, countEvent = null }: PublicDeps): Route[] {
+/** Browsers name the account in the query string too: their preflight carries no body. */
+const ACCOUNT_QUERY: QueryParameter = {
+  name: 'account',
+  description: 'The account (browser calls): the preflight is answered for it; when the body names one too, they must be equal.',
+  schema: { type: 'string', format: 'uuid' } as TSchema,
+}
+const BROWSER_ERRORS = ['origin_not_allowed'] as const
+const TOKEN_BROWSER_ERRORS = ['origin_not_allowed', 'browser_token_forbidden'] as const
+
+/** The documentation of a public endpoint's preflight; `tokens`: a token endpoint. */
+function preflightDoc (tokens: boolean): RouteDoc {
+  return {
+    summary: 'CORS preflight',
+    description: 'With an Origin header: 204 with Access-Control-Allow-Origin (the origin), -Methods, -Headers and -Max-Age when the ' +
+      'account (query string) allows the origin' + (tokens ? ' and allowBrowserTokens is on' : '') + '; refused otherwise, without CORS headers. ' +
+      'Without an Origin header: 204 with Allow.',
+    tag: 'Browsers', query: [ACCOUNT_QUERY],
+    ok: { status: 204, description: 'Allowed (CORS headers), or a plain OPTIONS (Allow).', schema: R.NoBody, contentType: null },
+    errors: ['account_not_found', ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)],
+  }
+}
+
+export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, countEvent = null }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
-    if (registry.activeAccount(account) === undefined) throw new ApiError('account_not_found')
+    if (catalogs.accounts.active(account) === undefined) throw new ApiError('account_not_found')
   }
 
   function authenticate (account: string, token: string | undefined, mode: Mode): TokenRecord {
     if (token === undefined) throw new ApiError('token_missing', 'This endpoint needs a token: send it in the "token" field.', '/token')
     const parsed = parseToken(token)
-    const live = parsed === null ? undefined : registry.token(parsed.id)
+    const live = parsed === null ? undefined : catalogs.tokens.get(parsed.id)
     if (parsed === null || live === undefined || !secretMatches(parsed.secret, live.record.hash) || live.record.revokedAt !== null) {
       throw new ApiError('token_invalid', undefined, '/token')
     }
@@ -109,7 +135,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   function allowBrowser (request: Request, account: string, tokens: boolean): CorsHeaders {
     if (account === '') throw new ApiError('origin_not_allowed', 'Browser calls name the account in the query string: ?account=<id>.')
     requireAccount(account)
-    const access = registry.browserAccessOf(account)!
+    const access = catalogs.accounts.browserAccessOf(account)!
     const headers = access.origins.headersFor(request.origin)
     if (headers === null) throw new ApiError('origin_not_allowed', `The origin ${JSON.stringify(request.origin.slice(0, 200))} is not in the account's allowedOrigins.`)
     if (tokens && !access.allowBrowserTokens) throw new ApiError('browser_token_forbidden')
@@ -150,13 +176,13 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   async function campaignsQuery (body: unknown): Promise<Reply> {
     let event = validateEvent(body) as EventBody
     requireAccount(event.account)
-    if (event.profileId !== undefined) verifyIdentity(registry.browserAccessOf(event.account)!, event)
+    if (event.profileId !== undefined) verifyIdentity(catalogs.accounts.browserAccessOf(event.account)!, event)
     if (event.profileIdSignature !== undefined) {
       // Proof, not data: never recorded nor passed on (a copy only on these calls, so others keep their shape).
       const { profileIdSignature: _signature, ...rest } = event
       event = rest as EventBody
     }
-    const type = registry.eventType(event.account, event.event)
+    const type = catalogs.eventTypes.get(event.account, event.event)
     if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
     const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
     if (missing.length > 0) {
@@ -169,11 +195,16 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     }
     const mark = outboxMark()
     const nowMs = clock.nowMs()
-    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs }) as Campaign[]
+    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs })
     const sync = afterWrite(event.account, mark)
     if (sync !== null) await sync
     if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
+  }
+
+  /** A message both kinds take alike, to the visitor or the profile: its reply, typed. */
+  function sendEither<T extends Extract<VisitorMessage, ProfileMessage>> (kind: VisitorKind | ProfileKind, account: string, id: string, message: T): Promise<ReplyOf<VisitorReplies, T> | ReplyOf<ProfileReplies, T>> {
+    return kind === visitors ? runtime.send(visitors, account, id, message) : runtime.send(profiles, account, id, message)
   }
 
   async function entityQuery (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, names: string[] | undefined, segments: string[] | undefined): Promise<Reply> {
@@ -181,7 +212,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     const record = authenticate(account, token, 'read')
     if (names !== undefined) checkAttributes(record, names, '/attributes')
     const query = { attributes: names ?? null, segments: segments ?? null, allowed: (name: string) => allowsAttribute(record, name) }
-    return queryReply(await runtime.send(kind as VisitorKind, account, id, { type: 'query', query }) as EntityView)
+    return queryReply(await sendEither(kind, account, id, { type: 'query', query }))
   }
 
   async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>): Promise<void> {
@@ -189,7 +220,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
     const record = authenticate(account, token, 'write')
     checkAttributes(record, Object.keys(attributes), '/attributes')
     const mark = outboxMark()
-    await runtime.send(kind as VisitorKind, account, id, { type: 'attributes', attributes })
+    await sendEither(kind, account, id, { type: 'attributes', attributes })
     await afterWrite(account, mark)
   }
 
@@ -197,13 +228,13 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[] | null> {
     requireAccount(account)
     const record = authenticate(account, token, 'write')
-    const computed = registry.segmentSet(account).computedNames
+    const computed = catalogs.segments.compiledSet(account).computedNames
     const refused = [...(assign ?? []).map((name, i) => [name, `/assignees/${i}`]), ...(remove ?? []).map((name, i) => [name, `/removes/${i}`])]
       .filter(([name]) => computed.has(name!))
       .map(([name, field]) => errorItem('segment_computed', field, `"${name}" is computed from its rule; it cannot be assigned or removed by hand.`))
     if (refused.length > 0) throw ApiError.of(refused)
     const mark = outboxMark()
-    const segments = await runtime.send(kind as VisitorKind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] }) as string[]
+    const segments = await sendEither(kind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] })
     await afterWrite(account, mark)
     return canRead(record) ? segments : null
   }
@@ -216,7 +247,7 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
    */
   function admit (request: Request): AccountSlot | null {
     const id = (lowerCaseIds(request.body) as { account?: unknown }).account
-    const account = typeof id === 'string' ? registry.activeAccount(id) : undefined
+    const account = typeof id === 'string' ? catalogs.accounts.active(id) : undefined
     return account === undefined ? null : accountLimits.enter(account)
   }
   const release = (slot: object): void => accountLimits.leave(slot as AccountSlot)
@@ -227,16 +258,20 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   }
 
   /**
-   * A public endpoint and its preflight; `tokens`: a token endpoint (browsers only when the account
-   * allows it). admit() lower-cased the ids of the body before the handler sees it.
+   * A public endpoint and its preflight; a token endpoint (`doc.token`) answers browsers only when the
+   * account allows it. admit() lower-cased the ids of the body before the handler sees it.
    */
-  const post = (pattern: string, handler: (body: unknown) => Promise<Reply>, tokens = true): Route[] => [
-    {
-      method: 'post', pattern, body: true, admit, release,
-      handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
-    },
-    { method: 'options', pattern, body: false, handler: request => preflight(request, tokens) },
-  ]
+  const post = (pattern: string, doc: RouteDoc, handler: (body: unknown) => Promise<Reply>): RouteDefinition[] => {
+    const tokens = doc.token !== undefined
+    return [
+      {
+        method: 'post', pattern, body: true, admit, release,
+        doc: { ...doc, query: [ACCOUNT_QUERY], errors: [...doc.errors, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] },
+        handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
+      },
+      { method: 'options', pattern, body: false, doc: preflightDoc(tokens), handler: request => preflight(request, tokens) },
+    ]
+  }
 
   function preflight (request: Request, tokens: boolean): Reply {
     // Not a browser's preflight: a plain OPTIONS, answered with the methods.
@@ -246,30 +281,73 @@ export function publicRoutes ({ registry, runtime, clock, visitors, profiles, ou
   }
 
   return [
-    ...post('/campaigns/query', campaignsQuery, false),
-    ...post('/profiles/query', async body => {
+    ...post('/campaigns/query', {
+      summary: 'Fire an event; answer the eligible campaigns',
+      description: 'Records the event on the visitor (durably, before answering) and answers the campaigns the visitor is eligible for. No token needed: browsers call it.',
+      tag: 'Events',
+      body: { schema: S.EventRequest, example: { account: EXAMPLE_ACCOUNT, visitorId: EXAMPLE_VISITOR, platform: 'web', event: 'pageView', path: '/shoes' } },
+      ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
+      errors: ['account_not_found', 'unknown_event_type', 'rate_limited', 'identity_unverified'],
+    }, campaignsQuery),
+    ...post('/profiles/query', {
+      summary: 'Read a profile\'s attributes and segments',
+      tag: 'Profiles', token: 'read',
+      body: { schema: S.ProfileQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: ['plan'] } },
+      ok: json(200, 'The unified view of the profile (never seen: empty).', R.EntityAnswer),
+      errors: ['account_not_found', 'attribute_forbidden'],
+    }, async body => {
       const q = validateProfileQuery(body)
       return entityQuery(profiles, q.account, q.profileId, q.token, q.attributes, q.segments)
     }),
-    ...post('/visitors/query', async body => {
+    ...post('/visitors/query', {
+      summary: 'Read a visitor\'s attributes and segments',
+      tag: 'Visitors', token: 'read',
+      body: { schema: S.VisitorQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: EXAMPLE_VISITOR } },
+      ok: json(200, 'The visitor\'s data, with profileId when linked (never seen: empty).', R.EntityAnswer),
+      errors: ['account_not_found', 'attribute_forbidden'],
+    }, async body => {
       const q = validateVisitorQuery(body)
       return entityQuery(visitors, q.account, q.visitorId, q.token, q.attributes, q.segments)
     }),
-    ...post('/profiles/attributes', async body => {
+    ...post('/profiles/attributes', {
+      summary: 'Set or delete (null) a profile\'s attributes',
+      tag: 'Profiles', token: 'write',
+      body: { schema: S.ProfileAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: { plan: 'pro', tags: ['a', 'b'], old: null } } },
+      ok: json(200, 'Saved (durably).', R.savedAnswer('profileId', false)),
+      errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
+    }, async body => {
       const u = validateProfileAttributes(body)
       await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes)
       return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Attributes saved.', errors: [] } }
     }),
-    ...post('/visitors/attributes', async body => {
+    ...post('/visitors/attributes', {
+      summary: 'Set or delete (null) a visitor\'s attributes',
+      tag: 'Visitors', token: 'write',
+      body: { schema: S.VisitorAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: EXAMPLE_VISITOR, attributes: { color: 'red' } } },
+      ok: json(200, 'Saved (durably).', R.savedAnswer('visitorId', false)),
+      errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
+    }, async body => {
       const u = validateVisitorAttributes(body)
       await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
       return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
     }),
-    ...post('/profiles/segments', async body => {
+    ...post('/profiles/segments', {
+      summary: 'Assign or remove a profile\'s manual segments',
+      tag: 'Profiles', token: 'write',
+      body: { schema: S.ProfileSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', assignees: ['vip'], removes: ['trial'] } },
+      ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('profileId', true)),
+      errors: ['account_not_found', 'segment_computed', 'entity_full'],
+    }, async body => {
       const u = validateProfileSegments(body)
       return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes))
     }),
-    ...post('/visitors/segments', async body => {
+    ...post('/visitors/segments', {
+      summary: 'Assign or remove a visitor\'s manual segments',
+      tag: 'Visitors', token: 'write',
+      body: { schema: S.VisitorSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: EXAMPLE_VISITOR, assignees: ['returning'] } },
+      ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('visitorId', true)),
+      errors: ['account_not_found', 'segment_computed', 'entity_full'],
+    }, async body => {
       const u = validateVisitorSegments(body)
       return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes))
     }),

@@ -1,28 +1,45 @@
 // Reports (viewer and up): per hour or day over a range, as JSON or CSV. The numbers are what the
 // nodes folded into the store, so they may be up to `lagMs` late.
 
+import Type from 'typebox'
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
-import type { Registry } from '../store/registry.js'
+import type { Catalogs } from '../catalog/catalogs.js'
 import type { Store } from '../store/store.js'
-import { GRANULARITIES, RANGE_DAYS_MAX, readReport, reportCsv, type Granularity } from '../reports/report.js'
+import { RANGE_MAX_DAYS, readReport, reportCsv } from '../reports/report.js'
+import { GRANULARITIES, type Granularity } from '../reports/report-shape.js'
 import { DAY_MS } from '../reports/counters.js'
 import { accountParam } from './access.js'
-import type { Route } from './server.js'
+import { json, type RouteDefinition } from './route.js'
+import * as R from './reply-schemas.js'
 
-export function reportRoutes ({ registry, store, clock, foldMs }: { registry: Registry, store: Store, clock: Clock, foldMs: number }): Route[] {
+export function reportRoutes ({ catalogs, store, clock, foldMs }: { catalogs: Catalogs, store: Store, clock: Clock, foldMs: number }): RouteDefinition[] {
   return [{
     method: 'get', pattern: '/admin/accounts/:account/reports', body: false, role: 'viewer',
+    doc: {
+      summary: 'Report per hour or day',
+      description: `One row per bucket of [from, to), empty ones included; hour ranges up to ${RANGE_MAX_DAYS.hour} days, day ranges up to ${RANGE_MAX_DAYS.day}. ` +
+        'Buckets are UTC and by arrival time. Impressions: campaigns /campaigns/query answered; views and clicks: events of the kinds campaignView and campaignClick with their campaignId. ' +
+        '`format=csv` answers text/csv in long format: `t,kind,key,value`.',
+      tag: 'Reports',
+      query: [
+        { name: 'from', description: 'ISO-8601 start (default: to minus one day for hour, 30 days for day).', schema: Type.String() },
+        { name: 'to', description: 'ISO-8601 end, exclusive (default: now).', schema: Type.String() },
+        { name: 'granularity', description: 'hour or day (default day).', schema: Type.Union([Type.Literal('hour'), Type.Literal('day')]) },
+        { name: 'format', description: 'json (default) or csv.', schema: Type.Union([Type.Literal('json'), Type.Literal('csv')]) },
+      ],
+      ok: json(200, 'The rows (or CSV with format=csv).', R.Report), errors: ['account_not_found', 'invalid_field'],
+    },
     handler (request) {
-      const account = accountParam(request, registry)
+      const account = accountParam(request, catalogs)
       const query = new URLSearchParams(request.query)
       const granularity = (query.get('granularity') ?? 'day') as Granularity
       if (!GRANULARITIES.includes(granularity)) throw new ApiError('invalid_field', 'granularity must be hour or day.', '/granularity')
       const toMs = time(query.get('to'), clock.nowMs(), 'to')
       const fromMs = time(query.get('from'), toMs - (granularity === 'hour' ? DAY_MS : 30 * DAY_MS), 'from')
       if (fromMs >= toMs) throw new ApiError('invalid_field', 'from must be before to.', '/from')
-      if (toMs - fromMs > RANGE_DAYS_MAX[granularity] * DAY_MS) {
-        throw new ApiError('invalid_field', `A ${granularity} report covers at most ${RANGE_DAYS_MAX[granularity]} days.`, '/to')
+      if (toMs - fromMs > RANGE_MAX_DAYS[granularity] * DAY_MS) {
+        throw new ApiError('invalid_field', `A ${granularity} report covers at most ${RANGE_MAX_DAYS[granularity]} days.`, '/to')
       }
       const format = query.get('format') ?? 'json'
       if (format !== 'json' && format !== 'csv') throw new ApiError('invalid_field', 'format must be json or csv.', '/format')

@@ -1,13 +1,12 @@
 // Request schemas of the public and admin APIs (TypeBox: JSON Schema with static types). Validators
-// are compiled once at start (validate.ts); the same schemas will generate the OpenAPI document.
+// are compiled once at start (src/validator.ts); the same schemas will generate the OpenAPI document.
 // Every string and list has a limit, so no field can make a request expensive.
 
 import Type, { type Static } from 'typebox'
+import { ALLOWED_ORIGINS_MAX } from '../auth/origins.js'
 import { TOKEN_ATTRIBUTES_MAX } from '../store/limits.js'
-
-export const NAME_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$'
-export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
-export const UUID4_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$'
+import { PASSWORD_LENGTH_MAX, PASSWORD_LENGTH_MIN } from '../users/password.js'
+import { NAME_PATTERN, UUID4_PATTERN, UUID_PATTERN } from '../patterns.js'
 
 export const LIMITS = {
   idLengthMax: 256,
@@ -132,7 +131,7 @@ export const AccountPatch = Type.Object({
   name: Type.Optional(Label),
   suspended: Type.Optional(Type.Boolean()),
   allowedOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
-    maxItems: 100, description: 'Browser origins allowed to call the public API: https://shop.example or https://*.shop.example.',
+    maxItems: ALLOWED_ORIGINS_MAX, description: 'Browser origins allowed to call the public API: https://shop.example or https://*.shop.example.',
   })),
   identityVerification: Type.Optional(Type.Union([Type.Literal('required'), Type.Literal('off')], {
     description: '"required": a profileId on /campaigns/query needs a profileIdSignature.',
@@ -175,13 +174,13 @@ export const WebhookReplay = Type.Object({
 
 // Panel users and sign-in (src/http/user-routes.ts).
 const Email = Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$', description: 'E-mail address (unique across the instance).' })
-const Password = Type.String({ minLength: 12, maxLength: 256, description: '12 to 256 characters.' })
+const Password = Type.String({ minLength: PASSWORD_LENGTH_MIN, maxLength: PASSWORD_LENGTH_MAX, description: `${PASSWORD_LENGTH_MIN} to ${PASSWORD_LENGTH_MAX} characters.` })
 const UserName = Type.String({ maxLength: 128 })
 export const UserRole = Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')])
 
 export const SignIn = Type.Object({
   email: Type.String({ minLength: 1, maxLength: 254 }),
-  password: Type.String({ minLength: 1, maxLength: 256 }),
+  password: Type.String({ minLength: 1, maxLength: PASSWORD_LENGTH_MAX }),
 }, { additionalProperties: false })
 
 export const UserCreate = Type.Object({

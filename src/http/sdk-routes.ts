@@ -6,7 +6,9 @@
 
 import { ApiError } from '../errors.js'
 import { loadStaticFiles, serveFile, type StaticFile } from './static-files.js'
-import { errorReply, type Route } from './server.js'
+import { errorReply } from './server.js'
+import type { RouteDefinition } from './route.js'
+import * as R from './reply-schemas.js'
 
 const ROOT = new URL(import.meta.url.includes('/dist/src/') ? '../../../' : '../../', import.meta.url).pathname
 
@@ -15,11 +17,24 @@ export const SDK_DIR = `${ROOT}dist/web/sdk/`
 export const SDK_CACHE = 'public, max-age=3600'
 const HEADERS = { 'Access-Control-Allow-Origin': '*' }
 
-export function sdkRoutes (files: ReadonlyMap<string, StaticFile> = loadStaticFiles(SDK_DIR)): Route[] {
-  return ['beacon.js', 'beacon.mjs'].map(name => ({
+/** The two builds, and what the document says of each. */
+const FILES = [
+  { name: 'beacon.js', kind: 'classic script', about: 'A classic script: defines the global Beacon.' },
+  { name: 'beacon.mjs', kind: 'ES module', about: 'An ES module: import { Beacon } from it.' },
+]
+
+export function sdkRoutes (files: ReadonlyMap<string, StaticFile> = loadStaticFiles(SDK_DIR)): RouteDefinition[] {
+  return FILES.map(({ name, kind, about }): RouteDefinition => ({
     method: 'get',
     pattern: `/sdk/${name}`,
     body: false,
+    doc: {
+      summary: `The browser SDK (${kind})`,
+      description: `Built from src/sdk. Cache-Control: public, max-age=3600, with an ETag (If-None-Match: 304); docs/sdk.md. ${about}`,
+      tag: 'Browsers',
+      ok: { status: 200, description: 'The script.', schema: R.ScriptText, contentType: 'text/javascript; charset=utf-8' },
+      errors: ['not_found'],
+    },
     handler: request => {
       const file = files.get(name)
       return file === undefined ? errorReply(new ApiError('not_found', 'The SDK was not built (npm run build).')) : serveFile(request, file, SDK_CACHE, HEADERS)

@@ -88,14 +88,14 @@ export interface RouteInfo {
 /** Paths no route matches (404) are observed as this pseudo-route. */
 export const UNMATCHED: RouteInfo = { method: 'any', pattern: '(unmatched)' }
 
-export interface ServerOptions {
+export interface ServerOptions<R extends Route = Route> {
   host: string
   port: number
-  maxBodyBytes: number
-  /** The limit of raw bodies (`body: 'raw'`: uploads); default maxBodyBytes. */
-  rawBodyBytes?: number
+  bodySizeMaxBytes: number
+  /** The limit of raw bodies (`body: 'raw'`: uploads); default bodySizeMaxBytes. */
+  rawBodySizeMaxBytes?: number
   inflightMax: number
-  routes: Route[]
+  routes: R[]
   /** A handler threw something other than an ApiError (a bug): told the method and route pattern, never the URL (ids). */
   onError: (error: unknown, method: string, route: string) => void
   /**
@@ -202,20 +202,21 @@ function onAbort (this: Exchange): void {
   }
 }
 
-export class HttpServer {
+/** `R`: the routes' own type (src/http/route.ts adds their documentation), handed back by routes(). */
+export class HttpServer<R extends Route = Route> {
   private readonly app: uWS.TemplatedApp
-  private readonly options: ServerOptions
+  private readonly options: ServerOptions<R>
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
-  private readonly discardBytesMax: number
+  private readonly discardMaxBytes: number
   private listenSocket: uWS.us_listen_socket | null = null
   inflight = 0
   draining = false
   /** Called whenever inflight drops to zero while draining. */
   private idleWaiters: (() => void)[] = []
 
-  constructor (options: ServerOptions) {
+  constructor (options: ServerOptions<R>) {
     this.options = options
-    this.discardBytesMax = Math.max(1 << 20, 4 * options.maxBodyBytes)
+    this.discardMaxBytes = Math.max(1 << 20, 4 * options.bodySizeMaxBytes)
     this.app = uWS.App()
     const observe = options.observe ?? null
     const allowed = new Map<string, string[]>()
@@ -243,7 +244,7 @@ export class HttpServer {
   }
 
   /** Every route served (method, uWS pattern with `:name` parameters, role…), in registration order. */
-  routes (): readonly Route[] {
+  routes (): readonly R[] {
     return this.options.routes
   }
 
@@ -292,9 +293,9 @@ export class HttpServer {
     }
     if (!route.body) return this.dispatch(exchange, route, undefined)
 
-    const max = route.body === 'raw' ? this.options.rawBodyBytes ?? this.options.maxBodyBytes : this.options.maxBodyBytes
+    const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
     const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
-    if (declared > Math.max(this.discardBytesMax, 2 * max)) return this.tooLarge(exchange, max, true)
+    if (declared > Math.max(this.discardMaxBytes, 2 * max)) return this.tooLarge(exchange, max, true)
     let chunks: Buffer[] | null = null
     let size = 0
     res.onData((chunk, isLast) => {

@@ -4,23 +4,24 @@
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
-import type { Registry } from '../store/registry.js'
+import type { Catalogs } from '../catalog/catalogs.js'
 import { explainCampaign } from '../matching/index.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
-import { emptyVisitor, metricsOf, recordBehaviour, type EventBody, type VisitorKind, type VisitorState } from '../../actors/visitor.js'
+import { emptyVisitor, metricsOf, recordBehaviour, type EventBody, type VisitorKind } from '../../actors/visitor.js'
 import { allSegments } from '../../actors/entity.js'
-import type { ProfileKind, ProfileView } from '../../actors/profile.js'
-import type { DeliveryHub } from '../../actors/delivery.js'
-import type { DeliveryItem } from '../webhooks/index.js'
+import type { ProfileKind } from '../../actors/profile.js'
+import type { DeliveryHub } from '../delivery/hub.js'
+import type { CompiledWebhook, DeliveryItem } from '../webhooks/index.js'
 import * as S from './schemas.js'
-import { validator } from './validate.js'
-import type { Route } from './server.js'
+import { validator } from '../validator.js'
+import { json, type RouteDefinition } from './route.js'
+import * as R from './reply-schemas.js'
 
 const validateTest = validator(S.CampaignTest)
 const validateEvent = validator(S.EventRequest)
 
 export interface TryDeps {
-  registry: Registry
+  catalogs: Catalogs
   runtime: ActorRuntime
   visitors: VisitorKind
   profiles: ProfileKind
@@ -31,29 +32,38 @@ export interface TryDeps {
 /** The visitor of a test delivery's sample (a UUID v4 no site produces: all zeros but the version bits). */
 export const SAMPLE_VISITOR = '00000000-0000-4000-8000-000000000000'
 
-export function tryRoutes ({ registry, runtime, visitors, profiles, deliveries, clock }: TryDeps): Route[] {
+export function tryRoutes ({ catalogs, runtime, visitors, profiles, deliveries, clock }: TryDeps): RouteDefinition[] {
   return [
     {
       method: 'post', pattern: '/admin/accounts/:account/campaigns/:id/test', body: true, role: 'editor', audit: false,
+      doc: {
+        summary: 'Would this campaign be returned for this event?',
+        description: 'The event as /campaigns/query takes it (no account or token; visitorId optional: a visitor never seen). ' +
+          'The visitor state is the stored visitor\'s (its behaviour plus this event, as the real query records it before matching; a linked profile\'s unified view), or the `attributes` and `segments` given. ' +
+          'Each check says why not; the verdict is the real matcher\'s (same compiled pieces). Nothing is recorded: no behaviour, no impression.',
+        tag: 'Try',
+        body: { schema: S.CampaignTest, example: { event: { platform: 'web', event: 'productView', sku: 'A1', price: 80 }, attributes: { plan: 'pro' }, segments: ['vip'] } },
+        ok: json(200, 'The verdict and each check.', R.Explanation), errors: ['account_not_found', 'campaign_not_found', 'unknown_event_type'],
+      },
       async handler (request) {
         const account = request.params[0] ?? ''
         const id = request.params[1] ?? ''
         const spec = validateTest(request.body)
-        const def = registry.getCampaign(account, id)
+        const def = catalogs.campaigns.get(account, id)
         const given = spec.event as Record<string, unknown>
         const event = prefixed(() => validateEvent({ ...given, account, visitorId: given.visitorId ?? SAMPLE_VISITOR })) as EventBody
-        const type = registry.eventType(account, event.event)
+        const type = catalogs.eventTypes.get(account, event.event)
         if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event/event')
         const nowMs = clock.nowMs()
         // The stored visitor (a copy: nothing is written), then this event's behaviour, as the real query records it before matching.
-        const state = given.visitorId === undefined ? emptyVisitor() : await runtime.send(visitors, account, event.visitorId, { type: 'snapshot' }) as VisitorState
+        const state = given.visitorId === undefined ? emptyVisitor() : await runtime.send(visitors, account, event.visitorId, { type: 'snapshot' })
         recordBehaviour(state, event, nowMs)
         // A visitor linked to a profile is matched on the profile's unified view, as the real query does.
         let attributes: Record<string, unknown> = state.attributes
         let segments: readonly string[] = allSegments(state)
         const profileId = event.profileId ?? state.profileId
         if (profileId !== null && (spec.attributes === undefined || spec.segments === undefined)) {
-          const { unified } = await runtime.send(profiles, account, profileId, { type: 'snapshot' }) as { unified: ProfileView }
+          const { unified } = await runtime.send(profiles, account, profileId, { type: 'snapshot' })
           attributes = { ...state.attributes, ...unified.attributes }
           segments = [...allSegments(state), ...unified.segments]
         }
@@ -69,9 +79,16 @@ export function tryRoutes ({ registry, runtime, visitors, profiles, deliveries, 
     },
     {
       method: 'post', pattern: '/admin/accounts/:account/webhooks/:id/test', body: false, role: 'editor', audit: false,
+      doc: {
+        summary: 'Send a test delivery now',
+        description: 'One sample request (a sample visitor, the trigger\'s first event kind or segment, `eventFields: {test: true}`) rendered with the webhook\'s template, headers, auth and signature, ' +
+          'sent to its target with its timeout. Not stored in the deliveries log, never retried.',
+        tag: 'Try',
+        ok: json(200, 'What the target answered.', R.TestDelivery), errors: ['account_not_found', 'webhook_not_found'],
+      },
       async handler (request) {
         const account = request.params[0] ?? ''
-        const webhook = registry.webhook(account, request.params[1] ?? '')
+        const webhook = catalogs.webhooks.webhook(account, request.params[1] ?? '')
         const result = await deliveries.sendTest(webhook, sampleItem(account, webhook.trigger, clock.nowMs()))
         const body: { ok: boolean, status: number | null, durationMs: number, error?: string } = {
           ok: result.outcome === 'delivered', status: result.status ?? null, durationMs: Math.round(result.latencyMs),
@@ -94,7 +111,7 @@ function sampleItem (account: string, trigger: DeliveryHubTrigger, nowMs: number
   return { id: `test-${randomUUID()}`, occurredAtMs: nowMs, context }
 }
 
-type DeliveryHubTrigger = ReturnType<Registry['webhook']>['trigger']
+type DeliveryHubTrigger = CompiledWebhook['trigger']
 
 /** Event validation errors point into `event`. */
 function prefixed<T> (run: () => T): T {

@@ -3,7 +3,7 @@
 
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
-import type { Registry } from '../store/registry.js'
+import type { Catalogs } from '../catalog/catalogs.js'
 import { Users } from '../users/users.js'
 import { SESSION_COOKIE, type Sessions } from '../users/sessions.js'
 import { DECOY_HASH, verifyPassword } from '../users/password.js'
@@ -11,21 +11,23 @@ import { SignInLimit } from '../users/sign-in-limit.js'
 import { normalizeEmail } from '../users/users.js'
 import { accountParam, isHttps, principalOf } from './access.js'
 import * as S from './schemas.js'
-import { validator } from './validate.js'
-import type { Request, Route } from './server.js'
+import { validator } from '../validator.js'
+import type { Request } from './server.js'
+import { EXAMPLE_EMAIL, EXAMPLE_PASSWORD, json, type RouteDefinition } from './route.js'
+import * as R from './reply-schemas.js'
 
 const validateSignIn = validator(S.SignIn)
 const validateUserCreate = validator(S.UserCreate)
 const validateUserPatch = validator(S.UserPatch)
 
 export interface UserRouteDeps {
-  registry: Registry
+  catalogs: Catalogs
   users: Users
   sessions: Sessions
   clock: Clock
 }
 
-export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps): Route[] {
+export function userRoutes ({ catalogs, users, sessions, clock }: UserRouteDeps): RouteDefinition[] {
   const limit = new SignInLimit()
   const maxAgeS = Math.floor(sessions.ttlMs / 1000)
 
@@ -38,6 +40,15 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
   return [
     {
       method: 'post', pattern: '/admin/session', body: true, role: 'public', audit: { action: 'sign-in', entity: 'user' },
+      doc: {
+        summary: 'Sign in to the panel',
+        description: 'Sets the `beacon_session` cookie (HttpOnly, SameSite=Strict, Path=/, Max-Age; Secure behind https). ' +
+          'A wrong email and a wrong password get the same 401. Failed attempts are limited per email and per client address (429, Retry-After).',
+        tag: 'Panel',
+        body: { schema: S.SignIn, example: { email: EXAMPLE_EMAIL, password: EXAMPLE_PASSWORD } },
+        ok: json(200, 'Signed in; the cookie is set.', R.SessionAnswer),
+        errors: ['invalid_credentials', 'rate_limited', 'csrf_refused'],
+      },
       async handler (request) {
         const { email, password } = validateSignIn(request.body)
         const key = normalizeEmail(email)
@@ -47,7 +58,7 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
         }
         const found = users.byEmailForSignIn(key)
         const good = await verifyPassword(password, found?.passwordHash ?? DECOY_HASH)
-        if (found === undefined || !good || registry.activeAccount(found.user.account) === undefined) {
+        if (found === undefined || !good || catalogs.accounts.active(found.user.account) === undefined) {
           limit.failed(key, request.remoteAddress, clock.nowMs())
           throw new ApiError('invalid_credentials')
         }
@@ -58,6 +69,10 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
     },
     {
       method: 'get', pattern: '/admin/session', body: false, role: 'public',
+      doc: {
+        summary: 'Who is signed in', tag: 'Panel',
+        ok: json(200, 'The signed-in user.', R.SessionAnswer), errors: ['admin_unauthorized'],
+      },
       handler (request) {
         const principal = principalOf(request)
         if (principal?.type !== 'user') throw new ApiError('admin_unauthorized', 'Not signed in.')
@@ -66,6 +81,10 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
     },
     {
       method: 'del', pattern: '/admin/session', body: false, role: 'public', audit: { action: 'revoke', entity: 'user' },
+      doc: {
+        summary: 'Sign out', description: 'The session ends on the server at once; the cookie is cleared.', tag: 'Panel',
+        ok: { status: 204, description: 'Signed out (also when no session was given).' }, errors: ['csrf_refused'],
+      },
       async handler (request) {
         const principal = principalOf(request)
         if (principal?.type === 'user') await sessions.revoke(principal.session.key)
@@ -76,26 +95,44 @@ export function userRoutes ({ registry, users, sessions, clock }: UserRouteDeps)
 
     {
       method: 'get', pattern: '/admin/accounts/:account/users', body: false, role: 'owner',
-      handler: request => ({ status: 200, body: { users: users.list(accountParam(request, registry)) } }),
+      doc: {
+        summary: 'List the account\'s panel users', tag: 'Panel',
+        ok: json(200, 'The users (never their passwords).', R.UserList), errors: ['account_not_found'],
+      },
+      handler: request => ({ status: 200, body: { users: users.list(accountParam(request, catalogs)) } }),
     },
     {
       method: 'post', pattern: '/admin/accounts/:account/users', body: true, role: 'owner',
+      doc: {
+        summary: 'Add a panel user', description: 'Emails are unique across the instance.', tag: 'Panel',
+        body: { schema: S.UserCreate, example: { email: 'new@example.com', name: 'New Person', password: 'a long enough password', role: 'editor' } },
+        ok: json(201, 'The user.', R.User), errors: ['account_not_found', 'conflict'],
+      },
       async handler (request) {
         const spec = validateUserCreate(request.body)
-        return { status: 201, body: await users.create(accountParam(request, registry), spec) }
+        return { status: 201, body: await users.create(accountParam(request, catalogs), spec) }
       },
     },
     {
       method: 'patch', pattern: '/admin/accounts/:account/users/:id', body: true, role: 'owner',
+      doc: {
+        summary: 'Rename a user, change their role or password', description: 'An account keeps at least one owner.', tag: 'Panel',
+        body: { schema: S.UserPatch, example: { role: 'viewer' } },
+        ok: json(200, 'The user.', R.User), errors: ['account_not_found', 'user_not_found', 'conflict'],
+      },
       async handler (request) {
         const patch = validateUserPatch(request.body)
-        return { status: 200, body: await users.update(accountParam(request, registry), param(request, 1), patch) }
+        return { status: 200, body: await users.update(accountParam(request, catalogs), param(request, 1), patch) }
       },
     },
     {
       method: 'del', pattern: '/admin/accounts/:account/users/:id', body: false, role: 'owner',
+      doc: {
+        summary: 'Remove a user', description: 'Their sessions end at once. An account keeps at least one owner.', tag: 'Panel',
+        ok: { status: 204, description: 'Removed.' }, errors: ['account_not_found', 'user_not_found', 'conflict'],
+      },
       async handler (request) {
-        await users.remove(accountParam(request, registry), param(request, 1))
+        await users.remove(accountParam(request, catalogs), param(request, 1))
         return { status: 204, body: undefined }
       },
     },

@@ -76,7 +76,7 @@ interface Filed { kinds: readonly string[] | null, platforms: readonly string[] 
 
 // A campaign filed in the tree under more cells than this has its widest dimension tested
 // per candidate instead, so one campaign listing 100×100×100 values cannot bloat the tree.
-const MAX_TREE_CELLS = 64
+const TREE_CELLS_MAX = 64
 
 /** Campaigns handled between two pauses of the build. */
 export const STEP_CAMPAIGNS = 64
@@ -214,7 +214,7 @@ function fileInPaths (paths: PathIndex<Entry[]>, key: PathKey, entry: Entry): vo
 }
 
 // The restricted dimensions the tree files the campaign under: the widest are dropped until it
-// fits in MAX_TREE_CELLS cells; a dropped dimension is tested per candidate instead.
+// fits in TREE_CELLS_MAX cells; a dropped dimension is tested per candidate instead.
 function treeDimensions (trigger: Trigger): Filed {
   const filed: Filed = {
     kinds: trigger.events === undefined ? null : [...new Set(trigger.events)],
@@ -222,7 +222,7 @@ function treeDimensions (trigger: Trigger): Filed {
     devices: trigger.devices === undefined ? null : [...new Set(trigger.devices)],
   }
   const cells = (): number => (filed.kinds?.length ?? 1) * (filed.platforms?.length ?? 1) * (filed.devices?.length ?? 1)
-  while (cells() > MAX_TREE_CELLS) {
+  while (cells() > TREE_CELLS_MAX) {
     const widest = (['kinds', 'platforms', 'devices'] as const)
       .reduce((a, b) => (filed[a]?.length ?? 0) >= (filed[b]?.length ?? 0) ? a : b)
     filed[widest] = null
@@ -282,7 +282,9 @@ function matcher (tree: KindLevel<Bucket>, groups: Array<FieldGroup<Bucket>>, pa
   const groupCount = groups.length
   // The current event's context and trigger bits, shared by the helpers below.
   let ctx: MatchContext
-  let kindBit = 0, platformBit = 0, deviceBit = 0
+  let kindBit = 0
+  let platformBit = 0
+  let deviceBit = 0
 
   function test (bucket: Bucket | undefined | null): void {
     if (bucket === undefined || bucket === null) return

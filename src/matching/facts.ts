@@ -22,7 +22,7 @@ export type FactRef =
   | { source: 'visitorList', key: VisitorListFact }
   | { source: 'time', key: TimeFact }
 
-// Field and attribute names follow the API's name rule (NAME_PATTERN in src/http/schemas.ts),
+// Field and attribute names follow the API's name rule (NAME_PATTERN in src/patterns.ts),
 // so every attribute a profile can hold can be named in a rule: `attribute.loyalty.tier` is the
 // attribute "loyalty.tier" (everything after the first dot). Names are looked up with a plain
 // `obj[key]`, which is only safe because names that Object.prototype answers (constructor,

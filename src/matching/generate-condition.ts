@@ -20,7 +20,7 @@ const HELPERS: Helpers = {
 
 // Shapes are few in practice; the bound only stops a pathological stream of distinct shapes
 // from growing the cache forever (it is then simply rebuilt).
-const MAX_SHAPES = 5000
+const SHAPES_MAX = 5000
 const factories = new Map<string, Factory>()
 
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/
@@ -85,6 +85,7 @@ function member (values: unknown, constant: (v: unknown) => string): string {
 /** False when the process forbids code from strings (--disallow-code-generation-from-strings). */
 export const codegenAvailable: boolean = (() => {
   try {
+    // eslint-disable-next-line no-new-func -- the probe for the code generation this module exists for
     return (new Function('return true') as () => boolean)()
   } catch {
     return false
@@ -96,7 +97,8 @@ export function generateCondition (cond: Condition): Predicate {
   const body = `return function rule (c) { let v; return ${emit(cond, k)} }`
   let factory = factories.get(body)
   if (factory === undefined) {
-    if (factories.size >= MAX_SHAPES) factories.clear()
+    if (factories.size >= SHAPES_MAX) factories.clear()
+    // eslint-disable-next-line no-new-func -- compiled conditions are this module's purpose (constants passed as arguments, never inlined)
     factory = new Function('h', ...k.map((_, i) => `k${i}`), `'use strict'; ${body}`) as Factory
     factories.set(body, factory)
   }

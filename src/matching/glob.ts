@@ -3,14 +3,14 @@
 // escape syntax. Matching is a linear two-pointer scan, never a RegExp, so a pattern such as
 // `*a*a*a*a*b` cannot backtrack catastrophically on long inputs.
 
-export const GLOB_MAX_LENGTH = 256
+export const GLOB_LENGTH_MAX = 256
 
 export type StringTest = (s: string) => boolean
 
 /** An error message, or null when the pattern is acceptable. */
 export function globProblem (pattern: string): string | null {
   if (pattern.length === 0) return 'glob pattern is empty'
-  if (pattern.length > GLOB_MAX_LENGTH) return `glob pattern is longer than ${GLOB_MAX_LENGTH} characters`
+  if (pattern.length > GLOB_LENGTH_MAX) return `glob pattern is longer than ${GLOB_LENGTH_MAX} characters`
   return null
 }
 

@@ -29,9 +29,13 @@ export interface PathKey {
 export type IndexKey = FieldKey | PathKey
 
 function requiredLeaves (cond: Condition, out: LeafCondition[]): void {
-  if ('all' in cond) for (const child of cond.all) requiredLeaves(child, out)
-  else if ('any' in cond) { if (cond.any.length === 1 && cond.any[0] !== undefined) requiredLeaves(cond.any[0], out) }
-  else if (!('not' in cond)) out.push(cond)
+  if ('all' in cond) {
+    for (const child of cond.all) requiredLeaves(child, out)
+  } else if ('any' in cond) {
+    if (cond.any.length === 1 && cond.any[0] !== undefined) requiredLeaves(cond.any[0], out)
+  } else if (!('not' in cond)) {
+    out.push(cond)
+  }
 }
 
 export function fieldKeys (rule: Condition | undefined): FieldKey[] {

@@ -7,10 +7,10 @@ export type {
   Op, Predicate, Scalar, Trigger, VisitorMetrics,
 } from './types.js'
 export { CAP_PERIODS, OPS } from './types.js'
-export { assertCampaign, validateCampaign, MAX_CAP, MAX_CONTENT_BYTES, MAX_NAME_LENGTH, MAX_TRIGGER_VALUES } from './validate-campaign.js'
-export { validateCondition, MAX_DEPTH, MAX_LEAVES, MAX_LIST_VALUES } from './validate-condition.js'
+export { assertCampaign, validateCampaign, CAP_MAX, CONTENT_SIZE_MAX_BYTES, NAME_LENGTH_MAX, TRIGGER_VALUES_MAX } from './validate-campaign.js'
+export { validateCondition, DEPTH_MAX, LEAVES_MAX, LIST_VALUES_MAX } from './validate-condition.js'
 export { compileCondition } from './compile-condition.js'
 export { compileCampaigns, compileCampaignsSliced } from './compile-campaigns.js'
 export { explainCampaign, type Check, type Explanation } from './explain.js'
 export { CAP_WINDOW_MS, isCapped, recordImpression } from './caps.js'
-export { GLOB_MAX_LENGTH } from './glob.js'
+export { GLOB_LENGTH_MAX } from './glob.js'

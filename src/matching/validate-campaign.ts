@@ -8,12 +8,12 @@ import { pointer } from './json-pointer.js'
 import { CAP_PERIODS, type CampaignDef } from './types.js'
 import { isPlainObject, validateCondition } from './validate-condition.js'
 
-export const MAX_NAME_LENGTH = 200
-export const MAX_TRIGGER_VALUES = 100
-export const MAX_TRIGGER_VALUE_LENGTH = 200
-export const MAX_CONTENT_BYTES = 16 * 1024
+export const NAME_LENGTH_MAX = 200
+export const TRIGGER_VALUES_MAX = 100
+export const TRIGGER_VALUE_LENGTH_MAX = 200
+export const CONTENT_SIZE_MAX_BYTES = 16 * 1024
 // Every capped impression keeps a timestamp per visitor, so a cap is also a storage bound.
-export const MAX_CAP = 1000
+export const CAP_MAX = 1000
 
 const CAMPAIGN_KEYS = ['name', 'status', 'priority', 'startsAt', 'endsAt', 'trigger', 'rule', 'frequencyCap', 'content']
 const TRIGGER_KEYS = ['events', 'platforms', 'devices', 'paths']
@@ -34,7 +34,7 @@ export function validateCampaign (body: unknown): ErrorItem[] {
   const { name, status, priority, trigger, frequencyCap } = body
   if (typeof name !== 'string') fail('/name', 'name is required and must be a string')
   else if (name.trim() === '') fail('/name', 'name must not be empty')
-  else if (name.length > MAX_NAME_LENGTH) fail('/name', `name is longer than ${MAX_NAME_LENGTH} characters`)
+  else if (name.length > NAME_LENGTH_MAX) fail('/name', `name is longer than ${NAME_LENGTH_MAX} characters`)
 
   if (status !== 'active' && status !== 'paused') fail('/status', 'status must be "active" or "paused"')
   if (!Number.isSafeInteger(priority)) fail('/priority', 'priority must be an integer')
@@ -60,7 +60,7 @@ export function validateCampaign (body: unknown): ErrorItem[] {
     else {
       unknownKeys(frequencyCap, '/frequencyCap', CAP_KEYS, fail)
       const { max, per } = frequencyCap
-      if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_CAP) fail('/frequencyCap/max', `max must be an integer from 1 to ${MAX_CAP}`)
+      if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > CAP_MAX) fail('/frequencyCap/max', `max must be an integer from 1 to ${CAP_MAX}`)
       if (!(CAP_PERIODS as readonly unknown[]).includes(per)) fail('/frequencyCap/per', `per must be one of ${CAP_PERIODS.join(', ')}`)
     }
   }
@@ -69,7 +69,7 @@ export function validateCampaign (body: unknown): ErrorItem[] {
   else {
     const bytes = jsonBytes(body.content)
     if (bytes === null) fail('/content', 'content must be JSON')
-    else if (bytes > MAX_CONTENT_BYTES) fail('/content', `content is ${bytes} bytes as JSON; at most ${MAX_CONTENT_BYTES} are allowed`)
+    else if (bytes > CONTENT_SIZE_MAX_BYTES) fail('/content', `content is ${bytes} bytes as JSON; at most ${CONTENT_SIZE_MAX_BYTES} are allowed`)
   }
   return errors
 }
@@ -100,7 +100,7 @@ function triggerList (list: unknown, path: string, globs: boolean, fail: Fail): 
     return
   }
   if (list.length === 0) fail(path, 'must not be empty (leave the key out to accept any value)')
-  else if (list.length > MAX_TRIGGER_VALUES) fail(path, `at most ${MAX_TRIGGER_VALUES} entries are allowed`)
+  else if (list.length > TRIGGER_VALUES_MAX) fail(path, `at most ${TRIGGER_VALUES_MAX} entries are allowed`)
   list.forEach((item: unknown, i) => {
     const at = pointer(path, i)
     if (typeof item !== 'string') fail(at, 'must be a string')
@@ -108,7 +108,7 @@ function triggerList (list: unknown, path: string, globs: boolean, fail: Fail): 
       const problem = globProblem(item)
       if (problem !== null) fail(at, problem)
     } else if (item === '') fail(at, 'must not be empty')
-    else if (item.length > MAX_TRIGGER_VALUE_LENGTH) fail(at, `is longer than ${MAX_TRIGGER_VALUE_LENGTH} characters`)
+    else if (item.length > TRIGGER_VALUE_LENGTH_MAX) fail(at, `is longer than ${TRIGGER_VALUE_LENGTH_MAX} characters`)
   })
 }
 

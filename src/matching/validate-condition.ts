@@ -8,9 +8,9 @@ import { globProblem } from './glob.js'
 import { pointer } from './json-pointer.js'
 import { OPS, type Op } from './types.js'
 
-export const MAX_DEPTH = 16
-export const MAX_LEAVES = 64
-export const MAX_LIST_VALUES = 1000
+export const DEPTH_MAX = 16
+export const LEAVES_MAX = 64
+export const LIST_VALUES_MAX = 1000
 
 interface Walk {
   errors: ErrorItem[]
@@ -32,16 +32,16 @@ function isOp (v: unknown): v is Op {
 export function validateCondition (cond: unknown, path = ''): ErrorItem[] {
   const walk: Walk = { errors: [], leaves: 0 }
   visit(cond, path, 1, walk)
-  if (walk.leaves > MAX_LEAVES) {
-    walk.errors.push(errorItem('invalid_campaign', path, `the condition has ${walk.leaves} leaves; at most ${MAX_LEAVES} are allowed`))
+  if (walk.leaves > LEAVES_MAX) {
+    walk.errors.push(errorItem('invalid_campaign', path, `the condition has ${walk.leaves} leaves; at most ${LEAVES_MAX} are allowed`))
   }
   return walk.errors
 }
 
 function visit (node: unknown, path: string, depth: number, walk: Walk): void {
   const fail = (at: string, message: string): void => { walk.errors.push(errorItem('invalid_campaign', at, message)) }
-  if (depth > MAX_DEPTH) {
-    fail(path, `conditions nest deeper than ${MAX_DEPTH} levels`)
+  if (depth > DEPTH_MAX) {
+    fail(path, `conditions nest deeper than ${DEPTH_MAX} levels`)
     return
   }
   if (!isPlainObject(node)) {
@@ -115,7 +115,7 @@ function valueProblems (op: Op, type: FactType, v: unknown): ValueProblem[] {
     case 'in': case 'nin': {
       if (!Array.isArray(v)) return whole(`"${op}" needs an array of values`)
       if (v.length === 0) return whole(`"${op}" needs at least one value`)
-      if (v.length > MAX_LIST_VALUES) return whole(`"${op}" takes at most ${MAX_LIST_VALUES} values`)
+      if (v.length > LIST_VALUES_MAX) return whole(`"${op}" takes at most ${LIST_VALUES_MAX} values`)
       const problems: ValueProblem[] = []
       v.forEach((item: unknown, i) => {
         const message = scalarProblem(type, item)

@@ -10,7 +10,7 @@ import { sniffImage, type MediaType } from './signature.js'
 
 /** Images per account are bounded (the panel lists them whole; the store holds them all). */
 export const MEDIA_PER_ACCOUNT_MAX = 1000
-export const MEDIA_NAME_MAX = 200
+export const MEDIA_NAME_LENGTH_MAX = 200
 
 export interface Media {
   id: string

@@ -1,42 +1,20 @@
-// The OpenAPI 3.1 document, built from one table: `METHOD /path/{param}` → summary, tag, auth, request
-// body (the TypeBox schemas that validate requests, from src/http/schemas.ts and the webhook config;
-// descriptive ones from openapi-schemas.ts where hand-written code validates), the success answer and
-// the error codes the operation can refuse with. Error responses are generated per status from
-// src/errors.ts, so a code's status and message are stated in one place. Built once, served as text.
-//
-// test/ops/openapi.test.ts holds the table to the server: every route it serves is here, every entry
-// here answers, and the answers match the documented bodies.
+// The OpenAPI 3.1 document, generated from the route definitions the router serves (src/http/route.ts):
+// each route's `doc` gives its summary, tag, request body (the TypeBox schemas that validate requests,
+// from src/http/schemas.ts and the webhook config; descriptive ones from src/http/reply-schemas.ts
+// where hand-written code validates), the success answer and the refusals it adds. Who may call it
+// follows from the route (an /admin route's role, a token endpoint's access), and the refusals every
+// operation shares from that and its body. Error responses are generated per status from
+// src/errors.ts, so a code's status and message are stated in one place. Built once, at start.
 
-import type { TSchema } from 'typebox'
+import Type, { type TSchema } from 'typebox'
 import { ERRORS, type ErrorCode } from '../errors.js'
-import * as S from '../http/schemas.js'
-import { WebhookConfigSchema } from '../webhooks/config.js'
-import { DELIVERY_STATUSES, LIST_PAGE_MAX } from '../../actors/delivery.js'
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../store/limits.js'
-import * as R from './openapi-schemas.js'
-import { CONTENT_TYPE as METRICS_CONTENT_TYPE } from './metrics.js'
+import { assert } from '../assert.js'
+import { TAGS, type RouteDefinition, type RouteDoc } from '../http/route.js'
+import type { RouteRole } from '../http/server.js'
+import * as R from '../http/reply-schemas.js'
 import { VERSION } from './version.js'
-import { PANEL_OPERATIONS, PANEL_TAGS } from './openapi-panel.js'
-import type { Answer, Auth, Operation as OperationOf, QueryParameter } from './openapi-operation.js'
 
-export const TAGS = {
-  Events: 'Fire a visitor event and get the eligible campaigns (public).',
-  Profiles: 'Read and change a known person\'s attributes and segments (public, token).',
-  Visitors: 'Read and change an anonymous device\'s attributes and segments (public, token).',
-  Accounts: 'Tenants (admin).',
-  Tokens: 'API tokens of an account (admin).',
-  'Event types': 'Custom event types and their required fields (admin).',
-  Campaigns: 'Campaigns answered by /campaigns/query (admin).',
-  Segments: 'Manual and computed segments (admin).',
-  Webhooks: 'Webhooks, their deliveries and replay (admin); see docs/webhooks.md.',
-  People: 'Everything held on a visitor or profile; export and erasure (admin).',
-  Operations: 'Health, readiness, metrics and this document (no key).',
-  Browsers: 'CORS preflights of the public endpoints and the browser SDK (docs/sdk.md).',
-  ...PANEL_TAGS,
-} as const
-export type Tag = keyof typeof TAGS
-
-type Operation = OperationOf<Tag>
+type Auth = 'admin' | 'token-read' | 'token-write' | 'none'
 
 // Refusals every operation may answer, and those that follow from a body or from authentication.
 const ALWAYS: ErrorCode[] = ['overloaded', 'shutting_down', 'internal']
@@ -51,354 +29,39 @@ const AUTH: Record<Auth, ErrorCode[]> = {
   none: [],
 }
 
-/** Placeholders in examples; the coverage test replaces them with a real account and token. */
-export const EXAMPLE_ACCOUNT = '6f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f'
-export const EXAMPLE_TOKEN = 'bk_0123456789abcdef_s3cr3t'
-const VISITOR = '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60'
-
-export const json = (status: number, description: string, schema: TSchema): Answer => ({ status, description, schema })
-
-/** Browsers name the account in the query string too: their preflight carries no body. */
-const ACCOUNT_QUERY: QueryParameter = {
-  name: 'account',
-  description: 'The account (browser calls): the preflight is answered for it; when the body names one too, they must be equal.',
-  schema: { type: 'string', format: 'uuid' } as TSchema,
-}
-const BROWSER_ERRORS: ErrorCode[] = ['origin_not_allowed']
-const TOKEN_BROWSER_ERRORS: ErrorCode[] = ['origin_not_allowed', 'browser_token_forbidden']
-
-/** The preflight of a public endpoint; `tokens`: a token endpoint (browsers only when the account allows it). */
-function preflight (tokens: boolean): Operation {
-  return {
-    summary: 'CORS preflight',
-    description: 'With an Origin header: 204 with Access-Control-Allow-Origin (the origin), -Methods, -Headers and -Max-Age when the ' +
-      'account (query string) allows the origin' + (tokens ? ' and allowBrowserTokens is on' : '') + '; refused otherwise, without CORS headers. ' +
-      'Without an Origin header: 204 with Allow.',
-    tag: 'Browsers', auth: 'none', query: [ACCOUNT_QUERY],
-    ok: { status: 204, description: 'Allowed (CORS headers), or a plain OPTIONS (Allow).', schema: R.NoBody, contentType: null },
-    errors: ['account_not_found', ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)],
-  }
+/** One documented operation: where it is, who may call it, what it says of itself. */
+interface Operation {
+  method: string
+  path: string
+  auth: Auth
+  role: RouteRole | undefined
+  doc: RouteDoc
 }
 
-function sdkFile (name: string, kind: string): Operation {
-  return {
-    summary: `The browser SDK (${kind})`,
-    description: `Built from src/sdk. Cache-Control: public, max-age=3600, with an ETag (If-None-Match: 304); docs/sdk.md. ${name}`,
-    tag: 'Browsers', auth: 'none',
-    ok: { status: 200, description: 'The script.', schema: R.ScriptText, contentType: 'text/javascript; charset=utf-8' },
-    errors: ['not_found'],
-  }
-}
-
-/** `?cursor=&limit=` of every admin listing (items in id or name order). */
-const PAGE_QUERY: QueryParameter[] = [
-  { name: 'cursor', description: 'The `next` of the previous page (omitted: the first page).', schema: { type: 'string', maxLength: 300 } as TSchema },
-  { name: 'limit', description: `Page size (default ${PAGE_LIMIT_DEFAULT}, at most ${PAGE_LIMIT_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT_MAX } as TSchema },
-]
-
-export const OPERATIONS: Readonly<Record<string, Operation>> = {
-  // ---- public ----
-  'POST /campaigns/query': {
-    summary: 'Fire an event; answer the eligible campaigns',
-    description: 'Records the event on the visitor (durably, before answering) and answers the campaigns the visitor is eligible for. No token needed: browsers call it.',
-    tag: 'Events', auth: 'none',
-    body: { schema: S.EventRequest, example: { account: EXAMPLE_ACCOUNT, visitorId: VISITOR, platform: 'web', event: 'pageView', path: '/shoes' } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
-    errors: ['account_not_found', 'unknown_event_type', 'rate_limited', 'identity_unverified', ...BROWSER_ERRORS],
-  },
-  'OPTIONS /campaigns/query': preflight(false),
-  'OPTIONS /profiles/query': preflight(true),
-  'OPTIONS /visitors/query': preflight(true),
-  'OPTIONS /profiles/attributes': preflight(true),
-  'OPTIONS /visitors/attributes': preflight(true),
-  'OPTIONS /profiles/segments': preflight(true),
-  'OPTIONS /visitors/segments': preflight(true),
-  'GET /sdk/beacon.js': sdkFile('A classic script: defines the global Beacon.', 'classic script'),
-  'GET /sdk/beacon.mjs': sdkFile('An ES module: import { Beacon } from it.', 'ES module'),
-  'POST /profiles/query': {
-    summary: 'Read a profile\'s attributes and segments',
-    tag: 'Profiles', auth: 'token-read',
-    body: { schema: S.ProfileQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: ['plan'] } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'The unified view of the profile (never seen: empty).', R.EntityAnswer),
-    errors: ['account_not_found', 'attribute_forbidden', ...TOKEN_BROWSER_ERRORS],
-  },
-  'POST /visitors/query': {
-    summary: 'Read a visitor\'s attributes and segments',
-    tag: 'Visitors', auth: 'token-read',
-    body: { schema: S.VisitorQuery, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'The visitor\'s data, with profileId when linked (never seen: empty).', R.EntityAnswer),
-    errors: ['account_not_found', 'attribute_forbidden', ...TOKEN_BROWSER_ERRORS],
-  },
-  'POST /profiles/attributes': {
-    summary: 'Set or delete (null) a profile\'s attributes',
-    tag: 'Profiles', auth: 'token-write',
-    body: { schema: S.ProfileAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: { plan: 'pro', tags: ['a', 'b'], old: null } } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'Saved (durably).', R.savedAnswer('profileId', false)),
-    errors: ['account_not_found', 'attribute_forbidden', 'entity_full', ...TOKEN_BROWSER_ERRORS],
-  },
-  'POST /visitors/attributes': {
-    summary: 'Set or delete (null) a visitor\'s attributes',
-    tag: 'Visitors', auth: 'token-write',
-    body: { schema: S.VisitorAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR, attributes: { color: 'red' } } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'Saved (durably).', R.savedAnswer('visitorId', false)),
-    errors: ['account_not_found', 'attribute_forbidden', 'entity_full', ...TOKEN_BROWSER_ERRORS],
-  },
-  'POST /profiles/segments': {
-    summary: 'Assign or remove a profile\'s manual segments',
-    tag: 'Profiles', auth: 'token-write',
-    body: { schema: S.ProfileSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', assignees: ['vip'], removes: ['trial'] } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('profileId', true)),
-    errors: ['account_not_found', 'segment_computed', 'entity_full', ...TOKEN_BROWSER_ERRORS],
-  },
-  'POST /visitors/segments': {
-    summary: 'Assign or remove a visitor\'s manual segments',
-    tag: 'Visitors', auth: 'token-write',
-    body: { schema: S.VisitorSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: VISITOR, assignees: ['returning'] } },
-    query: [ACCOUNT_QUERY],
-    ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('visitorId', true)),
-    errors: ['account_not_found', 'segment_computed', 'entity_full', ...TOKEN_BROWSER_ERRORS],
-  },
-
-  // ---- admin: accounts and tokens ----
-  'POST /admin/accounts': {
-    summary: 'Create an account',
-    tag: 'Accounts', auth: 'admin',
-    description: 'New accounts require verified identity (identityVerification "required"); the answer carries the first identity secret, shown only here.',
-    body: { schema: S.AccountCreate, example: { name: 'My shop' } },
-    ok: json(201, 'The new account, with its identity secret.', R.AccountWithSecret),
-    errors: ['conflict'],
-  },
-  'GET /admin/accounts': {
-    summary: 'List accounts', tag: 'Accounts', auth: 'admin',
-    query: PAGE_QUERY,
-    ok: json(200, 'A page of accounts, in id order.', R.AccountList), errors: ['invalid_field'],
-  },
-  'GET /admin/accounts/{account}': {
-    summary: 'Read an account', tag: 'Accounts', auth: 'admin',
-    ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
-  },
-  'PATCH /admin/accounts/{account}': {
-    summary: 'Change an account: name, suspension, rate, browser access, identity verification',
-    description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND. allowedOrigins replaces the list (exact origins or https://*.shop.example); docs/sdk.md.',
-    tag: 'Accounts', auth: 'admin',
-    body: { schema: S.AccountPatch, example: { name: 'My shop (EU)', allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'required' } },
-    ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
-  },
-  'POST /admin/accounts/{account}/identity-secret/rotate': {
-    summary: 'Rotate the identity secret',
-    description: 'A new secret, shown only in this answer. The one it replaces stays valid for graceSeconds (default a day), then only the new one is; an older one is dropped at once.',
-    tag: 'Accounts', auth: 'admin',
-    body: { schema: S.IdentitySecretRotate, example: { graceSeconds: 3600 } },
-    ok: json(200, 'The account, with its new identity secret.', R.AccountWithSecret), errors: ['account_not_found'],
-  },
-  'DELETE /admin/accounts/{account}': {
-    summary: 'Delete an account and all its data',
-    description: 'From this answer on nothing of the account is served (404 account_not_found everywhere); its visitors, profiles, links, configuration, tokens, outbox rows, deliveries and indexes are removed in the background, in batches, resuming after a restart. Deleting again answers the same job.',
-    tag: 'Accounts', auth: 'admin',
-    ok: json(202, 'The deletion job, started.', R.AccountDeletion), errors: ['account_not_found'],
-  },
-  'GET /admin/accounts/{account}/deletion': {
-    summary: 'Progress of an account\'s deletion', tag: 'Accounts', auth: 'admin',
-    ok: json(200, 'The deletion job.', R.AccountDeletion), errors: ['account_not_found', 'deletion_not_found'],
-  },
-  'POST /admin/accounts/{account}/tokens': {
-    summary: 'Create a token',
-    description: 'The secret `token` is in this answer only; Beacon keeps a SHA-256 of it.',
-    tag: 'Tokens', auth: 'admin',
-    body: { schema: S.TokenCreate, example: { name: 'backend', attributes: ['*'], access: 'read-write', ratePerSecond: 100 } },
-    ok: json(201, 'The token, with its secret.', R.TokenCreated), errors: ['account_not_found', 'conflict'],
-  },
-  'GET /admin/accounts/{account}/tokens': {
-    summary: 'List tokens (without secrets)', tag: 'Tokens', auth: 'admin',
-    query: PAGE_QUERY,
-    ok: json(200, 'The account\'s tokens, revoked ones included.', R.TokenList), errors: ['invalid_field', 'account_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/tokens/{id}': {
-    summary: 'Revoke a token', description: 'Refused at once from then on.', tag: 'Tokens', auth: 'admin',
-    ok: json(200, 'The revoked token (revokedAt set).', R.TokenRecord), errors: ['account_not_found', 'token_not_found'],
-  },
-
-  // ---- admin: event types ----
-  'GET /admin/accounts/{account}/event-types': {
-    summary: 'List event types', tag: 'Event types', auth: 'admin',
-    query: PAGE_QUERY,
-    ok: json(200, 'Built-in event types, then the account\'s.', R.EventTypeList), errors: ['invalid_field', 'account_not_found'],
-  },
-  'PUT /admin/accounts/{account}/event-types/{name}': {
-    summary: 'Create or replace a custom event type', tag: 'Event types', auth: 'admin',
-    body: { schema: S.EventTypePut, example: { required: ['plan'] } },
-    ok: json(200, 'The event type.', R.EventType), errors: ['account_not_found', 'conflict'],
-  },
-  'GET /admin/accounts/{account}/event-types/{name}': {
-    summary: 'Read an event type', tag: 'Event types', auth: 'admin',
-    ok: json(200, 'The event type.', R.EventType), errors: ['account_not_found', 'event_type_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/event-types/{name}': {
-    summary: 'Delete a custom event type', tag: 'Event types', auth: 'admin',
-    ok: json(200, 'Deleted.', R.NameDeleted), errors: ['invalid_field', 'account_not_found', 'event_type_not_found', 'conflict'],
-  },
-
-  // ---- admin: campaigns ----
-  'GET /admin/accounts/{account}/campaigns': {
-    summary: 'List campaigns', tag: 'Campaigns', auth: 'admin',
-    query: PAGE_QUERY,
-    ok: json(200, 'The account\'s campaigns.', R.CampaignList), errors: ['invalid_field', 'account_not_found'],
-  },
-  'PUT /admin/accounts/{account}/campaigns/{id}': {
-    summary: 'Create or replace a campaign', description: 'Compiled when saved; every problem is reported at once with its JSON pointer.',
-    tag: 'Campaigns', auth: 'admin',
-    body: { schema: R.CampaignPut, example: { name: 'Summer shoes', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule: { fact: 'event.price', op: 'gte', value: 50 }, content: { banner: 'shoes.png' } } },
-    ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'invalid_campaign', 'unknown_event_type', 'conflict'],
-  },
-  'GET /admin/accounts/{account}/campaigns/{id}': {
-    summary: 'Read a campaign', tag: 'Campaigns', auth: 'admin',
-    ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'campaign_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/campaigns/{id}': {
-    summary: 'Delete a campaign', tag: 'Campaigns', auth: 'admin',
-    ok: json(200, 'Deleted.', R.IdDeleted), errors: ['account_not_found', 'campaign_not_found'],
-  },
-
-  // ---- admin: segments ----
-  'GET /admin/accounts/{account}/segments': {
-    summary: 'List segments', tag: 'Segments', auth: 'admin',
-    query: PAGE_QUERY,
-    ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['invalid_field', 'account_not_found'],
-  },
-  'PUT /admin/accounts/{account}/segments/{name}': {
-    summary: 'Create or replace a segment', description: 'With a rule it is computed (members are re-evaluated); without, it is manual.',
-    tag: 'Segments', auth: 'admin',
-    body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } } },
-    ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'invalid_segment', 'conflict'],
-  },
-  'GET /admin/accounts/{account}/segments/{name}': {
-    summary: 'Read a segment', tag: 'Segments', auth: 'admin',
-    ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'segment_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/segments/{name}': {
-    summary: 'Delete a segment', tag: 'Segments', auth: 'admin',
-    ok: json(200, 'Deleted.', R.NameDeleted), errors: ['account_not_found', 'segment_not_found'],
-  },
-
-  // ---- admin: webhooks ----
-  'GET /admin/accounts/{account}/webhooks': {
-    summary: 'List webhooks', tag: 'Webhooks', auth: 'admin',
-    ok: json(200, 'The account\'s webhooks, secrets redacted.', { type: 'object', required: ['webhooks', 'next'], properties: { webhooks: { type: 'array', items: R.webhookAnswer(WebhookConfigSchema) }, next: R.Next } } as TSchema),
-    query: PAGE_QUERY,
-    errors: ['invalid_field', 'account_not_found'],
-  },
-  'PUT /admin/accounts/{account}/webhooks/{id}': {
-    summary: 'Create or replace a webhook',
-    description: 'Validated and compiled when saved (templates, URL, SSRF, cron). A secret sent back as "[redacted]" keeps its saved value.',
-    tag: 'Webhooks', auth: 'admin',
-    body: {
-      schema: WebhookConfigSchema,
-      example: {
-        name: 'Orders to the CRM', enabled: true,
-        trigger: { kind: 'event', events: ['purchase'] },
-        request: { method: 'POST', url: 'https://crm.example.com/hooks/beacon', auth: { type: 'bearer', token: 'crm-secret' } },
-        delivery: { mode: 'async', timeoutMs: 5000, batchSize: 1 },
-      },
-    },
-    ok: json(200, 'The webhook, secrets redacted.', R.webhookAnswer(WebhookConfigSchema)), errors: ['account_not_found', 'conflict'],
-  },
-  'GET /admin/accounts/{account}/webhooks/{id}': {
-    summary: 'Read a webhook', tag: 'Webhooks', auth: 'admin',
-    ok: json(200, 'The webhook, secrets redacted.', R.webhookAnswer(WebhookConfigSchema)), errors: ['account_not_found', 'webhook_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/webhooks/{id}': {
-    summary: 'Delete a webhook', tag: 'Webhooks', auth: 'admin',
-    ok: json(200, 'Deleted.', R.IdDeleted), errors: ['account_not_found', 'webhook_not_found'],
-  },
-  'GET /admin/accounts/{account}/webhooks/{id}/deliveries': {
-    summary: 'List a webhook\'s deliveries', description: 'Oldest first, a page at a time.', tag: 'Webhooks', auth: 'admin',
-    query: [
-      { name: 'status', description: 'Only deliveries in this status.', schema: { type: 'string', enum: [...DELIVERY_STATUSES] } as TSchema },
-      { name: 'after', description: 'The `next` of the previous page.', schema: { type: 'integer', minimum: 0 } as TSchema },
-      { name: 'limit', description: `Page size (default 100, at most ${LIST_PAGE_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: LIST_PAGE_MAX } as TSchema },
-    ],
-    ok: json(200, 'A page of deliveries.', R.DeliveryPage), errors: ['invalid_field', 'account_not_found', 'webhook_not_found'],
-  },
-  'POST /admin/accounts/{account}/webhooks/{id}/replay': {
-    summary: 'Queue deliveries again',
-    description: 'The deliveries named, or the dead ones that occurred in [from, to); each starts again from attempt 1.',
-    tag: 'Webhooks', auth: 'admin',
-    body: { schema: S.WebhookReplay, example: { from: '2026-01-01T00:00:00Z' } },
-    ok: json(200, 'How many were queued again.', R.Replayed), errors: ['account_not_found', 'webhook_not_found'],
-  },
-
-  // ---- admin: people ----
-  'GET /admin/accounts/{account}/visitors/{visitorId}': {
-    summary: 'Everything held on a visitor', tag: 'People', auth: 'admin',
-    ok: json(200, 'The visitor\'s record.', R.VisitorSnapshot), errors: ['account_not_found'],
-  },
-  'GET /admin/accounts/{account}/profiles/{profileId}': {
-    summary: 'Everything held on a profile', tag: 'People', auth: 'admin',
-    ok: json(200, 'The profile\'s record.', R.ProfileSnapshot), errors: ['account_not_found'],
-  },
-  'GET /admin/accounts/{account}/profiles/{profileId}/export': {
-    summary: 'Export everything held on a person', description: 'The profile and each linked visitor (data subject access).', tag: 'People', auth: 'admin',
-    ok: json(200, 'The person\'s data.', R.PersonExport), errors: ['account_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/profiles/{profileId}': {
-    summary: 'Erase a person', tag: 'People', auth: 'admin',
-    description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
-    ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
-  },
-  'DELETE /admin/accounts/{account}/visitors/{visitorId}': {
-    summary: 'Erase a visitor', tag: 'People', auth: 'admin',
-    description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
-    ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
-  },
-
-  // ---- operations ----
-  'GET /healthz': {
-    summary: 'Liveness: the process answers', tag: 'Operations', auth: 'none',
-    ok: json(200, 'Up.', R.Liveness), errors: [],
-  },
-  'GET /readyz': {
-    summary: 'Readiness: LMDB open, NATS connected when configured, not draining', tag: 'Operations', auth: 'none',
-    description: 'Send traffic while it answers 200. While draining the server answers 503 shutting_down before this check runs.',
-    ok: json(200, 'Ready.', R.Readiness),
-    also: [json(503, 'Not ready: `reason` says why.', R.Readiness)],
-    errors: [],
-  },
-  'GET /metrics': {
-    summary: 'Prometheus metrics', tag: 'Operations', auth: 'none',
-    description: 'Requests by route and status, latency histograms, actors, LMDB, outbox, process. Off with BEACON_METRICS=false.',
-    ok: { status: 200, description: 'Prometheus text format.', schema: R.MetricsText, contentType: METRICS_CONTENT_TYPE },
-    errors: ['not_found'],
-  },
-  'GET /openapi.json': {
-    summary: 'This document', tag: 'Operations', auth: 'none',
-    ok: json(200, 'OpenAPI 3.1.', R.OpenApiDocument), errors: [],
-  },
-  ...PANEL_OPERATIONS,
-}
-
-/** The key of a route in OPERATIONS: `GET /admin/accounts/{account}` for get + `/admin/accounts/:account`. */
+/** The OpenAPI method and path of a route: `GET /admin/accounts/{account}` for get + `/admin/accounts/:account`. */
 export function operationKey (method: string, pattern: string): string {
   const verb = method === 'del' ? 'DELETE' : method.toUpperCase()
   return `${verb} ${pattern.replace(/:([A-Za-z]+)/g, '{$1}')}`
 }
 
-/** Paths compared without their parameter names (`/x/{id}` and `/x/:name` are the same route). */
-export function shapeOf (key: string): string {
-  return key.replace(/\{[^}]+\}|:[A-Za-z]+/g, '{}')
+function operationOf (route: RouteDefinition, doc: RouteDoc): Operation {
+  const [method, path] = operationKey(route.method, route.pattern).split(' ') as [string, string]
+  // The document and the router must agree on what a request carries.
+  assert(doc.body === undefined ? route.body === false : route.body === (doc.body.raw === undefined ? true : 'raw'), 'a documented body matches the route\'s', { route: `${method} ${path}` })
+  const admin = route.pattern.startsWith('/admin') && route.role !== 'public'
+  assert(!(admin && doc.token !== undefined), 'an admin route takes no token', { route: `${method} ${path}` })
+  const auth: Auth = admin ? 'admin' : doc.token === 'read' ? 'token-read' : doc.token === 'write' ? 'token-write' : 'none'
+  return { method, path, auth, role: route.role, doc }
 }
 
-export function buildOpenApi (): Record<string, unknown> {
+export function buildOpenApi (routes: readonly RouteDefinition[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
-  for (const [key, operation] of Object.entries(OPERATIONS)) {
-    const [method, path] = key.split(' ') as [string, string]
-    paths[path] ??= {}
-    paths[path]![method.toLowerCase()] = operationObject(method, path, operation)
+  for (const route of routes) {
+    if (route.doc === null) continue
+    const operation = operationOf(route, route.doc)
+    paths[operation.path] ??= {}
+    assert(paths[operation.path]![operation.method.toLowerCase()] === undefined, 'one route per method and path', { route: `${operation.method} ${operation.path}` })
+    paths[operation.path]![operation.method.toLowerCase()] = operationObject(operation)
   }
   const doc = {
     openapi: '3.1.0',
@@ -429,33 +92,33 @@ export function buildOpenApi (): Record<string, unknown> {
   return JSON.parse(JSON.stringify(doc)) as Record<string, unknown>
 }
 
-function operationObject (method: string, path: string, operation: Operation): Record<string, unknown> {
+function operationObject ({ method, path, auth, role, doc }: Operation): Record<string, unknown> {
   const out: Record<string, unknown> = {
     operationId: operationId(method, path),
-    summary: operation.summary,
-    tags: [operation.tag],
-    security: operation.auth === 'admin' ? [{ adminKey: [] }, { session: [] }] : [],
+    summary: doc.summary,
+    tags: [doc.tag],
+    security: auth === 'admin' ? [{ adminKey: [] }, { session: [] }] : [],
   }
-  const description = [operation.description, authNote(operation.auth)].filter(Boolean).join(' ')
+  const description = [roleNote(auth, role), doc.description, authNote(auth)].filter(Boolean).join(' ')
   if (description !== '') out.description = description
   const parameters = [
     ...[...path.matchAll(/\{([A-Za-z]+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, description: paramDescription(path, name!), schema: { type: 'string' } })),
-    ...(operation.query ?? []).map(q => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema })),
+    ...(doc.query ?? []).map(q => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema })),
   ]
   if (parameters.length > 0) out.parameters = parameters
-  if (operation.body?.raw !== undefined) {
-    out.requestBody = { required: true, content: { [operation.body.raw]: { schema: operation.body.schema } } }
-  } else if (operation.body !== undefined) {
-    out.requestBody = { required: true, content: { 'application/json': { schema: operation.body.schema, example: operation.body.example } } }
+  if (doc.body?.raw !== undefined) {
+    out.requestBody = { required: true, content: { [doc.body.raw]: { schema: doc.body.schema } } }
+  } else if (doc.body !== undefined) {
+    out.requestBody = { required: true, content: { 'application/json': { schema: doc.body.schema, example: doc.body.example } } }
   }
-  out.responses = responses(operation)
+  out.responses = responses(auth, doc)
   return out
 }
 
-function responses (operation: Operation): Record<string, unknown> {
-  const body = operation.body === undefined ? [] : operation.body.raw === undefined ? BODY : RAW_BODY
-  const session = operation.auth === 'admin' ? SESSION : []
-  const codes = new Set<ErrorCode>([...operation.errors, ...AUTH[operation.auth], ...session, ...body, ...ALWAYS])
+function responses (auth: Auth, doc: RouteDoc): Record<string, unknown> {
+  const body = doc.body === undefined ? [] : doc.body.raw === undefined ? BODY : RAW_BODY
+  const session = auth === 'admin' ? SESSION : []
+  const codes = new Set<ErrorCode>([...doc.errors, ...AUTH[auth], ...session, ...body, ...ALWAYS])
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of Object.keys(ERRORS) as ErrorCode[]) {
     if (!codes.has(code)) continue
@@ -463,24 +126,49 @@ function responses (operation: Operation): Record<string, unknown> {
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
   const out: Record<string, { description: string, content?: Record<string, { schema: TSchema }> }> = {}
-  for (const answer of [operation.ok, ...(operation.also ?? [])]) {
+  for (const answer of [doc.ok, ...(doc.also ?? [])]) {
     out[String(answer.status)] = answer.schema === undefined || answer.contentType === null
       ? { description: answer.description } as typeof out[string]
       : { description: answer.description, content: { [answer.contentType ?? 'application/json']: { schema: answer.schema } } }
   }
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const error = R.ErrorBody(list)
+    const error = ErrorBody(list)
     const existing = out[String(status)]
     if (existing === undefined) {
-      out[String(status)] = { description: R.errorDescription(list), content: { 'application/json': { schema: error } } }
+      out[String(status)] = { description: errorDescription(list), content: { 'application/json': { schema: error } } }
     } else {
       // A status that is both an answer and a refusal (/readyz's 503): either body.
       const content = existing.content!['application/json']!
-      existing.description += ' Or refused: ' + R.errorDescription(list)
+      existing.description += ' Or refused: ' + errorDescription(list)
       content.schema = { anyOf: [content.schema, error] } as TSchema
     }
   }
   return out
+}
+
+/** The refusal body, with `code` narrowed to the given codes (one response per status lists its own). */
+function ErrorBody (codes: readonly ErrorCode[]): TSchema {
+  return Type.Object({
+    status: Type.Integer({ description: 'The HTTP status.' }),
+    message: Type.String({ description: 'For people; may change.' }),
+    errors: Type.Array(Type.Object({
+      code: codes.length === 1 ? Type.Literal(codes[0]!) : Type.Union(codes.map(code => Type.Literal(code))),
+      field: Type.Optional(Type.String({ description: 'JSON pointer into the request body, e.g. /attributes/score.' })),
+      message: Type.String(),
+    }), { minItems: 1, description: 'One entry per problem; switch on `code`.' }),
+  })
+}
+
+/** A response description naming each code of the status and its default message. */
+function errorDescription (codes: readonly ErrorCode[]): string {
+  return codes.map(code => `\`${code}\`: ${ERRORS[code][1]}`).join(' ')
+}
+
+/** Who may call an admin operation with a panel session (the admin key may call every one). */
+function roleNote (auth: Auth, role: RouteRole | undefined): string {
+  if (auth !== 'admin') return ''
+  const need = role ?? 'owner'
+  return need === 'admin' ? 'Role: the admin key only.' : `Role: ${need}.`
 }
 
 function authNote (auth: Auth): string {

@@ -2,7 +2,9 @@
 // Prometheus and API tools call them. None of them reads a request body or touches an actor.
 
 import { ApiError } from '../errors.js'
-import type { Reply, Route } from '../http/server.js'
+import type { Reply } from '../http/server.js'
+import { json, type RouteDefinition, type RouteDoc } from '../http/route.js'
+import * as R from '../http/reply-schemas.js'
 import { LIVENESS, readiness, type HealthSources } from './health.js'
 import { CONTENT_TYPE as METRICS_CONTENT_TYPE, type Metrics } from './metrics.js'
 import { buildOpenApi } from './openapi.js'
@@ -14,18 +16,45 @@ export interface OpsDeps extends HealthSources {
 
 const JSON_TYPE = 'application/json'
 
-export function opsRoutes ({ metrics, lmdbOpen, draining, nats }: OpsDeps): Route[] {
-  // Built and serialized once: the document only changes with the code.
-  const openapi = JSON.stringify(buildOpenApi())
-  const get = (pattern: string, handler: () => Reply | Promise<Reply>): Route => ({ method: 'get', pattern, body: false, whileDraining: true, uncounted: true, handler })
+const get = (pattern: string, doc: RouteDoc, handler: () => Reply | Promise<Reply>): RouteDefinition =>
+  ({ method: 'get', pattern, body: false, whileDraining: true, uncounted: true, doc, handler })
 
+export function opsRoutes ({ metrics, lmdbOpen, draining, nats }: OpsDeps): RouteDefinition[] {
   return [
-    get('/healthz', () => ({ status: 200, body: LIVENESS })),
-    get('/readyz', () => readiness({ lmdbOpen, draining, nats })),
-    get('/metrics', async () => {
+    get('/healthz', {
+      summary: 'Liveness: the process answers', tag: 'Operations',
+      ok: json(200, 'Up.', R.Liveness), errors: [],
+    }, () => ({ status: 200, body: LIVENESS })),
+    get('/readyz', {
+      summary: 'Readiness: LMDB open, NATS connected when configured, not draining', tag: 'Operations',
+      description: 'Send traffic while it answers 200. While draining the server answers 503 shutting_down before this check runs.',
+      ok: json(200, 'Ready.', R.Readiness),
+      also: [json(503, 'Not ready: `reason` says why.', R.Readiness)],
+      errors: [],
+    }, () => readiness({ lmdbOpen, draining, nats })),
+    get('/metrics', {
+      summary: 'Prometheus metrics', tag: 'Operations',
+      description: 'Requests by route and status, latency histograms, actors, LMDB, outbox, process. Off with BEACON_METRICS=false.',
+      ok: { status: 200, description: 'Prometheus text format.', schema: R.MetricsText, contentType: METRICS_CONTENT_TYPE },
+      errors: ['not_found'],
+    }, async () => {
       if (metrics === null) throw new ApiError('not_found', 'Metrics are off (BEACON_METRICS=false).')
       return { status: 200, body: await metrics.text(), contentType: METRICS_CONTENT_TYPE }
     }),
-    get('/openapi.json', () => ({ status: 200, body: openapi, contentType: JSON_TYPE })),
   ]
+}
+
+/**
+ * The routes, and after them GET /openapi.json describing all of them (itself included): the document
+ * is built from the same definitions the router serves, once, and served as text.
+ */
+export function withOpenApi (routes: readonly RouteDefinition[]): RouteDefinition[] {
+  let text = ''
+  const route: RouteDefinition = get('/openapi.json', {
+    summary: 'This document', tag: 'Operations',
+    ok: json(200, 'OpenAPI 3.1.', R.OpenApiDocument), errors: [],
+  }, () => ({ status: 200, body: text, contentType: JSON_TYPE }))
+  const all = [...routes, route]
+  text = JSON.stringify(buildOpenApi(all))
+  return all
 }

@@ -26,9 +26,9 @@ export function Chart ({ title, times, series }: { title: string, times: number[
     return () => { observer.disconnect(); plot.destroy() }
   }, [times, series])
   return (
-    <figure class="chart">
+    <figure class='chart'>
       <figcaption>{title}</figcaption>
-      {series.length === 0 ? <p class="empty">Nothing counted in this range.</p> : <div ref={box} role="img" aria-label={`${title}: ${series.map(s => s.label).join(', ')}`} />}
+      {series.length === 0 ? <p class='empty'>Nothing counted in this range.</p> : <div ref={box} role='img' aria-label={`${title}: ${series.map(s => s.label).join(', ')}`} />}
     </figure>
   )
 }

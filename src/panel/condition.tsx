@@ -47,38 +47,40 @@ interface NodeProps { node: Condition, onChange: (next: Condition) => void, onRe
 
 function Node ({ node, onChange, onRemove, label }: NodeProps): JSX.Element {
   const kind = kindOf(node)
-  const remove = onRemove !== undefined && <button type="button" class="link danger" onClick={onRemove} aria-label={`Remove ${label}`}>Remove</button>
+  const remove = onRemove !== undefined && <button type='button' class='link danger' onClick={onRemove} aria-label={`Remove ${label}`}>Remove</button>
   if (kind === 'leaf') return <LeafRow leaf={node as Leaf} onChange={onChange} remove={remove} label={label} />
   const children = childrenOf(node)
   const setChildren = (list: Condition[]): void => onChange(kind === 'not' ? { not: list[0]! } : kind === 'all' ? { all: list } : { any: list })
   return (
-    <fieldset class="group">
-      <legend class="sr-only">{label}</legend>
-      <div class="row">
-        <label class="inline">
-          <span class="label">Match</span>
+    <fieldset class='group'>
+      <legend class='sr-only'>{label}</legend>
+      <div class='row'>
+        <label class='inline'>
+          <span class='label'>Match</span>
           <select aria-label={`${label}: match`} value={kind} onChange={e => onChange(withKind(node, e.currentTarget.value as Kind))}>
-            <option value="all">all of (and)</option>
-            <option value="any">any of (or)</option>
-            <option value="not">not</option>
-            <option value="leaf">a single condition</option>
+            <option value='all'>all of (and)</option>
+            <option value='any'>any of (or)</option>
+            <option value='not'>not</option>
+            <option value='leaf'>a single condition</option>
           </select>
         </label>
         {remove}
       </div>
-      <ul class="children">
+      <ul class='children'>
         {children.map((child, i) => (
           <li key={i}>
-            <Node node={child} label={`${label}.${i + 1}`}
+            <Node
+              node={child} label={`${label}.${i + 1}`}
               onChange={next => setChildren(children.map((c, j) => j === i ? next : c))}
-              onRemove={children.length > 1 ? () => setChildren(children.filter((_, j) => j !== i)) : undefined} />
+              onRemove={children.length > 1 ? () => setChildren(children.filter((_, j) => j !== i)) : undefined}
+            />
           </li>
         ))}
       </ul>
       {kind !== 'not' && (
-        <div class="row">
-          <button type="button" class="secondary" onClick={() => setChildren([...children, { ...NEW_LEAF }])}>Add condition</button>
-          <button type="button" class="secondary" onClick={() => setChildren([...children, { any: [{ ...NEW_LEAF }] }])}>Add group</button>
+        <div class='row'>
+          <button type='button' class='secondary' onClick={() => setChildren([...children, { ...NEW_LEAF }])}>Add condition</button>
+          <button type='button' class='secondary' onClick={() => setChildren([...children, { any: [{ ...NEW_LEAF }] }])}>Add group</button>
         </div>
       )}
     </fieldset>
@@ -93,33 +95,37 @@ function LeafRow ({ leaf, onChange, remove, label }: { leaf: Leaf, onChange: (ne
   }, [leaf.value, leaf.op])
   const set = (patch: Partial<Leaf>): void => onChange({ ...leaf, ...patch })
   return (
-    <div class="leaf" role="group" aria-label={`Condition ${label}`}>
-      <label class="inline"><span class="label">Fact</span>
-        <input list="facts" aria-label={`Condition ${label}: fact`} value={leaf.fact} onInput={e => set({ fact: e.currentTarget.value })} />
+    <div class='leaf' role='group' aria-label={`Condition ${label}`}>
+      <label class='inline'><span class='label'>Fact</span>
+        <input list='facts' aria-label={`Condition ${label}: fact`} value={leaf.fact} onInput={e => set({ fact: e.currentTarget.value })} />
       </label>
-      <label class="inline"><span class="label">Operator</span>
-        <select aria-label={`Condition ${label}: operator`} value={leaf.op}
-          onChange={e => { const op = e.currentTarget.value; set({ op, value: parseValue(op, op === 'exists' ? 'true' : text) }) }}>
+      <label class='inline'><span class='label'>Operator</span>
+        <select
+          aria-label={`Condition ${label}: operator`} value={leaf.op}
+          onChange={e => { const op = e.currentTarget.value; set({ op, value: parseValue(op, op === 'exists' ? 'true' : text) }) }}
+        >
           {OPS.map(op => <option key={op} value={op}>{op}</option>)}
         </select>
       </label>
-      <label class="inline"><span class="label">Value</span>
+      <label class='inline'><span class='label'>Value</span>
         {leaf.op === 'exists'
           ? <select aria-label={`Condition ${label}: value`} value={String(leaf.value)} onChange={e => set({ value: e.currentTarget.value === 'true' })}>
-            <option value="true">true</option><option value="false">false</option>
+            <option value='true'>true</option><option value='false'>false</option>
           </select>
-          : <input aria-label={`Condition ${label}: value`} value={text} placeholder={leaf.op === 'in' || leaf.op === 'nin' ? 'a, b, c' : ''}
-            onInput={e => { setText(e.currentTarget.value); set({ value: parseValue(leaf.op, e.currentTarget.value) }) }} />}
+          : <input
+              aria-label={`Condition ${label}: value`} value={text} placeholder={leaf.op === 'in' || leaf.op === 'nin' ? 'a, b, c' : ''}
+              onInput={e => { setText(e.currentTarget.value); set({ value: parseValue(leaf.op, e.currentTarget.value) }) }}
+            />}
       </label>
       {(leaf.fact === 'count' || leaf.fact === 'sum') && <>
-        <label class="inline"><span class="label">Event</span>
+        <label class='inline'><span class='label'>Event</span>
           <input aria-label={`Condition ${label}: event`} value={leaf.event ?? ''} onInput={e => set({ event: e.currentTarget.value })} />
         </label>
-        {leaf.fact === 'sum' && <label class="inline"><span class="label">Field</span>
+        {leaf.fact === 'sum' && <label class='inline'><span class='label'>Field</span>
           <input aria-label={`Condition ${label}: field`} value={leaf.field ?? ''} onInput={e => set({ field: e.currentTarget.value })} />
         </label>}
-        <label class="inline"><span class="label">Within</span>
-          <input aria-label={`Condition ${label}: within`} placeholder="7d" size={5} value={leaf.within ?? ''} onInput={e => set({ within: e.currentTarget.value === '' ? undefined : e.currentTarget.value })} />
+        <label class='inline'><span class='label'>Within</span>
+          <input aria-label={`Condition ${label}: within`} placeholder='7d' size={5} value={leaf.within ?? ''} onInput={e => set({ within: e.currentTarget.value === '' ? undefined : e.currentTarget.value })} />
         </label>
       </>}
       {remove}
@@ -148,17 +154,17 @@ export function ConditionBuilder ({ rule, onChange, name }: { rule: Condition | 
     }
   }
   return (
-    <div class="builder">
-      <datalist id="facts">{FACTS.map(f => <option key={f} value={f} />)}</datalist>
-      <div class="builder-tree">
+    <div class='builder'>
+      <datalist id='facts'>{FACTS.map(f => <option key={f} value={f} />)}</datalist>
+      <div class='builder-tree'>
         {rule === undefined
-          ? <p class="empty">No condition: every event that passes the trigger matches. <button type="button" class="secondary" onClick={() => onChange({ all: [{ ...NEW_LEAF }] })}>Add a condition</button></p>
+          ? <p class='empty'>No condition: every event that passes the trigger matches. <button type='button' class='secondary' onClick={() => onChange({ all: [{ ...NEW_LEAF }] })}>Add a condition</button></p>
           : <Node node={rule} label={name} onChange={onChange} onRemove={() => onChange(undefined)} />}
       </div>
-      <label class="field json">
-        <span class="label">{name} as JSON</span>
+      <label class='field json'>
+        <span class='label'>{name} as JSON</span>
         <textarea rows={10} spellcheck={false} value={text} onInput={e => onJson(e.currentTarget.value)} aria-invalid={problem !== null} />
-        {problem !== null && <small class="error" role="alert">{problem}</small>}
+        {problem !== null && <small class='error' role='alert'>{problem}</small>}
       </label>
     </div>
   )

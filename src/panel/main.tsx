@@ -43,18 +43,18 @@ function App (): JSX.Element {
       .then(answer => { user.value = answer.user }, () => { user.value = null })
   }, [])
   const current = user.value
-  if (current === undefined) return <main id="main"><Loading what="the panel" /></main>
+  if (current === undefined) return <main id='main'><Loading what='the panel' /></main>
   if (current === null) return <SignIn />
   const [head = '', ...tail] = route.value.split('/')
   const section = SECTIONS.find(s => s.path === (head === '' ? 'campaigns' : head))
   return (
-    <div class="shell">
-      <a class="skip" href="#main">Skip to content</a>
+    <div class='shell'>
+      <a class='skip' href='#main'>Skip to content</a>
       <Nav current={section?.path ?? ''} />
-      <main id="main">
+      <main id='main'>
         {section === undefined ? <p>No such page.</p>
-          : !can(section.role) ? <p role="alert">Your role ({current.role}) cannot open this page.</p>
-            : section.page(decodeURIComponent(tail.join('/')))}
+          : !can(section.role) ? <p role='alert'>Your role ({current.role}) cannot open this page.</p>
+              : section.page(decodeURIComponent(tail.join('/')))}
       </main>
     </div>
   )
@@ -67,18 +67,18 @@ function Nav ({ current }: { current: string }): JSX.Element {
     call('DELETE', '/admin/session').finally(() => { user.value = null })
   }
   return (
-    <header class="top">
-      <div class="brand">Beacon</div>
-      <button type="button" class="menu secondary" aria-expanded={open} aria-controls="nav" onClick={() => setOpen(!open)}>Menu</button>
-      <nav id="nav" aria-label="Sections" class={open ? 'open' : ''}>
+    <header class='top'>
+      <div class='brand'>Beacon</div>
+      <button type='button' class='menu secondary' aria-expanded={open} aria-controls='nav' onClick={() => setOpen(!open)}>Menu</button>
+      <nav id='nav' aria-label='Sections' class={open ? 'open' : ''}>
         <ul>
           {SECTIONS.filter(s => can(s.role)).map(s => (
             <li key={s.path}><Link to={s.path} current={s.path === current}>{s.title}</Link></li>
           ))}
         </ul>
-        <div class="who">
-          <span>{user.value?.email} <span class="badge">{user.value?.role}</span></span>
-          <button type="button" class="secondary" onClick={signOut}>Sign out</button>
+        <div class='who'>
+          <span>{user.value?.email} <span class='badge'>{user.value?.role}</span></span>
+          <button type='button' class='secondary' onClick={signOut}>Sign out</button>
         </div>
       </nav>
     </header>

@@ -2,19 +2,7 @@
 
 import { accountPath, call } from './api'
 import type { Series } from './chart'
-
-export type Granularity = 'hour' | 'day'
-
-export interface ReportRow {
-  t: string
-  events: Record<string, number>
-  visitors: number
-  campaigns: Record<string, { impressions: number, views: number, clicks: number }>
-  segments: Record<string, { enter: number, exit: number }>
-  deliveries: { delivered: number, failed: number, dead: number, p50Ms: number | null, p95Ms: number | null, p99Ms: number | null }
-}
-
-export interface Report { granularity: Granularity, from: string, to: string, lagMs: number, rows: ReportRow[] }
+import type { Granularity, Report, ReportRow } from '../reports/report-shape'
 
 export function reportQuery (from: Date, to: Date, granularity: Granularity): string {
   return accountPath(`/reports?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}&granularity=${granularity}`)

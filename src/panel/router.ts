@@ -22,7 +22,7 @@ export function navigate (path: string): void {
 /** A click on an in-app link: navigate without reloading (modified clicks keep their usual meaning). */
 export function onLink (event: MouseEvent): void {
   if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
-  const anchor = (event.currentTarget as HTMLAnchorElement)
+  const anchor = event.currentTarget as HTMLAnchorElement
   event.preventDefault()
   navigate(anchor.pathname.slice(BASE.length))
 }

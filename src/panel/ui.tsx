@@ -11,10 +11,10 @@ export function Page ({ title, actions, children }: { title: string, actions?: C
   // A new page (not a new title: the campaign editor's follows its name as it is typed) takes the focus.
   useEffect(() => { heading.current?.focus() }, [route.value])
   return (
-    <section class="page">
-      <header class="page-head">
+    <section class='page'>
+      <header class='page-head'>
         <h1 tabIndex={-1} ref={heading}>{title}</h1>
-        {actions !== undefined && <div class="actions">{actions}</div>}
+        {actions !== undefined && <div class='actions'>{actions}</div>}
       </header>
       {children}
     </section>
@@ -31,9 +31,9 @@ export function Field ({ label, hint, children, wide }: { label: string, hint?: 
   const control = cloneElement(children, { id, 'aria-describedby': hint === undefined ? undefined : `${id}-hint` })
   return (
     <div class={wide === true ? 'field wide' : 'field'}>
-      <label class="label" for={id}>{label}</label>
+      <label class='label' for={id}>{label}</label>
       {control}
-      {hint !== undefined && <small class="hint" id={`${id}-hint`}>{hint}</small>}
+      {hint !== undefined && <small class='hint' id={`${id}-hint`}>{hint}</small>}
     </div>
   )
 }
@@ -44,12 +44,12 @@ export interface Column<T> {
 }
 
 export function Table<T> ({ caption, columns, rows, empty }: { caption: string, columns: Column<T>[], rows: T[], empty: string }): JSX.Element {
-  if (rows.length === 0) return <p class="empty">{empty}</p>
+  if (rows.length === 0) return <p class='empty'>{empty}</p>
   return (
-    <div class="table-wrap">
+    <div class='table-wrap'>
       <table>
-        <caption class="sr-only">{caption}</caption>
-        <thead><tr>{columns.map(c => <th scope="col" key={c.head}>{c.head}</th>)}</tr></thead>
+        <caption class='sr-only'>{caption}</caption>
+        <thead><tr>{columns.map(c => <th scope='col' key={c.head}>{c.head}</th>)}</tr></thead>
         <tbody>
           {rows.map((row, i) => <tr key={i}>{columns.map(c => <td key={c.head} data-head={c.head}>{c.cell(row)}</td>)}</tr>)}
         </tbody>
@@ -60,11 +60,11 @@ export function Table<T> ({ caption, columns, rows, empty }: { caption: string, 
 
 export function ErrorNote ({ error }: { error: unknown }): JSX.Element | null {
   if (error == null) return null
-  return <p class="error" role="alert">{error instanceof Error ? error.message : String(error)}</p>
+  return <p class='error' role='alert'>{error instanceof Error ? error.message : String(error)}</p>
 }
 
 export function Loading ({ what }: { what: string }): JSX.Element {
-  return <p class="loading" role="status"><span class="spinner" aria-hidden="true" />Loading {what}…</p>
+  return <p class='loading' role='status'><span class='spinner' aria-hidden='true' />Loading {what}…</p>
 }
 
 export interface Load<T> {
@@ -123,9 +123,9 @@ export function useAction<A = void> (work: (arg: A) => Promise<string | void>): 
 /** The outcome of an action, announced to screen readers. */
 export function Outcome ({ action }: { action: Action<any> }): JSX.Element {
   return (
-    <div class="outcome" aria-live="polite">
-      {action.busy && <span class="loading"><span class="spinner" aria-hidden="true" />Working…</span>}
-      {action.done !== null && <span class="done">{action.done}</span>}
+    <div class='outcome' aria-live='polite'>
+      {action.busy && <span class='loading'><span class='spinner' aria-hidden='true' />Working…</span>}
+      {action.done !== null && <span class='done'>{action.done}</span>}
       <ErrorNote error={action.error} />
     </div>
   )
@@ -136,7 +136,7 @@ export function CopyButton ({ text, label = 'Copy' }: { text: string, label?: st
   const copy = (): void => {
     navigator.clipboard.writeText(text).then(() => setCopied(true), () => setCopied(false))
   }
-  return <button type="button" class="secondary" onClick={copy}>{copied ? 'Copied' : label}</button>
+  return <button type='button' class='secondary' onClick={copy}>{copied ? 'Copied' : label}</button>
 }
 
 /** Comma-separated text ⇄ list of names. */

@@ -7,6 +7,7 @@
 // and its day row ([account, 'hour' | 'day', startMs] in the reports db), and moves each segment's
 // member count ([account, 'members', segment]) by the enters and exits since the last fold.
 
+import { assert } from '../assert.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
 import { HyperLogLog } from './hll.js'
@@ -134,6 +135,7 @@ export class ReportCounters {
 
   /** `count` webhook deliveries settled with this outcome after an attempt that took latencyMs. */
   readonly delivery = (account: string, outcome: DeliveryOutcome, latencyMs: number, count: number): void => {
+    assert(count >= 0, 'a settled delivery count is not negative')
     const bucket = this.bucket(account, this.clock.nowMs())
     bucket.deliveries[outcome === 'delivered' ? 0 : outcome === 'retry' ? 1 : 2] += count
     ;(bucket.latency ??= new Array<number>(LATENCY_BUCKETS).fill(0))[latencyBucket(latencyMs)]! += count
@@ -209,6 +211,7 @@ export function mergeBuckets (a: StoredBucket, b: StoredBucket): StoredBucket {
     visitors = sketch.registers
   }
   let latency = a.latency
+  assert(a.latency === null || b.latency === null || a.latency.length === b.latency.length, 'merged latency histograms have the same buckets', { a: a.latency?.length, b: b.latency?.length })
   if (b.latency !== null) latency = a.latency === null ? b.latency.slice() : a.latency.map((n, i) => n + b.latency![i]!)
   return {
     events: [...events],

@@ -4,6 +4,8 @@
 // (an hour's visitors into the day's). Small counts use linear counting (exact enough below ~5 k).
 // The hash is 32 bits (FNV-1a with murmur3's finalizer), so estimates past ~100 million lose accuracy.
 
+import { assert } from '../assert.js'
+
 export const HLL_BITS = 11
 export const HLL_REGISTERS = 1 << HLL_BITS
 const ALPHA = 0.7213 / (1 + 1.079 / HLL_REGISTERS)
@@ -12,6 +14,8 @@ export class HyperLogLog {
   readonly registers: Uint8Array
 
   constructor (registers?: Uint8Array) {
+    // A sketch read back from the store must be one this code wrote: a shorter one would count wrong silently.
+    assert(registers === undefined || registers.length === HLL_REGISTERS, 'a HyperLogLog sketch has HLL_REGISTERS registers', { length: registers?.length, expected: HLL_REGISTERS })
     this.registers = registers === undefined ? new Uint8Array(HLL_REGISTERS) : Uint8Array.from(registers)
   }
 
@@ -27,6 +31,7 @@ export class HyperLogLog {
   }
 
   merge (other: Uint8Array): void {
+    assert(other.length === HLL_REGISTERS, 'a merged HyperLogLog sketch has HLL_REGISTERS registers', { length: other.length, expected: HLL_REGISTERS })
     const registers = this.registers
     for (let i = 0; i < HLL_REGISTERS; i++) if (other[i]! > registers[i]!) registers[i] = other[i]!
   }

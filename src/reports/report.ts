@@ -1,24 +1,15 @@
 // A report read back from the folded buckets: one row per hour or day of the range (empty ones too,
 // so a chart has no gaps), as JSON or as long-format CSV (t,kind,key,value).
 
+import { assert } from '../assert.js'
 import type { Store } from '../store/store.js'
 import { DAY_MS, HOUR_MS, type StoredBucket } from './counters.js'
 import { HyperLogLog } from './hll.js'
-import { percentile } from './latency.js'
+import { LATENCY_BUCKETS, percentile } from './latency.js'
+import type { Granularity, ReportRow } from './report-shape.js'
 
-export const GRANULARITIES = ['hour', 'day'] as const
-export type Granularity = typeof GRANULARITIES[number]
 /** The longest range per granularity, in days. */
-export const RANGE_DAYS_MAX: Readonly<Record<Granularity, number>> = { hour: 31, day: 366 }
-
-export interface ReportRow {
-  t: string
-  events: Record<string, number>
-  visitors: number
-  campaigns: Record<string, { impressions: number, views: number, clicks: number }>
-  segments: Record<string, { enter: number, exit: number }>
-  deliveries: { delivered: number, failed: number, dead: number, p50Ms: number | null, p95Ms: number | null, p99Ms: number | null }
-}
+export const RANGE_MAX_DAYS: Readonly<Record<Granularity, number>> = { hour: 31, day: 366 }
 
 export function bucketStart (ms: number, granularity: Granularity): number {
   const size = granularity === 'hour' ? HOUR_MS : DAY_MS
@@ -31,7 +22,10 @@ export function readReport (store: Store, account: string, fromMs: number, toMs:
   const first = bucketStart(fromMs, granularity)
   const stored = new Map<number, StoredBucket>()
   for (const { key, value } of store.reports.getRange({ start: [account, granularity, first], end: [account, granularity, toMs] })) {
-    stored.set((key as [string, string, number])[2], value as StoredBucket)
+    const startMs = (key as [string, string, number])[2]
+    // Folds write buckets at their hour's or day's start (counters.ts): any other key is not ours.
+    assert(Number.isInteger(startMs) && bucketStart(startMs, granularity) === startMs, 'a stored report bucket starts on its granularity', { account, granularity, startMs })
+    stored.set(startMs, value as StoredBucket)
   }
   const rows: ReportRow[] = []
   for (let t = first; t < toMs; t += size) rows.push(rowOf(t, stored.get(t)))
@@ -40,6 +34,7 @@ export function readReport (store: Store, account: string, fromMs: number, toMs:
 
 function rowOf (t: number, bucket: StoredBucket | undefined): ReportRow {
   const latency = bucket?.latency ?? null
+  assert(latency === null || latency.length === LATENCY_BUCKETS, 'a stored latency histogram has LATENCY_BUCKETS buckets', { t, length: latency?.length, expected: LATENCY_BUCKETS })
   return {
     t: new Date(t).toISOString(),
     events: Object.fromEntries(bucket?.events ?? []),

@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto'
 import { errorItem, type ErrorItem } from '../errors.js'
-import { compileCondition, validateCondition, MAX_DEPTH, MAX_LEAVES, type Condition, type MatchContext } from '../matching/index.js'
+import { compileCondition, validateCondition, DEPTH_MAX, LEAVES_MAX, type Condition, type MatchContext } from '../matching/index.js'
 import { BUCKETS_PER_WINDOW, parseWithin, windowValue, type WindowSpec, type Windows } from './windows.js'
 
 export interface SegmentDef {
@@ -48,13 +48,13 @@ export function validateSegment (body: unknown): ErrorItem[] {
   if (body.rule !== undefined) {
     const leaves = { count: 0 }
     visit(body.rule, '/rule', 1, leaves, errors, fail)
-    if (leaves.count > MAX_LEAVES) fail('/rule', `the rule has ${leaves.count} leaves; at most ${MAX_LEAVES} are allowed`)
+    if (leaves.count > LEAVES_MAX) fail('/rule', `the rule has ${leaves.count} leaves; at most ${LEAVES_MAX} are allowed`)
   }
   return errors
 }
 
 function visit (node: unknown, path: string, depth: number, leaves: { count: number }, errors: ErrorItem[], fail: (field: string, message: string) => void): void {
-  if (depth > MAX_DEPTH) return fail(path, `conditions nest deeper than ${MAX_DEPTH} levels`)
+  if (depth > DEPTH_MAX) return fail(path, `conditions nest deeper than ${DEPTH_MAX} levels`)
   if (!isObject(node)) return fail(path, 'a condition must be an object')
   for (const group of ['all', 'any'] as const) {
     if (Object.hasOwn(node, group)) {

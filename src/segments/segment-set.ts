@@ -1,6 +1,6 @@
 // An account's segments compiled together: the computed ones (with a rule) with their tests, the
 // window specs their rules read (shared between rules), and the manual ones by name. Immutable;
-// the registry swaps in a new set when a segment changes, with a new version number.
+// the segment catalog swaps in a new set when a segment changes, with a new version number.
 
 import type { WindowSpec } from './windows.js'
 import { compileRule, type SegmentContext, type SegmentDef, type SegmentTest } from './rules.js'

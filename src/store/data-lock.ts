@@ -1,7 +1,7 @@
 // One process per data folder, as PostgreSQL's postmaster.pid: the process that opens the store
 // creates `beacon.pid` in the folder with O_EXCL, holding its PID and the start time of that PID
 // (/proc/<pid>/stat), and removes it when it closes the store. Two processes on one folder would
-// each keep their own in-memory registry and actors over the same LMDB: lost updates, a revoked token
+// each keep their own in-memory catalogs and actors over the same LMDB: lost updates, a revoked token
 // still working in the other, webhooks sent twice or never.
 //
 // Node has no flock, so a file left by a process that was SIGKILLed is told apart by a liveness check:

@@ -3,21 +3,19 @@
 // and by `beacon secrets rotate`, in one synchronous transaction per database.
 
 import type { Key, Store } from './store.js'
-import { mapSecrets, type WebhookConfig } from '../webhooks/index.js'
 import type { IdentitySecrets } from '../auth/identity.js'
 
 type SecretMap = (secret: string) => string
 
 /**
  * The configuration rows (key [account, kind, …]) that hold secrets, by kind: each maps its secrets
- * through `map` into a copy. A new kind of secret is one more line here.
+ * through `map` into a copy. The catalogs hand theirs down (CONFIG_SECRET_ROWS in src/catalog/catalogs.ts):
+ * the store knows sealing, not which fields of a configuration are secrets.
  */
-const SECRET_ROWS: ReadonlyMap<string, (value: unknown, map: SecretMap) => unknown> = new Map([
-  ['webhook', (value: unknown, map: SecretMap) => mapSecrets(value as WebhookConfig, map)],
-])
+export type SecretRows = ReadonlyMap<string, (value: unknown, map: SecretMap) => unknown>
 
 /** Re-seal what needs it; returns how many rows (configuration and accounts) were written. */
-export function sealStoredSecrets (store: Store): number {
+export function sealStoredSecrets (store: Store, secretRows: SecretRows): number {
   const box = store.secrets
   const reseal = (secret: string): string => box.isCurrent(secret) ? secret : box.seal(box.open(secret))
   // Accounts keep their identity secrets (verified identity).
@@ -31,7 +29,7 @@ export function sealStoredSecrets (store: Store): number {
   if (accounts.length > 0) store.accounts.transactionSync(() => { for (const { key, value } of accounts) store.accounts.putSync(key, value) })
   const rows: { key: Key, value: unknown }[] = []
   for (const { key, value } of store.config.getRange()) {
-    const mapRow = SECRET_ROWS.get((key as unknown[])[1] as string)
+    const mapRow = secretRows.get((key as unknown[])[1] as string)
     if (mapRow === undefined) continue
     let stale = false
     mapRow(value, secret => {
@@ -42,14 +40,4 @@ export function sealStoredSecrets (store: Store): number {
   }
   if (rows.length > 0) store.config.transactionSync(() => { for (const { key, value } of rows) store.config.putSync(key, value) })
   return accounts.length + rows.length
-}
-
-/** The configuration as stored: its secrets sealed. */
-export function sealWebhook (store: Store, config: WebhookConfig): WebhookConfig {
-  return mapSecrets(config, secret => store.secrets.seal(secret))
-}
-
-/** The configuration as read back: its secrets opened. */
-export function openWebhook (store: Store, config: WebhookConfig): WebhookConfig {
-  return mapSecrets(config, secret => store.secrets.open(secret))
 }

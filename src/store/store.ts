@@ -11,19 +11,25 @@
 // value (half the bytes, about twice as fast to encode and three times to decode). Only shapes made of
 // Beacon's field names are shared (a db holds 32 at most): maps keyed by site data (attributes, counts,
 // event fields) are plain msgpack maps. Outbox rows and delivery records are the bytes of their own
-// codec (webhooks/record-codec.ts), stored as msgpack bins; a record's are also what it is published as.
+// codec (record-codec.ts), stored as msgpack bins; a record's are also what it is published as.
 
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
-import { asStored, encodeRow, type OutboxRow } from '../webhooks/record-codec.js'
+import { asStored, encodeRow, type OutboxRow } from './record-codec.js'
 import { lockDataFolder, type DataLock } from './data-lock.js'
 import { restrict, restrictOwnFolder } from './file-modes.js'
 import { resolveSecretsKeys, SecretBox } from './secrets.js'
+import type { Listeners } from '../listeners.js'
 
 export type Key = string | (string | number)[]
+
+/** Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row). */
+export type OutboxAppended = (seq: number, row: OutboxRow, bytes: Uint8Array) => void
+/** Told how long an awaited write took to become durable (metrics). */
+export type DurableObserved = (durationMs: number) => void
 
 /** Sorts after every id Beacon keys by (UUIDs, names, webhook ids: ASCII): `[prefix, KEY_PART_MAX]` ends a prefix's range. */
 export const KEY_PART_MAX = '\uffff'
@@ -36,6 +42,10 @@ export interface StoreOptions {
   secretsKey?: string | null
   /** The keys themselves, the first sealing (a rotation); overrides secretsKey. */
   secretKeys?: Buffer[]
+  /** Who hears of outbox rows appended (the delivery hub joins when it starts); absent: nobody. */
+  outboxAppended?: Listeners<OutboxAppended>
+  /** Who hears how long durable writes took (metrics); absent or empty costs nothing. */
+  durableObserved?: Listeners<DurableObserved>
 }
 
 export class Store {
@@ -76,10 +86,8 @@ export class Store {
    * only, so what several nodes share (JetStream message ids) carries it too.
    */
   readonly nodeId: string
-  /** Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row). */
-  onOutboxAppend: ((seq: number, row: OutboxRow, bytes: Uint8Array) => void) | null = null
-  /** Told how long each awaited write took to become durable (metrics); null costs nothing. */
-  onDurableMs: ((durationMs: number) => void) | null = null
+  private readonly outboxAppended: Listeners<OutboxAppended> | null
+  private readonly durableObserved: Listeners<DurableObserved> | null
   readonly durability: Durability
   /** Seals secrets before they are written and opens them after they are read (secrets.ts). */
   readonly secrets: SecretBox
@@ -90,7 +98,9 @@ export class Store {
   private lastReport: ((error: unknown) => void) | null = null
   private readonly lock: DataLock
 
-  constructor ({ path, durability, mapSizeBytes, secretsKey = null, secretKeys }: StoreOptions) {
+  constructor ({ path, durability, mapSizeBytes, secretsKey = null, secretKeys, outboxAppended, durableObserved }: StoreOptions) {
+    this.outboxAppended = outboxAppended ?? null
+    this.durableObserved = durableObserved ?? null
     // The folder and its files hold visitors' data and webhook credentials: owner only.
     mkdirSync(path, { recursive: true, mode: 0o700 })
     restrictOwnFolder(path)
@@ -169,7 +179,7 @@ export class Store {
     // Its failure is the transaction's, reported through the state write it travels with. The row's
     // id is its key: not stored in it too.
     this.ignoreFailure(this.outbox.put(seq, asStored(bytes)))
-    this.onOutboxAppend?.(seq, row, bytes)
+    if (this.outboxAppended !== null) for (const appended of this.outboxAppended.list) appended(seq, row, bytes)
     return String(seq)
   }
 
@@ -180,10 +190,13 @@ export class Store {
   durable (write: Promise<boolean>): Promise<void> {
     const flushed = (write as Promise<boolean> & { flushed?: Promise<void> }).flushed
     const done = this.durability === 'flushed' && flushed !== undefined ? write.then(() => flushed) : write.then(noop)
-    const observe = this.onDurableMs
-    if (observe === null) return done
+    const observers = this.durableObserved?.list
+    if (observers === undefined || observers.length === 0) return done
     const startMs = performance.now()
-    return done.then(() => observe(performance.now() - startMs))
+    return done.then(() => {
+      const durationMs = performance.now() - startMs
+      for (const observe of observers) observe(durationMs)
+    })
   }
 
   /**

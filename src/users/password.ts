@@ -9,8 +9,8 @@ const COST = { N: 16384, r: 8, p: 1 } as const
 const KEY_BYTES = 32
 const SALT_BYTES = 16
 
-export const PASSWORD_MIN = 12
-export const PASSWORD_MAX = 256
+export const PASSWORD_LENGTH_MIN = 12
+export const PASSWORD_LENGTH_MAX = 256
 
 /** Two hashes at once leave libuv's other threads to the rest of Beacon; 100 more may wait. */
 const gate = new Gate(2, 100)

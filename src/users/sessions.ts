@@ -4,6 +4,7 @@
 // write per request), and at once on sign-out or when its user is removed.
 
 import { createHash, randomBytes } from 'node:crypto'
+import { assert } from '../assert.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
 
@@ -30,9 +31,11 @@ export class Sessions {
     this.store = store
     this.clock = clock
     this.ttlMs = ttlMs
+    assert(Number.isInteger(ttlMs) && ttlMs > 0, 'a session lasts a positive time', { ttlMs })
     const nowMs = clock.nowMs()
     for (const { key, value } of store.sessions.getRange()) {
       const record = value as SessionRecord
+      assert(typeof record.userId === 'string' && record.createdAtMs <= record.expiresAtMs, 'a stored session has a user and ends after it starts', { createdAtMs: record.createdAtMs, expiresAtMs: record.expiresAtMs })
       if (record.expiresAtMs > nowMs) this.live.set(key as string, record)
       else store.ignoreFailure(store.sessions.remove(key))
     }

@@ -1,5 +1,5 @@
 // Panel users: per account, with a role; emails unique across the instance (a user belongs to one
-// account). Read once at start and kept in memory like the registry's catalogs; every change is
+// account). Read once at start and kept in memory like the catalogs (src/catalog); every change is
 // written through and awaited before it is answered.
 
 import { randomBytes } from 'node:crypto'
@@ -23,6 +23,11 @@ export interface User {
   createdAt: string
 }
 
+/** What ends a user's sessions (Sessions fits). */
+export interface SessionEnder {
+  revokeUser (id: string): void
+}
+
 interface UserRecord extends User {
   passwordHash: string
 }
@@ -33,11 +38,12 @@ export class Users {
   private readonly byId = new Map<string, UserRecord>()
   private readonly byEmail = new Map<string, UserRecord>()
   /** Told when a user's sessions must end: the user was removed, or their password changed. */
-  onSessionsEnd: ((id: string) => void) | null = null
+  private readonly sessions: SessionEnder
 
-  constructor (store: Store, clock: Clock) {
+  constructor (store: Store, clock: Clock, sessions: SessionEnder) {
     this.store = store
     this.clock = clock
+    this.sessions = sessions
     for (const { value } of store.users.getRange()) this.remember(value as UserRecord)
   }
 
@@ -103,7 +109,7 @@ export class Users {
     await this.store.save(this.store.users, id, next)
     this.remember(next)
     // A new password ends the sessions signed in with the old one.
-    if (patch.password !== undefined) this.onSessionsEnd?.(id)
+    if (patch.password !== undefined) this.sessions.revokeUser(id)
     return Users.public(next)
   }
 
@@ -112,7 +118,7 @@ export class Users {
     if (current.role === 'owner') this.keepAnOwner(account, id)
     // Gone from memory first: "at once" means no request is accepted for this user from here on.
     this.forget(current)
-    this.onSessionsEnd?.(id)
+    this.sessions.revokeUser(id)
     await this.store.durable(this.store.users.remove(id))
     return Users.public(current)
   }
@@ -122,7 +128,7 @@ export class Users {
     const leaving = [...this.byId.values()].filter(record => record.account === account)
     for (const record of leaving) {
       this.forget(record)
-      this.onSessionsEnd?.(record.id)
+      this.sessions.revokeUser(record.id)
     }
     let last: Promise<boolean> | null = null
     for (const record of leaving) last = this.store.users.remove(record.id)

@@ -102,7 +102,7 @@ export function compileWebhook (id: string, account: string, body: unknown, opti
     delayMs: delivery.delayMs ?? 0,
     batchSize: hasBody ? delivery.batchSize : 1,
     bodyIsArray: hasBody && delivery.batchSize > 1,
-    maxAttempts: delivery.maxAttempts ?? CONFIG_LIMITS.maxAttemptsDefault,
+    maxAttempts: delivery.maxAttempts ?? CONFIG_LIMITS.attemptsDefault,
     ratePerSecond: delivery.ratePerSecond ?? null,
     config,
   }

@@ -6,8 +6,8 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { ApiError, errorItem, type ErrorItem } from '../errors.js'
-import { NAME_PATTERN } from '../http/schemas.js'
-import { validator } from '../http/validate.js'
+import { NAME_PATTERN } from '../patterns.js'
+import { validator } from '../validator.js'
 import { CONFIG_LIMITS as L } from './limits.js'
 import { REDACTED, isSecretHeader } from './redact.js'
 import { literalRefusal } from './ssrf.js'
@@ -70,12 +70,12 @@ function requestShape<A extends TSchema> (auth: A) {
 
 export const WebhookDelivery = Type.Object({
   mode: Type.Union([Type.Literal('sync'), Type.Literal('async')]),
-  timeoutMs: Type.Integer({ minimum: L.timeoutMsMin, maximum: L.timeoutMsMax }),
+  timeoutMs: Type.Integer({ minimum: L.timeoutMinMs, maximum: L.timeoutMaxMs }),
   proxy: Type.Optional(Type.String({ minLength: 1, maxLength: L.urlLengthMax })),
-  delayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: L.delayMsMax })),
+  delayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: L.delayMaxMs })),
   batchSize: Type.Integer({ minimum: 1, maximum: L.batchSizeMax }),
-  maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: L.maxAttemptsMax, default: L.maxAttemptsDefault })),
-  ratePerSecond: Type.Optional(Type.Number({ minimum: L.ratePerSecondMin, maximum: L.ratePerSecondMax })),
+  maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: L.attemptsMax, default: L.attemptsDefault })),
+  ratePerSecond: Type.Optional(Type.Number({ minimum: L.rateMinPerSecond, maximum: L.rateMaxPerSecond })),
 }, { additionalProperties: false })
 
 function webhookShape<T extends TSchema, A extends TSchema> (trigger: T, auth: A) {
@@ -92,7 +92,7 @@ function webhookShape<T extends TSchema, A extends TSchema> (trigger: T, auth: A
 /** The whole configuration (PUT /admin/accounts/{account}/webhooks/{id} body). */
 export const WebhookConfigSchema = webhookShape(
   Type.Union([EventTrigger, AudienceTrigger, ScheduleTrigger]),
-  Type.Union([BasicAuth, BearerAuth]),
+  Type.Union([BasicAuth, BearerAuth])
 )
 export type WebhookConfig = Static<typeof WebhookConfigSchema>
 export type WebhookTrigger = WebhookConfig['trigger']
@@ -320,8 +320,8 @@ function secretProblems (secret: string, problems: Problems): void {
     return
   }
   const bytes = SECRET.test(secret) ? Buffer.from(secret.slice(6), 'base64').length : 0
-  if (bytes < L.secretBytesMin || bytes > L.secretBytesMax) {
-    problems.invalid('/request/signingSecret', `signingSecret must be "whsec_" followed by the base64 of ${L.secretBytesMin} to ${L.secretBytesMax} random bytes.`)
+  if (bytes < L.secretSizeMinBytes || bytes > L.secretSizeMaxBytes) {
+    problems.invalid('/request/signingSecret', `signingSecret must be "whsec_" followed by the base64 of ${L.secretSizeMinBytes} to ${L.secretSizeMaxBytes} random bytes.`)
   }
 }
 

@@ -1,7 +1,10 @@
-// Public surface of the webhook delivery library. Everything else in src/webhooks is internal.
+// Public surface of the webhook definitions: configuration, compilation, rendering, sending. Delivery
+// (the outbox relay, queues, workers) is src/delivery; the record codec is storage's (src/store/record-codec.ts).
 
-export { AudienceTrigger, BasicAuth, BearerAuth, EventTrigger, HTTP_METHODS, ScheduleTrigger, WebhookConfigSchema, WebhookDelivery,
-  assertWebhook, jsonRenderProblem, validateWebhook } from './config.js'
+export {
+  AudienceTrigger, BasicAuth, BearerAuth, EventTrigger, HTTP_METHODS, ScheduleTrigger, WebhookConfigSchema, WebhookDelivery,
+  assertWebhook, jsonRenderProblem, validateWebhook
+} from './config.js'
 export type { HttpMethod, ValidateOptions, WebhookAuth, WebhookConfig, WebhookTrigger } from './config.js'
 export { compileWebhook, USER_AGENT } from './compile.js'
 export type { CompiledTrigger, CompiledWebhook, HeaderTemplate } from './compile.js'
@@ -15,14 +18,9 @@ export { batchIdOf, BATCH_ID_PREFIX } from './batch-id.js'
 export { Sender } from './sender.js'
 export type { SenderOptions } from './sender.js'
 export { checkHostResolves, guardedLookup, literalRefusal, refusalReason, TargetRefusedError, TARGET_REFUSED_CODE } from './ssrf.js'
-export { BACKOFF, retryDelayMs } from './backoff.js'
 export { parseRetryAfterMs } from './retry-after.js'
 export { nextRunMs, parseCron, parseEvery } from './schedule.js'
 export type { Schedule } from './schedule.js'
-export { DeliveryWorker, systemScheduler } from './worker.js'
-export type { AttemptSender, DeliveryWorkerOptions, NextAttempt, PendingDelivery, Scheduler } from './worker.js'
-export { asStored, decodeMessage, decodeRecord, decodeRow, encodeMessage, encodeRecord, encodeRow, recordOfRow, recordPrefix } from './record-codec.js'
-export type { OutboxRow } from './record-codec.js'
 export { CONFIG_LIMITS, DELIVERY_LIMITS } from './limits.js'
 export { attemptRecord, OUTCOMES, SEND_ERRORS } from './types.js'
 export type { AttemptRecord, DeliveryContext, DeliveryItem, Outcome, SendErrorCode, SendResult } from './types.js'

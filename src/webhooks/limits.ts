@@ -15,19 +15,19 @@ export const CONFIG_LIMITS = {
   passwordLengthMax: 1024,
   tokenLengthMax: 4096,
   secretLengthMax: 256, // "whsec_" + base64 of 24..64 bytes fits easily
-  secretBytesMin: 24, // the Standard Webhooks spec asks for 24 to 64 random bytes
-  secretBytesMax: 64,
+  secretSizeMinBytes: 24, // the Standard Webhooks spec asks for 24 to 64 random bytes
+  secretSizeMaxBytes: 64,
   cronLengthMax: 128,
-  timeoutMsMin: 100,
-  timeoutMsMax: 60_000,
+  timeoutMinMs: 100,
+  timeoutMaxMs: 60_000,
   batchSizeMax: 1000,
-  maxAttemptsMax: 50,
-  maxAttemptsDefault: 8,
-  ratePerSecondMin: 1,
-  ratePerSecondMax: 100_000,
-  delayMsMax: 86_400_000,
-  scheduleIntervalMsMin: 10_000,
-  scheduleIntervalMsMax: 31 * 86_400_000,
+  attemptsMax: 50,
+  attemptsDefault: 8,
+  rateMinPerSecond: 1,
+  rateMaxPerSecond: 100_000,
+  delayMaxMs: 86_400_000,
+  scheduleIntervalMinMs: 10_000,
+  scheduleIntervalMaxMs: 31 * 86_400_000,
 } as const
 
 /** Limits of the delivery machinery (sender, worker). */
@@ -38,11 +38,11 @@ export const DELIVERY_LIMITS = {
   /** Items one worker holds (waiting for their delay, the rate, a free slot or an in-memory retry). */
   queueItemsMaxDefault: 10_000,
   /** A Retry-After larger than this is capped: a receiver cannot park a delivery for days. */
-  retryAfterMsMax: 3_600_000,
+  retryAfterMaxMs: 3_600_000,
   /** Attempt records keep at most this much of an error or response body. */
   errorExcerptLengthMax: 500,
   /** Response bodies are read and discarded up to this size so the socket can be reused; larger ones close it. */
-  responseDrainBytesMax: 65_536,
+  responseDrainMaxBytes: 65_536,
   /** Sockets per origin in the shared pool (shared by every webhook that targets the origin). */
   connectionsPerOriginDefault: 32,
   /** ProxyAgents kept (one per distinct proxy URL); the least recently used is closed beyond this. */

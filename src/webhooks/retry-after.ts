@@ -6,7 +6,7 @@ const DELAY_SECONDS = /^\d{1,10}$/
 // Every HTTP-date form starts with a day name; Date.parse alone would take "-5" as a year.
 const HTTP_DATE_START = /^[A-Za-z]{3}/
 
-/** The delay the receiver asked for, in ms, capped at retryAfterMsMax; undefined when absent or unreadable. */
+/** The delay the receiver asked for, in ms, capped at retryAfterMaxMs; undefined when absent or unreadable. */
 export function parseRetryAfterMs (header: string | string[] | undefined, nowMs: number): number | undefined {
   const value = (Array.isArray(header) ? header[0] : header)?.trim()
   if (value === undefined || value === '') return undefined
@@ -19,5 +19,5 @@ export function parseRetryAfterMs (header: string | string[] | undefined, nowMs:
     if (Number.isNaN(at)) return undefined
     delayMs = Math.max(0, at - nowMs)
   }
-  return Math.min(delayMs, DELIVERY_LIMITS.retryAfterMsMax)
+  return Math.min(delayMs, DELIVERY_LIMITS.retryAfterMaxMs)
 }

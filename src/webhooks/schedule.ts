@@ -19,8 +19,8 @@ export function parseEvery (text: string): number | string {
   const match = EVERY.exec(text)
   if (match === null) return 'every must be a whole number followed by s, m, h or d, like "30s", "15m" or "1h".'
   const ms = Number(match[1]) * (UNIT_MS[match[2] as string] as number)
-  if (ms < CONFIG_LIMITS.scheduleIntervalMsMin || ms > CONFIG_LIMITS.scheduleIntervalMsMax) {
-    return `every must be from ${CONFIG_LIMITS.scheduleIntervalMsMin / 1000}s to ${CONFIG_LIMITS.scheduleIntervalMsMax / 86_400_000}d.`
+  if (ms < CONFIG_LIMITS.scheduleIntervalMinMs || ms > CONFIG_LIMITS.scheduleIntervalMaxMs) {
+    return `every must be from ${CONFIG_LIMITS.scheduleIntervalMinMs / 1000}s to ${CONFIG_LIMITS.scheduleIntervalMaxMs / 86_400_000}d.`
   }
   return ms
 }
@@ -37,7 +37,7 @@ export function parseCron (text: string): Cron | string {
   if (runs.length === 0) return 'cron never fires.'
   for (let i = 1; i < runs.length; i++) {
     const gapMs = (runs[i] as Date).getTime() - (runs[i - 1] as Date).getTime()
-    if (gapMs < CONFIG_LIMITS.scheduleIntervalMsMin) return `cron fires more often than every ${CONFIG_LIMITS.scheduleIntervalMsMin / 1000}s.`
+    if (gapMs < CONFIG_LIMITS.scheduleIntervalMinMs) return `cron fires more often than every ${CONFIG_LIMITS.scheduleIntervalMinMs / 1000}s.`
   }
   return cron
 }

@@ -46,7 +46,7 @@ export interface SenderOptions {
 }
 
 /** The response body bytes kept for an error excerpt: UTF-8 takes at most 4 bytes a character. */
-const EXCERPT_BYTES_MAX = DELIVERY_LIMITS.errorExcerptLengthMax * 4
+const EXCERPT_SIZE_MAX_BYTES = DELIVERY_LIMITS.errorExcerptLengthMax * 4
 /** A rendered path undici takes as it is (printable ASCII); anything else goes through URL first. */
 const PLAIN_PATH = /^[/?][\x21-\x7e]*$/
 
@@ -237,12 +237,12 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.read += chunk.length
-    if (this.excerpt !== null && this.kept < EXCERPT_BYTES_MAX) {
+    if (this.excerpt !== null && this.kept < EXCERPT_SIZE_MAX_BYTES) {
       this.excerpt.push(chunk)
       this.kept += chunk.length
     }
     // Past the drain limit the socket is not worth keeping: answer now and close it.
-    if (this.read > DELIVERY_LIMITS.responseDrainBytesMax && !this.done) {
+    if (this.read > DELIVERY_LIMITS.responseDrainMaxBytes && !this.done) {
       this.answered()
       controller.abort(new Error('response body over the drain limit'))
     }

@@ -50,7 +50,7 @@ const SIMPLE_SLOTS: ReadonlyMap<string, number> = new Map([
 /** The placeholders a template may use; `event.<field>` and `attribute.<name>` take any field name. */
 export const PLACEHOLDERS = [...SIMPLE_SLOTS.keys(), 'event.<field>', 'attribute.<name>'] as const
 
-// Field and attribute names follow the API's name rule (NAME_PATTERN in src/http/schemas.ts).
+// Field and attribute names follow the API's name rule (NAME_PATTERN in src/patterns.ts).
 const FIELD_NAME = /^[A-Za-z0-9_.:-]{1,128}$/
 
 const BRACE_OPEN = 123 // '{'

@@ -1,17 +1,12 @@
 import { expect } from 'chai'
 import { ActorRuntime, PARTITIONS, partitionOf, type Actor, type ActorKind } from '../../actors/runtime.js'
-
-/** A clock the test moves by hand. */
-function manualClock (startMs = 1_000_000): { nowMs: () => number, advance: (ms: number) => void } {
-  let now = startMs
-  return { nowMs: () => now, advance: ms => { now += ms } }
-}
+import { manualClock } from '../helpers/clock.js'
 
 interface Counter { n: number }
 type Message = { type: 'add', by: number, write?: Promise<void> } | { type: 'slow', done: Promise<void> } | { type: 'fail' }
 
 /** A kind whose "disk" is a map: loads count activations, writes are promises the test controls. */
-function counterKind (disk: Map<string, number>, loads: string[]): ActorKind<Counter, Message, number> {
+function counterKind (disk: Map<string, number>, loads: string[]): ActorKind<Counter, Message, { add: number, slow: number, fail: never }> {
   return {
     name: 'counter',
     load (account, id) {
@@ -138,5 +133,21 @@ describe('partitionOf', () => {
     const seen = new Set<number>()
     for (let i = 0; i < 10_000; i++) seen.add(partitionOf('acc', `visitor-${i}`))
     expect(seen.size).to.equal(PARTITIONS)
+  })
+
+  it('resolves each message with its own reply type (checked by the compiler: no caller casts)', async () => {
+    const runtime = new ActorRuntime({ clock: manualClock(), actorsMax: 10, actorIdleMs: 60_000, mailboxMax: 10 })
+    type Ask = { type: 'name' } | { type: 'count', by: number }
+    const kind: ActorKind<{ n: number }, Ask, { name: string, count: number }> = {
+      name: 'typed',
+      load: () => ({ n: 0 }),
+      handle (actor, message) { return message.type === 'name' ? actor.id : (actor.state.n += message.by) },
+    }
+    const name: string = await runtime.send(kind, 'acc', 'k', { type: 'name' })
+    const count: number = await runtime.send(kind, 'acc', 'k', { type: 'count', by: 2 })
+    // @ts-expect-error a count is a number, not a string
+    const wrong: string = await runtime.send(kind, 'acc', 'k', { type: 'count', by: 1 })
+    expect([name, count, wrong]).to.deep.equal(['k', 2, 3])
+    runtime.close()
   })
 })

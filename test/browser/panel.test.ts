@@ -10,6 +10,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { admin, post, removeDir, startBeacon, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 import { artifactPath, launchBrowser } from '../helpers/browser.js'
+import { until as waitUntil } from '../helpers/until.js'
 
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' }
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 123' }
@@ -33,14 +34,8 @@ async function startSink (): Promise<Sink> {
   return { url: `http://127.0.0.1:${address.port}/hooks`, requests, server }
 }
 
-/** Retry `check` (which may reload what it reads) until it holds; fails with `what` after 30 s. */
-async function until (what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`still not true after 30 s: ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 250))
-  }
-}
+/** Retry `check` (which may reload what it reads) until it holds: every 250 ms, for 30 s at most. */
+const until = (what: string, check: () => Promise<boolean>): Promise<void> => waitUntil(what, check, 30_000, 250)
 
 describe('panel in a browser', function () {
   this.timeout(180_000)

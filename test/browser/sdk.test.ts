@@ -6,7 +6,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { artifactPath, launchBrowser, servePages, type PageServer } from '../helpers/browser.js'
 import { admin, createTenant, removeDir, signProfile, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { until } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 // The functions passed to page.evaluate run in the page; the server's compilation has no DOM types, so
 // the few page globals they use are declared here, for this file only.

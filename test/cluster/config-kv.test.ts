@@ -26,7 +26,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     const seen: ConfigChange[] = []
     let ready = false
     watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { ready = true } }))
-    await until(() => ready, 'the watch to be ready', 20_000, 2)
+    await until('the watch to be ready', () => ready, 20_000, 2)
     return seen
   }
 
@@ -44,7 +44,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
 
     const started = performance.now()
     await writer.put('campaigns', 'summer-sale', Buffer.from('{"v":1}'))
-    await until(() => seen.length === 1, 'the campaign to reach the other node', 20_000, 1)
+    await until('the campaign to reach the other node', () => seen.length === 1, 20_000, 1)
     const propagationMs = performance.now() - started
     console.log(`      config change seen on another node ${propagationMs.toFixed(1)} ms after the put was sent (R3)`)
     expect(seen[0]).to.deep.include({ kind: 'campaigns', id: 'summer-sale' })
@@ -54,13 +54,13 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     for (let i = 0; i < 50; i++) {
       const sent = performance.now()
       await writer.put('segments', `s${i % 5}`, Buffer.from(String(i)))
-      await until(() => seen.length === 2 + i, `change ${i}`, 20_000, 1)
+      await until(`change ${i}`, () => seen.length === 2 + i, 20_000, 1)
       delays.push(performance.now() - sent)
     }
     delays.sort((a, b) => a - b)
     console.log(`      over ${delays.length} changes: median ${delays[delays.length >> 1]!.toFixed(1)} ms, slowest ${delays[delays.length - 1]!.toFixed(1)} ms`)
     await writer.delete('campaigns', 'summer-sale')
-    await until(() => seen.length === 52, 'every change')
+    await until('every change', () => seen.length === 52, 30_000)
     const revisions = seen.map(change => change.revision)
     expect(revisions).to.deep.equal([...revisions].sort((a, b) => a - b))
     expect(seen.slice(1, 51).map(change => text(change.value))).to.deep.equal(Array.from({ length: 50 }, (_, i) => String(i)))
@@ -75,14 +75,14 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     const seen: ConfigChange[] = []
     let readyAt = -1
     watches.push(await reader.watch({ onChange: change => seen.push(change), onReady: () => { readyAt = seen.length } }))
-    await until(() => readyAt >= 0, 'the initial records')
+    await until('the initial records', () => readyAt >= 0, 30_000)
     const current = new Map(seen.map(change => [`${change.kind}/${change.id}`, text(change.value)]))
     expect(current.get('accounts/acme')).to.equal('A')
     expect(current.get('webhooks/acme/orders hook')).to.equal('W')
     expect(current.get('segments/s4')).to.equal('49')
     expect(current.get('campaigns/summer-sale')).to.equal(null)
     await writer.put('tokens', 'tok_1', Buffer.from('T'))
-    await until(() => seen.length === readyAt + 1, 'the change after the initial records')
+    await until('the change after the initial records', () => seen.length === readyAt + 1, 30_000)
     expect(seen[readyAt]).to.deep.include({ kind: 'tokens', id: 'tok_1' })
   })
 
@@ -109,7 +109,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
           await new Promise(resolve => setTimeout(resolve, 100))
         }
       }
-      await until(() => seen.some(change => change.id === id), `the change after killing server ${server + 1}`, 60_000)
+      await until(`the change after killing server ${server + 1}`, () => seen.some(change => change.id === id), 60_000)
       console.log(`      after server ${server + 1} of 3 was killed and restarted: change seen ${(performance.now() - started).toFixed(0)} ms after the write started`)
     }
   })

@@ -87,26 +87,26 @@ describe('cluster partition leases: a node whose lease time runs out (a process 
       const all = lists.flat()
       return all.length === PARTITIONS && new Set(all).size === PARTITIONS
     }
-    await until(() => child!.owned.length >= 20 && everyPartitionOnce([a.owned(), b.owned(), child!.owned]), 'three nodes to share the partitions')
+    await until('three nodes to share the partitions', () => child!.owned.length >= 20 && everyPartitionOnce([a.owned(), b.owned(), child!.owned]), 30_000)
     const theirs = [...child.owned]
 
     const started = performance.now()
     child.process.kill('SIGSTOP')
-    await until(() => theirs.every(partition => a.owned().includes(partition) || b.owned().includes(partition)), 'the others to take the stopped node\'s partitions')
+    await until('the others to take the stopped node\'s partitions', () => theirs.every(partition => a.owned().includes(partition) || b.owned().includes(partition)), 30_000)
     const takeoverMs = performance.now() - started
     console.log(`      takeover of ${theirs.length} partitions from a process stopped with SIGSTOP: ${takeoverMs.toFixed(0)} ms (lease time ${LEASE_MS} ms)`)
     expect(everyPartitionOnce([a.owned(), b.owned()])).to.equal(true)
 
     child.process.kill('SIGCONT')
-    await until(() => theirs.every(partition => child!.lost.some(loss => loss.lost === partition)), 'the woken node to drop every partition it held')
+    await until('the woken node to drop every partition it held', () => theirs.every(partition => child!.lost.some(loss => loss.lost === partition)), 30_000)
     for (const loss of child.lost) expect(loss.reason).to.be.oneOf(['expired', 'refused'])
-    await until(() => child!.owned.length >= 20 && everyPartitionOnce([a.owned(), b.owned(), child!.owned]), 'the woken node to take its share again')
+    await until('the woken node to take its share again', () => child!.owned.length >= 20 && everyPartitionOnce([a.owned(), b.owned(), child!.owned]), 30_000)
   })
 
   it('stops counting a partition as its own the moment its clock passes the lease time, before any renew is refused', async () => {
     const a = balancers.get('a')!
     const b = balancers.get('b')!
-    await until(() => child!.owned.length >= 20 && a.owned().length >= 20 && b.owned().length >= 20, 'three nodes to share the partitions')
+    await until('three nodes to share the partitions', () => child!.owned.length >= 20 && a.owned().length >= 20 && b.owned().length >= 20, 30_000)
     const before = lost.get('a')!.length
     const held = a.owned()
     // The write path asks holds() before each write: with no round trip, a lease past its time is gone.
@@ -115,6 +115,6 @@ describe('cluster partition leases: a node whose lease time runs out (a process 
     expect(lost.get('a')!.slice(before).map(loss => loss.partition).sort((x, y) => x - y)).to.deep.equal(held)
     for (const loss of lost.get('a')!.slice(before)) expect(loss.reason).to.equal('expired')
     skewMs.set('a', 0)
-    await until(() => a.owned().length >= 20 && child!.owned.length + a.owned().length + b.owned().length === PARTITIONS, 'the node to take its share again')
+    await until('the node to take its share again', () => a.owned().length >= 20 && child!.owned.length + a.owned().length + b.owned().length === PARTITIONS, 30_000)
   })
 })

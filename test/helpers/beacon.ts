@@ -135,6 +135,19 @@ export async function createTenant (base: string, name = 'Test site'): Promise<T
   return { account, token, identitySecret: created.body.identitySecret as string }
 }
 
+/** The usual start of a describe block: a Beacon process and one tenant on it. */
+export async function startWithTenant (options: StartOptions = {}): Promise<{ beacon: BeaconProcess, tenant: Tenant }> {
+  const beacon = await startBeacon(options)
+  return { beacon, tenant: await createTenant(beacon.url) }
+}
+
+/** The usual end: the process killed (its folder goes too, so there is nothing to flush) and its data folder removed. */
+export async function discardBeacon (beacon: BeaconProcess | undefined): Promise<void> {
+  if (beacon === undefined) return
+  await beacon.kill()
+  removeDir(beacon.dataDir)
+}
+
 /** The profileIdSignature of `profileId` under `secret`, as a site's backend makes it. */
 export function signProfile (secret: string, profileId: string): string {
   return createHmac('sha256', secret).update(profileId).digest('hex')

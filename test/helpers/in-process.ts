@@ -6,19 +6,11 @@ import { startBeacon, type Beacon } from '../../src/app.js'
 import { ADMIN_KEY, admin, createTenant, removeDir, tempDir, type Tenant } from './beacon.js'
 import { startReceiver } from '../webhooks/helpers.js'
 import { log } from '../../src/log.js'
+import { manualClock, type ManualClock } from './clock.js'
+import { until } from './until.js'
 
 // In-process Beacons log through the test runner's stdout: only what goes wrong, unless asked.
 if (process.env.BEACON_LOG_LEVEL === undefined) log.level = 'warn'
-
-export interface ManualClock {
-  nowMs: () => number
-  advance: (ms: number) => void
-}
-
-export function manualClock (startMs = Date.UTC(2026, 0, 5, 12)): ManualClock {
-  let now = startMs
-  return { nowMs: () => now, advance: ms => { now += ms } }
-}
 
 export interface InProcess {
   beacon: Beacon
@@ -74,8 +66,8 @@ export async function audienceSink (base: string, account: string, segments: str
   })
   return {
     async changes (count) {
-      const deadline = Date.now() + 5000
-      while (seen().length < count && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+      // Past 5 s the caller's own assertion says what arrived.
+      await until(`${count} audience changes`, () => seen().length >= count, 5000, 10).catch(() => {})
       await new Promise(resolve => setTimeout(resolve, 100))
       return seen()
     },

@@ -4,9 +4,11 @@
 import { expect } from 'chai'
 import { open } from 'lmdb'
 import { admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { startReceiver, until } from '../webhooks/helpers.js'
-import { DELETION_BATCH_MAX } from '../../actors/account-deletion.js'
+import { startReceiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
+import { DELETION_BATCH_MAX } from '../../src/jobs/account-deletion.js'
 import { addUser, asUser, signIn } from '../helpers/panel.js'
+import { expectError } from '../helpers/errors.js'
 
 const DBS = ['accounts', 'tokens', 'config', 'visitors', 'profiles', 'outbox', 'expiries', 'deliveries', 'members', 'links']
 
@@ -69,8 +71,7 @@ describe('DELETE /admin/accounts/{account}', () => {
       expect(res.body).to.include({ account: gone.account, name: 'Leaving', state: 'running' })
       // Nothing of it is served from now on.
       const event = await post(server.url, '/campaigns/query', { account: gone.account, visitorId: visitorId(), platform: 'web', event: 'pageView' })
-      expect(event.status).to.equal(404)
-      expect(event.body.errors[0].code).to.equal('account_not_found')
+      expectError(event, 'account_not_found')
       expect((await post(server.url, '/visitors/query', { account: gone.account, visitorId: visitorId(), token: gone.token })).status).to.equal(404)
       expect((await admin(server.url, 'GET', `/admin/accounts/${gone.account}`)).status).to.equal(404)
       expect((await admin(server.url, 'GET', '/admin/accounts')).body.accounts.map((a: { account: string }) => a.account)).not.to.include(gone.account)
@@ -95,8 +96,8 @@ describe('DELETE /admin/accounts/{account}', () => {
       const other = await post(server.url, '/campaigns/query', { account: kept.account, visitorId: visitorId(), platform: 'web', event: 'pageView' })
       expect(other.status).to.equal(200)
       expect(other.body.campaigns.map((c: { id: string }) => c.id)).to.deep.equal(['hello'])
-      expect((await admin(server.url, 'GET', `/admin/accounts/${kept.account}/deletion`)).body.errors[0].code).to.equal('deletion_not_found')
-      expect((await admin(server.url, 'GET', `/admin/accounts/${visitorId()}/deletion`)).body.errors[0].code).to.equal('account_not_found')
+      expectError(await admin(server.url, 'GET', `/admin/accounts/${kept.account}/deletion`), 'deletion_not_found')
+      expectError(await admin(server.url, 'GET', `/admin/accounts/${visitorId()}/deletion`), 'account_not_found')
       expect((await admin(server.url, 'DELETE', `/admin/accounts/${visitorId()}`)).status).to.equal(404)
       await server.stop()
       expect(await traces(server.dataDir, gone.account)).to.deep.equal([])

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { admin, createTenant, createToken, post, removeDir, startBeacon, tokenSecret, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, createToken, discardBeacon, post, startBeacon, tokenSecret, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { expectError } from '../helpers/errors.js'
 
 describe('tokens and tenants', () => {
   let beacon: BeaconProcess
@@ -11,10 +12,7 @@ describe('tokens and tenants', () => {
     a = await createTenant(beacon.url, 'Site A')
     b = await createTenant(beacon.url, 'Site B')
   })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   describe('per-attribute access', () => {
     it('lets a token write only the attributes it allows, refusing others with 403 attribute_forbidden', async () => {
@@ -35,8 +33,7 @@ describe('tokens and tenants', () => {
       await post(beacon.url, '/visitors/attributes', { account: a.account, visitorId: id, token: a.token, attributes: { email: 'x@example.com', score: 5 } })
       const token = await createToken(beacon.url, a.account, { name: 'reader', attributes: ['email'], access: 'read' })
       const refused = await post(beacon.url, '/visitors/query', { account: a.account, visitorId: id, token, attributes: ['score'] })
-      expect(refused.status).to.equal(403)
-      expect(refused.body.errors[0]).to.include({ code: 'attribute_forbidden', field: '/attributes/score' })
+      expectError(refused, 'attribute_forbidden', '/attributes/score')
       const all = await post(beacon.url, '/visitors/query', { account: a.account, visitorId: id, token })
       expect(all.status).to.equal(200)
       expect(all.body.attributes).to.deep.equal({ email: [{ value: 'x@example.com' }] })
@@ -45,15 +42,13 @@ describe('tokens and tenants', () => {
     it('refuses a read-only token on a write with 403 token_read_only', async () => {
       const token = await createToken(beacon.url, a.account, { name: 'ro', attributes: ['*'], access: 'read' })
       const res = await post(beacon.url, '/profiles/segments', { account: a.account, profileId: 'p1', token, assignees: ['x'] })
-      expect(res.status).to.equal(403)
-      expect(res.body.errors[0].code).to.equal('token_read_only')
+      expectError(res, 'token_read_only')
     })
 
     it('refuses a write-only token on a read with 403 token_write_only', async () => {
       const token = await createToken(beacon.url, a.account, { name: 'wo', attributes: ['*'], access: 'write' })
       const res = await post(beacon.url, '/profiles/query', { account: a.account, profileId: 'p1', token })
-      expect(res.status).to.equal(403)
-      expect(res.body.errors[0].code).to.equal('token_write_only')
+      expectError(res, 'token_write_only')
     })
   })
 
@@ -98,8 +93,7 @@ describe('tokens and tenants', () => {
       expect(revoked.status).to.equal(200)
       expect(revoked.body.revokedAt).to.be.a('string')
       const after = await post(beacon.url, '/profiles/query', { account: a.account, profileId: 'p', token })
-      expect(after.status).to.equal(401)
-      expect(after.body.errors[0].code).to.equal('token_invalid')
+      expectError(after, 'token_invalid')
     })
 
     it('answers 401 for a token whose secret is wrong but whose id exists', async () => {
@@ -147,17 +141,13 @@ describe('admin API', () => {
   let beacon: BeaconProcess
 
   before(async () => { beacon = await startBeacon() })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('refuses a missing or wrong admin key with 401 admin_unauthorized', async () => {
     const missing = await fetch(beacon.url + '/admin/accounts')
     expect(missing.status).to.equal(401)
     const wrong = await admin(beacon.url, 'GET', '/admin/accounts', undefined, 'wrong-key-wrong-key')
-    expect(wrong.status).to.equal(401)
-    expect(wrong.body.errors[0].code).to.equal('admin_unauthorized')
+    expectError(wrong, 'admin_unauthorized')
   })
 
   it('creates, reads, renames and lists accounts', async () => {
@@ -177,8 +167,7 @@ describe('admin API', () => {
 
   it('answers 404 for an unknown account', async () => {
     const res = await admin(beacon.url, 'GET', '/admin/accounts/00000000-0000-4000-8000-000000000000')
-    expect(res.status).to.equal(404)
-    expect(res.body.errors[0].code).to.equal('account_not_found')
+    expectError(res, 'account_not_found')
   })
 
   it('shows a token secret once, lists tokens without secrets, and revokes by id', async () => {
@@ -193,15 +182,13 @@ describe('admin API', () => {
     expect(list.body.tokens[0]).not.to.have.any.keys('token', 'hash')
     expect(JSON.stringify(list.body)).not.to.include(tokenSecret(created.body.token))
     const unknown = await admin(beacon.url, 'DELETE', `/admin/accounts/${account}/tokens/ffff`)
-    expect(unknown.status).to.equal(404)
-    expect(unknown.body.errors[0].code).to.equal('token_not_found')
+    expectError(unknown, 'token_not_found')
   })
 
   it('refuses an invalid token spec with 400', async () => {
     const { account } = (await admin(beacon.url, 'POST', '/admin/accounts', { name: 'T' })).body
     const res = await admin(beacon.url, 'POST', `/admin/accounts/${account}/tokens`, { name: 'k', attributes: ['*', 'a'], access: 'all' })
-    expect(res.status).to.equal(400)
-    expect(res.body.errors[0]).to.include({ code: 'invalid_field', field: '/access' })
+    expectError(res, 'invalid_field', '/access')
   })
 
   it('puts, gets, lists and deletes event types, and protects the built-in ones', async () => {

@@ -1,18 +1,12 @@
 import { expect } from 'chai'
-import { admin, createTenant, identified, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, discardBeacon, identified, post, startBeacon, startWithTenant, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 
 describe('campaigns over HTTP', () => {
   let beacon: BeaconProcess
   let tenant: Tenant
 
-  before(async () => {
-    beacon = await startBeacon()
-    tenant = await createTenant(beacon.url)
-  })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  before(async () => { ({ beacon, tenant } = await startWithTenant()) })
+  after(() => discardBeacon(beacon))
 
   const base = (): string => `/admin/accounts/${tenant.account}/campaigns`
   const put = (id: string, campaign: Record<string, unknown>) => admin(beacon.url, 'PUT', `${base()}/${id}`, campaign)

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess } from '../helpers/beacon.js'
+import { admin, createTenant, discardBeacon, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 
 describe('durability', () => {
   it('keeps every acknowledged write across 50 SIGKILLs right after the 200', async function () {
@@ -46,10 +46,7 @@ describe('durability', () => {
 describe('one writer per key', () => {
   let beacon: BeaconProcess
   before(async () => { beacon = await startBeacon() })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('loses no update among 1,000 concurrent updates of distinct attributes on one visitor', async () => {
     const tenant = await createTenant(beacon.url)

@@ -2,9 +2,9 @@
 // limit), and cursor paging of every admin listing (each item exactly once).
 
 import { expect } from 'chai'
-import { admin, createTenant, removeDir, startBeacon, type Answer, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, discardBeacon, startBeacon, startWithTenant, type Answer, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { EVENT_TYPES_MAX, PAGE_LIMIT_MAX, SEGMENT_DEFS_MAX, TOKEN_ATTRIBUTES_MAX, TOKENS_MAX, WEBHOOKS_MAX } from '../../src/store/limits.js'
-import { BUILT_IN_EVENTS } from '../../src/store/registry.js'
+import { BUILT_IN_EVENTS } from '../../src/catalog/event-types.js'
 
 /** Run `count` calls with at most `width` in flight; the statuses in call order. */
 async function concurrently (count: number, width: number, call: (i: number) => Promise<number>): Promise<number[]> {
@@ -46,14 +46,8 @@ describe('account limits under concurrent creation', function () {
   let beacon: BeaconProcess
   let tenant: Tenant
 
-  before(async () => {
-    beacon = await startBeacon({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
-    tenant = await createTenant(beacon.url)
-  })
-  after(async () => {
-    await beacon.stop()
-    removeDir(beacon.dataDir)
-  })
+  before(async () => { ({ beacon, tenant } = await startWithTenant({ env: { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })) })
+  after(() => discardBeacon(beacon))
 
   const base = (): string => `/admin/accounts/${tenant.account}`
 
@@ -102,10 +96,7 @@ describe('admin listings in pages', function () {
   let beacon: BeaconProcess
 
   before(async () => { beacon = await startBeacon({}) })
-  after(async () => {
-    await beacon.stop()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('walks every campaign, segment and event type exactly once, in key order, with items created between pages', async () => {
     const tenant = await createTenant(beacon.url)

@@ -1,6 +1,7 @@
 import { expect } from 'chai'
-import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, ADMIN_KEY, createTenant, discardBeacon, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { sniffImage } from '../../src/media/signature.js'
+import { expectError } from '../helpers/errors.js'
 
 /** The first bytes of real images of each kind (what their encoders write), padded to a plausible size. */
 const IMAGES = {
@@ -25,10 +26,7 @@ describe('media', () => {
     beacon = await startBeacon({ env: { BEACON_MEDIA_MAX_BYTES: '4096' } })
     a = await createTenant(beacon.url, 'Media')
   })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('accepts PNG, JPEG, GIF and WebP by their bytes, whatever the name and Content-Type', async () => {
     for (const [type, bytes] of Object.entries(IMAGES)) {
@@ -59,8 +57,7 @@ describe('media', () => {
   it('refuses an upload over BEACON_MEDIA_MAX_BYTES with 413 (JSON bodies keep their own limit)', async () => {
     const big = Buffer.concat([IMAGES['image/png'], Buffer.alloc(5000)])
     const res = await upload(beacon.url, a.account, big)
-    expect(res.status).to.equal(413)
-    expect(res.body.errors[0].code).to.equal('body_too_large')
+    expectError(res, 'body_too_large')
     expect(res.body.message).to.include('4096')
     expect((await upload(beacon.url, a.account, IMAGES['image/png'], 'a/b.png')).status).to.equal(400)
   })
@@ -84,8 +81,7 @@ describe('media', () => {
     expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/media/${created.id}`)).status).to.equal(204)
     expect((await fetch(beacon.url + created.url)).status).to.equal(404)
     const twice = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/media/${created.id}`)
-    expect(twice.status).to.equal(404)
-    expect(twice.body.errors[0].code).to.equal('media_not_found')
+    expectError(twice, 'media_not_found')
     // Another account's path does not reach this account's images.
     const kept = (await upload(beacon.url, a.account, IMAGES['image/png'])).body
     const b = await createTenant(beacon.url, 'Other')

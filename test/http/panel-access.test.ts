@@ -1,6 +1,7 @@
 import { expect } from 'chai'
-import { ADMIN_KEY, admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { manualClock, startInProcess, type InProcess } from '../helpers/in-process.js'
+import { admin, ADMIN_KEY, createTenant, discardBeacon, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { manualClock } from '../helpers/clock.js'
+import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { addUser, asUser, PASSWORD, signIn } from '../helpers/panel.js'
 import { rolesAllowed } from '../../src/http/access.js'
 import { SIGN_IN_LIMITS } from '../../src/users/sign-in-limit.js'
@@ -9,6 +10,7 @@ import type { GuardRequest, Route } from '../../src/http/server.js'
 import { Store } from '../../src/store/store.js'
 import { Users } from '../../src/users/users.js'
 import { Sessions } from '../../src/users/sessions.js'
+import { expectError } from '../helpers/errors.js'
 
 /** A path of the route with the account filled in and every other parameter a name that exists nowhere. */
 function pathOf (route: Route, account: string): string {
@@ -72,7 +74,7 @@ describe('panel access: sessions and roles', () => {
     expect(roleOf('get', '/admin/accounts/:account/campaigns')).to.equal('viewer')
     expect(roleOf('get', '/admin/accounts/:account/tokens')).to.equal('owner')
     expect(roleOf('get', '/admin/accounts/:account/users')).to.equal('owner')
-    expect(roleOf('get', '/admin/accounts/:account/profiles/:id/export')).to.equal('owner')
+    expect(roleOf('get', '/admin/accounts/:account/profiles/:profileId/export')).to.equal('owner')
     expect(roleOf('put', '/admin/accounts/:account/campaigns/:id')).to.equal('editor')
     expect(roleOf('patch', '/admin/accounts/:account')).to.equal('owner')
     expect(roleOf('post', '/admin/accounts')).to.equal('admin')
@@ -105,13 +107,12 @@ describe('panel access: sessions and roles', () => {
   it('refuses a change made with a session without the site\'s own Origin (403 csrf_refused), and changes nothing', async () => {
     const path = `/admin/accounts/${a.account}/event-types/signup`
     const missing = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: null })
-    expect(missing.status).to.equal(403)
-    expect(missing.body.errors[0].code).to.equal('csrf_refused')
+    expectError(missing, 'csrf_refused')
     const wrong = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: 'https://evil.example' })
-    expect(wrong.body.errors[0].code).to.equal('csrf_refused')
+    expectError(wrong, 'csrf_refused')
     // Behind https the own origin is https://host: the plain http origin is another site.
     const scheme = await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { headers: { 'x-forwarded-proto': 'https' } })
-    expect(scheme.body.errors[0].code).to.equal('csrf_refused')
+    expectError(scheme, 'csrf_refused')
     expect((await admin(node.url, 'GET', path)).status).to.equal(404)
     const host = new URL(node.url).host
     expect((await asUser(node.url, cookies.owner!, 'PUT', path, { required: [] }, { origin: `https://${host}`, headers: { 'x-forwarded-proto': 'https' } })).status).to.equal(200)
@@ -183,8 +184,8 @@ describe('a route added without a role', () => {
     const store = new Store({ path: dir, durability: 'committed' })
     try {
       const clock = manualClock()
-      const users = new Users(store, clock)
       const sessions = new Sessions(store, clock, 60_000)
+      const users = new Users(store, clock, sessions)
       const access = new Access({ adminKey: ADMIN_KEY, users, sessions, accountActive: () => true })
       const route: Route = { method: 'post', pattern: '/admin/accounts/:account/something-new', body: true, handler: () => ({ status: 204, body: undefined }) }
       const guard = access.guardFor(route)
@@ -224,10 +225,7 @@ describe('panel users and sign-in (real process)', () => {
     beacon = await startBeacon()
     a = await createTenant(beacon.url, 'Users')
   })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('creates, lists, patches and deletes users; emails are unique across the instance (409); passwords are never shown', async () => {
     const created = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'Ana@Example.com', name: 'Ana', password: PASSWORD, role: 'owner' })
@@ -236,8 +234,7 @@ describe('panel users and sign-in (real process)', () => {
     expect(created.body).to.include({ email: 'ana@example.com', name: 'Ana', role: 'owner', account: a.account })
     const other = await createTenant(beacon.url, 'Other')
     const taken = await admin(beacon.url, 'POST', `/admin/accounts/${other.account}/users`, { email: 'ana@example.COM', password: PASSWORD, role: 'viewer' })
-    expect(taken.status).to.equal(409)
-    expect(taken.body.errors[0].code).to.equal('conflict')
+    expectError(taken, 'conflict')
     const short = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'bo@example.com', password: 'short', role: 'viewer' })
     expect(short.status).to.equal(400)
     const badRole = await admin(beacon.url, 'POST', `/admin/accounts/${a.account}/users`, { email: 'bo@example.com', password: PASSWORD, role: 'god' })
@@ -253,8 +250,7 @@ describe('panel users and sign-in (real process)', () => {
     const last = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/users/${created.body.id}`)
     expect(last.status).to.equal(409)
     const missing = await admin(beacon.url, 'DELETE', `/admin/accounts/${a.account}/users/nobody`)
-    expect(missing.status).to.equal(404)
-    expect(missing.body.errors[0].code).to.equal('user_not_found')
+    expectError(missing, 'user_not_found')
   })
 
   it('refuses a malformed sign-in with 400, without counting it as a failed attempt', async () => {
@@ -275,15 +271,14 @@ describe('panel users and sign-in (real process)', () => {
     expect(unknown.status).to.equal(401)
     expect(wrong.status).to.equal(401)
     expect(unknown.body).to.deep.equal(wrong.body)
-    expect(wrong.body.errors[0].code).to.equal('invalid_credentials')
+    expectError(wrong, 'invalid_credentials')
   })
 
   it('limits failed sign-ins per email: past the limit even the right password gets 429 with Retry-After', async () => {
     await addUser(beacon.url, a.account, 'dora@example.com', 'viewer')
     for (let i = 0; i < SIGN_IN_LIMITS.perEmail; i++) expect((await signIn(beacon.url, 'dora@example.com', 'wrong password!')).status).to.equal(401)
     const limited = await signIn(beacon.url, 'dora@example.com')
-    expect(limited.status).to.equal(429)
-    expect(limited.body.errors[0].code).to.equal('rate_limited')
+    expectError(limited, 'rate_limited')
     const retry = Number(limited.headers.get('retry-after'))
     expect(retry).to.be.greaterThan(0).and.at.most(SIGN_IN_LIMITS.windowMs / 1000)
     // Another user signs in meanwhile (from the same address: under its own limit).

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { admin, createTenant, post, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, discardBeacon, post, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { addUser, asUser, signIn } from '../helpers/panel.js'
 import { AuditLog, AUDIT_KEEP } from '../../src/audit/audit-log.js'
 import { Store } from '../../src/store/store.js'
@@ -13,10 +13,7 @@ describe('audit log', () => {
     beacon = await startBeacon()
     a = await createTenant(beacon.url, 'Audited')
   })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   const entries = async (query = ''): Promise<any> => (await admin(beacon.url, 'GET', `/admin/accounts/${a.account}/audit${query}`)).body
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { readdirSync } from 'node:fs'
-import { removeDir, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
+import { discardBeacon, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
 import { panelDir } from '../../src/http/panel-routes.js'
 
 // The panel as the built server serves it (npm run build first: npm test does).
@@ -11,10 +11,7 @@ describe('panel static files', () => {
   const style = assets.find(name => /^app-[A-Z0-9]+\.css$/.test(name))!
 
   before(async () => { beacon = await startBeacon() })
-  after(async () => {
-    await beacon.kill()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   const get = (path: string, headers: Record<string, string> = {}): Promise<Response> => fetch(beacon.url + path, { headers, redirect: 'manual' })
 

@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { Webhook } from 'standardwebhooks'
 import { admin, createTenant, identified, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { SECRET, startReceiver, type Receiver } from '../webhooks/helpers.js'
+import { expectError } from '../helpers/errors.js'
 
 const DAY_MS = 86_400_000
 
@@ -121,11 +122,10 @@ describe('campaign test and webhook test delivery', () => {
     expect(bad.status).to.equal(400)
     expect(bad.body.errors[0].field).to.equal('/event/device')
     const kind = await test('always', { event: { platform: 'web', event: 'nope' } })
-    expect(kind.body.errors[0].code).to.equal('unknown_event_type')
+    expectError(kind, 'unknown_event_type')
     expect((await test('always', { event: {}, extra: 1 })).status).to.equal(400)
     const missing = await test('ghost', { event: { platform: 'web', event: 'pageView' } })
-    expect(missing.status).to.equal(404)
-    expect(missing.body.errors[0].code).to.equal('campaign_not_found')
+    expectError(missing, 'campaign_not_found')
   })
 
   it('sends one test delivery to the webhook\'s target with its headers, template and signature, and stores nothing', async () => {

@@ -1,7 +1,8 @@
 import { expect } from 'chai'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
-import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
+import { startReceiver, type Receiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const HOUR_MS = 3_600_000
 

@@ -46,4 +46,3 @@ describe('the SDK from npm (package exports "beacon/sdk")', () => {
     expect(Object.keys(sdk.Beacon).sort()).to.deep.equal(['consent', 'flush', 'identify', 'init', 'onCampaigns', 'page', 'productView', 'purchase', 'track', 'visitorId'])
   })
 })
-

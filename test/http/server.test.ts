@@ -13,7 +13,7 @@ describe('HttpServer while draining', () => {
       { method: 'get', pattern: '/health', body: false, whileDraining: true, handler: () => ({ status: 200, body: { status: 'ok' } }) },
       { method: 'get', pattern: '/other', body: false, handler: () => ({ status: 200, body: { other: true } }) },
     ]
-    const server = new HttpServer({ host: '127.0.0.1', port: 0, maxBodyBytes: 1024, inflightMax: 10, routes, onError: () => {} })
+    const server = new HttpServer({ host: '127.0.0.1', port: 0, bodySizeMaxBytes: 1024, inflightMax: 10, routes, onError: () => {} })
     const port = await server.listen()
     const a = new Client(`http://127.0.0.1:${port}`)
     const b = new Client(`http://127.0.0.1:${port}`)

@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
-import { until } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname
 

@@ -1,12 +1,13 @@
 // JetStream fairness: a receiver that fails every request (its records waiting for retries), or a
 // webhook slowed by its rate, must not hold up another webhook's deliveries. The main consumer's max
 // ack pending is shared by every webhook: records waiting for a retry wait in the retry consumer, and
-// each webhook and account holds at most its share of the main one (jetstream-queue.ts).
+// each webhook and account holds at most its share of the main one (src/delivery/jetstream/shares.ts).
 
 import { expect } from 'chai'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
-import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
+import { startReceiver, type Receiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const MAX_ACK_PENDING = 20
 

@@ -12,10 +12,10 @@ import { Webhook } from 'standardwebhooks'
 import { admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
-import { startProxy, startReceiver, until, type Receiver, type Responder } from '../webhooks/helpers.js'
+import { startProxy, startReceiver, type Receiver, type Responder } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const SECRET = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')
-
 
 interface Transport {
   name: string

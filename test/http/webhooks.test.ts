@@ -4,8 +4,8 @@
 import { expect } from 'chai'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId } from '../helpers/beacon.js'
 import { startInProcess } from '../helpers/in-process.js'
-import { startReceiver, until } from '../webhooks/helpers.js'
-
+import { startReceiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 describe('webhook configuration', () => {
   it('refuses an invalid webhook with 400 and the path of each problem, and answers 404 for an unknown one', async () => {

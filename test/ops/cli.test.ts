@@ -187,6 +187,8 @@ describe('beacon (CLI)', () => {
     it('export writes the account\'s configuration; import recreates it in another account', async () => {
       const source = await createTenant(server.url, 'Source')
       const base = `/admin/accounts/${source.account}`
+      const settings = { allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'off', allowBrowserTokens: true, rateLimit: { perSecond: 50, burst: 100 } }
+      expect((await admin(server.url, 'PATCH', base, settings)).status).to.equal(200)
       expect((await admin(server.url, 'PUT', `${base}/event-types/signup`, { required: ['plan'] })).status).to.equal(200)
       expect((await admin(server.url, 'PUT', `${base}/segments/vip`, { description: 'manual' })).status).to.equal(200)
       expect((await admin(server.url, 'PUT', `${base}/segments/browsers`, { rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } })).status).to.equal(200)
@@ -207,6 +209,7 @@ describe('beacon (CLI)', () => {
         const doc = JSON.parse(readFileSync(file, 'utf8'))
         expect(doc.beacon.format).to.equal(1)
         expect(doc.account).to.deep.equal({ account: source.account, name: 'Source' })
+        expect(doc.settings).to.deep.equal(settings)
         expect(doc.eventTypes).to.deep.equal([{ name: 'signup', required: ['plan'] }])
         expect(doc.segments.map((s: { name: string }) => s.name).sort()).to.deep.equal(['browsers', 'vip'])
         // Member counts are state, not configuration.
@@ -222,7 +225,7 @@ describe('beacon (CLI)', () => {
         expect(imported.code, imported.stderr).to.equal(0)
         expect(imported.stdout).to.include(`Imported into ${target.account}: 1 event type, 2 segments, 1 campaign, 1 webhook.`)
         const copy = JSON.parse((await beacon(['export', '--account', target.account], env)).stdout)
-        for (const key of ['eventTypes', 'segments', 'campaigns', 'webhooks']) expect(copy[key], key).to.deep.equal(doc[key])
+        for (const key of ['settings', 'eventTypes', 'segments', 'campaigns', 'webhooks']) expect(copy[key], key).to.deep.equal(doc[key])
         // The imported configuration is live: the campaign answers the custom event.
         await post(server.url, '/visitors/segments', { account: target.account, token: target.token, visitorId: '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60', assignees: ['vip'] })
         const answer = await post(server.url, '/campaigns/query', { account: target.account, visitorId: '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60', platform: 'web', event: 'signup', plan: 'pro' })
@@ -251,8 +254,10 @@ describe('beacon (CLI)', () => {
 
         const secrets = join(dir, 'secrets.json')
         writeFileSync(secrets, JSON.stringify({
-          webhooks: [{ id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
-            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 } }],
+          webhooks: [{
+            id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
+            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 }
+          }],
         }))
         const redacted = await beacon(['import', '--account', target.account, '--file', secrets], env)
         expect(redacted.code).to.equal(1)

@@ -25,9 +25,9 @@ describe('configuration of the operations surface', () => {
   })
 
   it('reads the panel settings: session TTL, media size, report fold period, report counting', () => {
-    expect(loadConfig({})).to.include({ sessionTtlMs: 43_200_000, mediaMaxBytes: 2 * 1024 * 1024, reportFoldMs: 10_000, reports: true })
+    expect(loadConfig({})).to.include({ sessionTtlMs: 43_200_000, mediaSizeMaxBytes: 2 * 1024 * 1024, reportFoldMs: 10_000, reports: true })
     const config = loadConfig({ BEACON_SESSION_TTL_MS: '60000', BEACON_MEDIA_MAX_BYTES: '4096', BEACON_REPORT_FOLD_MS: '50', BEACON_REPORTS: 'false' })
-    expect(config).to.include({ sessionTtlMs: 60_000, mediaMaxBytes: 4096, reportFoldMs: 50, reports: false })
+    expect(config).to.include({ sessionTtlMs: 60_000, mediaSizeMaxBytes: 4096, reportFoldMs: 50, reports: false })
     expect(problems({ BEACON_SESSION_TTL_MS: '10', BEACON_MEDIA_MAX_BYTES: 'big', BEACON_REPORT_FOLD_MS: '0', BEACON_REPORTS: 'no' })).to.deep.equal([
       'BEACON_SESSION_TTL_MS="10": expected a whole number from 1000 to 2592000000',
       'BEACON_MEDIA_MAX_BYTES="big": expected a whole number from 1024 to 67108864',

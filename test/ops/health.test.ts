@@ -1,15 +1,12 @@
 import { expect } from 'chai'
-import { removeDir, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
+import { discardBeacon, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
 import { readiness } from '../../src/ops/health.js'
 
 describe('GET /healthz and GET /readyz', () => {
   let beacon: BeaconProcess
 
   before(async () => { beacon = await startBeacon() })
-  after(async () => {
-    await beacon.stop()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('/healthz answers 200 {status: "ok"} without a key', async () => {
     const res = await fetch(beacon.url + '/healthz')

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { startNatsServer } from '../helpers/nats-server.js'
+import { until } from '../helpers/until.js'
 import { ADMIN_KEY, admin, createTenant, post, removeDir, startBeacon, tokenSecret, visitorId, type BeaconProcess } from '../helpers/beacon.js'
 
 interface Line { msg: string, [field: string]: unknown }
@@ -8,14 +9,11 @@ function lines (output: string): Line[] {
   return output.split('\n').filter(line => line.startsWith('{')).map(line => JSON.parse(line) as Line)
 }
 
-/** Wait until the process has written `count` lines with this message (pino writes asynchronously). */
-async function waitFor (beacon: BeaconProcess, msg: string, count = 1): Promise<Line[]> {
-  const deadline = Date.now() + 3000
-  for (;;) {
-    const found = lines(beacon.output()).filter(line => line.msg === msg)
-    if (found.length >= count || Date.now() > deadline) return found
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
+/** The lines with this message, once the process has written `count` of them (pino writes asynchronously). */
+async function linesWith (beacon: BeaconProcess, msg: string, count = 1): Promise<Line[]> {
+  const found = (): Line[] => lines(beacon.output()).filter(line => line.msg === msg)
+  await until(`${count} "${msg}" log lines`, () => found().length >= count, 3000, 20)
+  return found()
 }
 
 describe('logs', () => {
@@ -46,7 +44,7 @@ describe('logs', () => {
       expect(put.status).to.equal(200)
       // A refused change changes nothing, and logs no change.
       expect((await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/campaigns/bad`, { name: 'Bad' })).status).to.equal(400)
-      const changes = await waitFor(beacon, 'configuration changed', 3)
+      const changes = await linesWith(beacon, 'configuration changed', 3)
       expect(changes.map(c => `${c.method} ${c.route}`)).to.deep.equal([
         'POST /admin/accounts',
         'POST /admin/accounts/:account/tokens',
@@ -76,7 +74,7 @@ describe('logs', () => {
       })
       expect(hook.status).to.equal(200)
       expect((await admin(beacon.url, 'GET', '/admin/accounts', undefined, 'wrong-key-0123456789')).status).to.equal(401)
-      const requests = await waitFor(beacon, 'request', 6)
+      const requests = await linesWith(beacon, 'request', 6)
       expect(requests.map(r => `${r.method} ${r.route} ${r.status}`)).to.include.members([
         'POST /visitors/attributes 200', 'POST /profiles/attributes 200', 'PUT /admin/accounts/:account/webhooks/:id 200', 'GET /admin/accounts 401',
       ])

@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { connect } from 'node:net'
-import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { admin, discardBeacon, post, removeDir, startBeacon, startWithTenant, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { until } from '../helpers/until.js'
 import { Metrics, type RuntimeStats, type StoreStats } from '../../src/ops/metrics.js'
 import { UNMATCHED } from '../../src/http/server.js'
 
@@ -21,15 +22,9 @@ describe('GET /metrics', () => {
   let beacon: BeaconProcess
   let tenant: Tenant
 
-  before(async () => {
-    beacon = await startBeacon()
-    tenant = await createTenant(beacon.url)
-  })
+  before(async () => { ({ beacon, tenant } = await startWithTenant()) })
 
-  after(async () => {
-    await beacon.stop()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   it('answers the Prometheus text format with process metrics', async () => {
     const { status, type, text } = await scrape(beacon.url)
@@ -66,12 +61,11 @@ describe('GET /metrics', () => {
     socket.write('POST /visitors/attributes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"acc')
     await new Promise(resolve => setTimeout(resolve, 50))
     socket.destroy()
-    const deadline = Date.now() + 2000
     let count: number | undefined
-    while (count === undefined && Date.now() < deadline) {
+    await until('the aborted request counted', async () => {
       count = sample((await scrape(beacon.url)).text, 'beacon_http_requests_total{route="/visitors/attributes",method="POST",status="499"}')
-      if (count === undefined) await new Promise(resolve => setTimeout(resolve, 20))
-    }
+      return count !== undefined
+    }, 2000, 20)
     expect(count).to.equal(1)
   })
 

@@ -1,18 +1,10 @@
 import { expect } from 'chai'
 import { readFileSync } from 'node:fs'
 import { Compile } from 'typebox/schema'
-import { ADMIN_KEY, createTenant, admin, removeDir, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { publicRoutes, type PublicDeps } from '../../src/http/public-routes.js'
-import { adminRoutes, type AdminDeps } from '../../src/http/admin-routes.js'
-import { opsRoutes } from '../../src/ops/ops-routes.js'
-import { sdkRoutes } from '../../src/http/sdk-routes.js'
-import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, OPERATIONS, operationKey, shapeOf } from '../../src/ops/openapi.js'
-import { EXAMPLE_EMAIL, EXAMPLE_PASSWORD } from '../../src/ops/openapi-panel.js'
-import { userRoutes, type UserRouteDeps } from '../../src/http/user-routes.js'
-import { auditRoutes } from '../../src/http/audit-routes.js'
-import { mediaRoutes } from '../../src/http/media-routes.js'
-import { tryRoutes } from '../../src/http/try-routes.js'
-import { reportRoutes } from '../../src/http/report-routes.js'
+import { admin, ADMIN_KEY, createTenant, discardBeacon, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
+import { EXAMPLE_ACCOUNT, EXAMPLE_EMAIL, EXAMPLE_PASSWORD, EXAMPLE_TOKEN, type RouteDefinition } from '../../src/http/route.js'
+import { operationKey } from '../../src/ops/openapi.js'
+import { startInProcess } from '../helpers/in-process.js'
 import { addUser, signIn } from '../helpers/panel.js'
 
 type Doc = {
@@ -32,22 +24,6 @@ type OperationObject = {
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options'] as const
 /** The admin webhook routes may land after this document; until then they are tolerated (with a note). */
 const PENDING = /\/webhooks/
-
-/** Every route the server is assembled from (src/app.ts), listed from the route-building functions. */
-function servedRoutes (): string[] {
-  const routes = [
-    ...opsRoutes({ metrics: null, lmdbOpen: () => true, draining: () => false, nats: null }),
-    ...publicRoutes({} as PublicDeps),
-    ...adminRoutes({} as AdminDeps),
-    ...sdkRoutes(new Map()),
-    ...userRoutes({ sessions: { ttlMs: 1000 } } as UserRouteDeps),
-    ...auditRoutes({} as Parameters<typeof auditRoutes>[0]),
-    ...mediaRoutes({} as Parameters<typeof mediaRoutes>[0]),
-    ...tryRoutes({} as Parameters<typeof tryRoutes>[0]),
-    ...reportRoutes({} as Parameters<typeof reportRoutes>[0]),
-  ]
-  return routes.map(route => operationKey(route.method, route.pattern))
-}
 
 /** Path parameters filled with records the setup creates. */
 function fill (path: string, tenant: Tenant, tokenId: string): string {
@@ -121,10 +97,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
   })
 
-  after(async () => {
-    await beacon.stop()
-    removeDir(beacon.dataDir)
-  })
+  after(() => discardBeacon(beacon))
 
   /** Check an answer against the documented response of its status; returns the failure, or null. */
   function mismatch (operation: OperationObject, answer: Answer): string | null {
@@ -177,13 +150,35 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     }
   })
 
-  it('documents every route the server is built with', () => {
-    const documented = new Set(Object.keys(OPERATIONS).map(shapeOf))
-    const missing = servedRoutes().filter(key => !documented.has(shapeOf(key)))
-    expect(missing, 'routes served but not documented').to.deep.equal([])
-    // The table and the served document are the same.
+  it('is made from the routes the server is built with: every one but the panel\'s files, each with a summary, a tag and its answers', async () => {
+    const node = await startInProcess()
+    let routes: readonly RouteDefinition[]
+    try {
+      routes = node.beacon.routes
+    } finally {
+      await node.close()
+    }
+    const undocumented = routes.filter(route => route.doc === null).map(route => route.pattern)
+    expect(undocumented, 'routes left out of the document').to.deep.equal(['/panel', '/panel/assets/*', '/panel/*'])
+    const documented = routes.filter(route => route.doc !== null)
+    for (const route of documented) {
+      const key = operationKey(route.method, route.pattern)
+      expect(route.doc!.summary, key).to.be.a('string').and.not.equal('')
+      expect(route.doc!.ok.description, key).to.be.a('string').and.not.equal('')
+      expect(route.doc!.errors, key).to.be.an('array')
+      // A route that documents a body takes one, and the other way round.
+      expect(route.doc!.body === undefined, `${key} body`).to.equal(route.body === false)
+    }
+    // The document served and the router are the same list, operation for operation.
     const served = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map(method => `${method.toUpperCase()} ${path}`))
-    expect(served.sort()).to.deep.equal(Object.keys(OPERATIONS).sort())
+    expect(served.sort()).to.deep.equal(documented.map(route => operationKey(route.method, route.pattern)).sort())
+    // Every operation lists the refusals every operation may answer, and an admin one its authentication.
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        expect(operation.responses, `${method} ${path}`).to.include.keys('500', '503')
+        if (operation.security.length > 0) expect(operation.responses, `${method} ${path}`).to.include.keys('401', '403')
+      }
+    }
   })
 
   it('documents every method the running server accepts on each documented path (405 Allow)', async () => {
@@ -250,10 +245,8 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     }
     expect(failures).to.deep.equal([])
   })
-})
 
-describe('docs/api.md', () => {
-  it('has a curl example for every documented operation', () => {
+  it('has a curl example in docs/api.md for every documented operation', () => {
     const text = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8')
     const examples: { method: string, path: string }[] = []
     // A curl command may continue on the next lines (trailing backslash).
@@ -263,8 +256,8 @@ describe('docs/api.md', () => {
       const method = /-X\s+([A-Z]+)/.exec(command)?.[1] ?? (/\s(-d|--data)\s/.test(command) ? 'POST' : 'GET')
       examples.push({ method, path })
     }
-    const missing = Object.keys(OPERATIONS).filter(key => {
-      const [method, path] = key.split(' ') as [string, string]
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map(method => [method.toUpperCase(), path] as const))
+    const missing = operations.filter(([method, path]) => {
       const pattern = new RegExp('^' + path.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '[^/]+') + '$')
       return !examples.some(example => example.method === method && pattern.test(example.path))
     })

@@ -11,21 +11,29 @@ const base = (nowMs: number, fields: Partial<SegmentContext> = {}): SegmentConte
 
 describe('segment rules', () => {
   it('accepts window leaves and ordinary leaves together', () => {
-    expect(validateSegment({ description: 'x', rule: { all: [
-      { fact: 'count', event: 'productView', where: { fact: 'event.category', op: 'eq', value: 'shoes' }, within: '7d', op: 'gte', value: 3 },
-      { fact: 'sum', event: 'purchase', field: 'orderTotal', op: 'gt', value: 0 },
-      { not: { fact: 'segment', op: 'contains', value: 'banned' } },
-    ] } })).to.deep.equal([])
+    expect(validateSegment({
+      description: 'x', rule: {
+        all: [
+          { fact: 'count', event: 'productView', where: { fact: 'event.category', op: 'eq', value: 'shoes' }, within: '7d', op: 'gte', value: 3 },
+          { fact: 'sum', event: 'purchase', field: 'orderTotal', op: 'gt', value: 0 },
+          { not: { fact: 'segment', op: 'contains', value: 'banned' } },
+        ]
+      }
+    })).to.deep.equal([])
     expect(validateSegment({})).to.deep.equal([])
   })
 
   it('reports each problem with its JSON pointer and the invalid_segment code', () => {
-    const errors = validateSegment({ extra: 1, rule: { any: [
-      { fact: 'count', event: 'has space', op: 'between', value: 1 },
-      { fact: 'sum', event: 'purchase', op: 'gte', value: 1 },
-      { fact: 'count', event: 'x', where: { fact: 'attribute.plan', op: 'eq', value: 'pro' }, op: 'gte', value: 1 },
-      { fact: 'attribute.plan', op: 'near', value: 1 },
-    ] } })
+    const errors = validateSegment({
+      extra: 1, rule: {
+        any: [
+          { fact: 'count', event: 'has space', op: 'between', value: 1 },
+          { fact: 'sum', event: 'purchase', op: 'gte', value: 1 },
+          { fact: 'count', event: 'x', where: { fact: 'attribute.plan', op: 'eq', value: 'pro' }, op: 'gte', value: 1 },
+          { fact: 'attribute.plan', op: 'near', value: 1 },
+        ]
+      }
+    })
     expect(errors.every(e => e.code === 'invalid_segment')).to.equal(true)
     expect(errors.map(e => e.field)).to.include.members(['/extra', '/rule/any/0/event', '/rule/any/0/op', '/rule/any/1/field', '/rule/any/2/where', '/rule/any/3/op'])
   })

@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Webhook } from 'standardwebhooks'
 import { admin, post, removeDir, startBeacon, tempDir, type Answer, type BeaconProcess } from '../helpers/beacon.js'
-import { startReceiver, until, type Receiver } from '../webhooks/helpers.js'
+import { startReceiver, type Receiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const FIXTURE = new URL('../fixtures/data-76dc3eb.tar.gz', import.meta.url).pathname
 const manifest = JSON.parse(readFileSync(new URL('../fixtures/data-76dc3eb.json', import.meta.url), 'utf8'))

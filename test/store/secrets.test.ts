@@ -6,7 +6,8 @@ import { open } from 'lmdb'
 import { Webhook } from 'standardwebhooks'
 import { ADMIN_KEY, admin, createTenant, identified, post, removeDir, startBeacon, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
 import { beacon } from '../helpers/cli.js'
-import { SECRET, startReceiver, until, type Receiver } from '../webhooks/helpers.js'
+import { SECRET, startReceiver, type Receiver } from '../webhooks/helpers.js'
+import { until } from '../helpers/until.js'
 
 const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname
 const PASSWORD = 'pw-' + 'Q'.repeat(24)

@@ -2,8 +2,8 @@ import { expect } from 'chai'
 import type { Database } from 'lmdb'
 import { Store } from '../../src/store/store.js'
 import { emptyVisitor } from '../../actors/visitor.js'
-import type { DeliveryRecord } from '../../actors/delivery.js'
-import { decodeRow, type OutboxRow } from '../../src/webhooks/index.js'
+import type { DeliveryRecord } from '../../src/delivery/record.js'
+import { decodeRow, type OutboxRow } from '../../src/store/record-codec.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 
 const row: OutboxRow = { kind: 'event', account: 'acc', event: 'purchase', occurredAtMs: 1 }

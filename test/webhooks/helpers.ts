@@ -6,8 +6,10 @@ import https from 'node:https'
 import net, { type AddressInfo, type Socket } from 'node:net'
 import { readFileSync } from 'node:fs'
 import { once } from 'node:events'
-import type { Clock } from '../../src/clock.js'
-import { compileWebhook, type CompiledWebhook, type DeliveryItem, type Scheduler } from '../../src/webhooks/index.js'
+import type { ManualClock } from '../helpers/clock.js'
+import { until } from '../helpers/until.js'
+import { compileWebhook, type CompiledWebhook, type DeliveryItem } from '../../src/webhooks/index.js'
+import type { Scheduler } from '../../src/delivery/worker.js'
 
 export const TEST_CERT = readFileSync(new URL('./fixtures/test-cert.pem', import.meta.url), 'utf8')
 const TEST_KEY = readFileSync(new URL('./fixtures/test-key.pem', import.meta.url), 'utf8')
@@ -146,17 +148,6 @@ export async function startProxy (): Promise<Proxy> {
   }
 }
 
-export class ManualClock implements Clock {
-  ms: number
-  constructor (ms = Date.now()) {
-    this.ms = ms
-  }
-
-  nowMs (): number {
-    return this.ms
-  }
-}
-
 interface Timer { id: number, atMs: number, fn: () => void }
 
 /** Timers fire only when the test advances the clock. */
@@ -197,18 +188,9 @@ export class ManualScheduler implements Scheduler {
   }
 }
 
-/** Wait (polling) until the condition holds: for real network I/O, never for time-based logic. */
-export async function waitFor (condition: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const start = Date.now()
-  while (!await condition()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 2))
-  }
-}
-
-/** waitFor, named first: `await until('all 400 delivered', () => …, 60_000)`. */
-export function until (what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  return waitFor(condition, timeoutMs, what)
+/** The shared until (test/helpers/until.ts), condition first as the delivery tests call it. */
+export function waitFor (condition: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  return until(what, condition, timeoutMs)
 }
 
 /** Let pending microtasks and I/O callbacks run. */

@@ -30,23 +30,28 @@ export function Audiences (): JSX.Element {
   })
   const editable = can('editor')
   return (
-    <Page title="Audiences" actions={editable && <button type="button" onClick={() => setEditing({ name: '', rule: { fact: 'count', op: 'gte', value: 1, event: 'pageView', within: '7d' } })}>New segment</button>}>
+    <Page title='Audiences' actions={editable && <button type='button' onClick={() => setEditing({ name: '', rule: { fact: 'count', op: 'gte', value: 1, event: 'pageView', within: '7d' } })}>New segment</button>}>
       {editing !== null && <SegmentForm key={editing.name} initial={editing} onDone={() => { setEditing(null); load.reload() }} />}
       <Outcome action={remove} />
-      <Loaded load={load} what="segments">{({ segments }) => (
-        <Table caption="Segments" rows={segments} empty="No segments yet."
+      <Loaded load={load} what='segments'>{({ segments }) => (
+        <Table
+          caption='Segments' rows={segments} empty='No segments yet.'
           columns={[
             { head: 'Segment', cell: s => <strong>{s.name}</strong> },
             { head: 'Kind', cell: s => s.rule === undefined ? 'manual' : 'computed' },
-            { head: 'Members', cell: s => <span class="members" data-segment={s.name}>{s.members ?? '—'}</span> },
+            { head: 'Members', cell: s => <span class='members' data-segment={s.name}>{s.members ?? '—'}</span> },
             { head: 'Description', cell: s => s.description ?? '' },
-            { head: 'Rule', cell: s => s.rule === undefined ? 'assigned through the API' : <code class="rule">{JSON.stringify(s.rule)}</code> },
-            { head: 'Actions', cell: s => editable && <span class="row">
-              <button type="button" class="secondary" onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
-              <button type="button" class="danger" onClick={() => remove.run(s.name)} aria-label={`Delete ${s.name}`}>Delete</button>
-            </span> },
-          ]} />
-      )}</Loaded>
+            { head: 'Rule', cell: s => s.rule === undefined ? 'assigned through the API' : <code class='rule'>{JSON.stringify(s.rule)}</code> },
+            {
+              head: 'Actions', cell: s => editable && <span class='row'>
+                <button type='button' class='secondary' onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
+                <button type='button' class='danger' onClick={() => remove.run(s.name)} aria-label={`Delete ${s.name}`}>Delete</button>
+              </span>
+            },
+          ]}
+        />
+      )}
+      </Loaded>
       <ChangesChart />
     </Page>
   )
@@ -62,17 +67,18 @@ function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => voi
     onDone()
   })
   return (
-    <form class="card" onSubmit={save.run} aria-label={isNew ? 'New segment' : `Edit ${name}`}>
-      <div class="grid">
-        <Field label="Segment name" hint="Letters, digits, _ . : -"><input required disabled={!isNew} pattern="[A-Za-z0-9_.:\-]{1,128}" value={name} onInput={e => setName(e.currentTarget.value)} /></Field>
-        <Field label="Description"><input value={description} onInput={e => setDescription(e.currentTarget.value)} /></Field>
+    <form class='card' onSubmit={save.run} aria-label={isNew ? 'New segment' : `Edit ${name}`}>
+      <div class='grid'>
+        <Field label='Segment name' hint='Letters, digits, _ . : -'><input required disabled={!isNew} pattern='[A-Za-z0-9_.:\-]{1,128}' value={name} onInput={e => setName(e.currentTarget.value)} /></Field>
+        <Field label='Description'><input value={description} onInput={e => setDescription(e.currentTarget.value)} /></Field>
       </div>
-      <p class="note">With a rule the segment is computed; without one it is manual (assigned through the public API).
-        Behaviour facts: <code>count</code> of an event or <code>sum</code> of a field within a window (Nm, Nh, Nd).</p>
-      <ConditionBuilder name="Segment rule" rule={rule} onChange={setRule} />
-      <div class="row">
-        <button type="submit" disabled={save.busy}>Save segment</button>
-        <button type="button" class="secondary" onClick={onDone}>Cancel</button>
+      <p class='note'>With a rule the segment is computed; without one it is manual (assigned through the public API).
+        Behaviour facts: <code>count</code> of an event or <code>sum</code> of a field within a window (Nm, Nh, Nd).
+      </p>
+      <ConditionBuilder name='Segment rule' rule={rule} onChange={setRule} />
+      <div class='row'>
+        <button type='submit' disabled={save.busy}>Save segment</button>
+        <button type='button' class='secondary' onClick={onDone}>Cancel</button>
       </div>
       <Outcome action={save} />
     </form>
@@ -87,13 +93,16 @@ function ChangesChart (): JSX.Element {
   const load = useLoad(() => loadReport(range.from, range.to, 'hour'), [range])
   useRefresh(load.reload)
   return (
-    <section aria-labelledby="changes-title">
-      <h2 id="changes-title">Enter and exit, last 48 hours</h2>
-      <Loaded load={load} what="segment changes">{report => <>
-        <p class="note">{lagNote(report.lagMs)}</p>
-        <Chart title="Segment enters and exits per hour" times={timesOf(report.rows)}
-          series={seriesOf(report.rows, row => Object.fromEntries(Object.entries(row.segments).flatMap(([name, c]) => [[`${name} enter`, c.enter], [`${name} exit`, c.exit]])))} />
-      </>}</Loaded>
+    <section aria-labelledby='changes-title'>
+      <h2 id='changes-title'>Enter and exit, last 48 hours</h2>
+      <Loaded load={load} what='segment changes'>{report => <>
+        <p class='note'>{lagNote(report.lagMs)}</p>
+        <Chart
+          title='Segment enters and exits per hour' times={timesOf(report.rows)}
+          series={seriesOf(report.rows, row => Object.fromEntries(Object.entries(row.segments).flatMap(([name, c]) => [[`${name} enter`, c.enter], [`${name} exit`, c.exit]])))}
+        />
+      </>}
+      </Loaded>
     </section>
   )
 }

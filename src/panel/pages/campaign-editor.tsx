@@ -32,7 +32,7 @@ const fromLocalInput = (value: string): string | undefined => value === '' ? und
 export function CampaignEditor ({ id }: { id: string }): JSX.Element {
   const isNew = id === 'new'
   const load = useLoad(() => isNew ? Promise.resolve({ id: '', ...EMPTY }) : call<Campaign & { id: string }>('GET', accountPath(`/campaigns/${enc(id)}`)), [id])
-  if (load.data === undefined) return <Page title={isNew ? 'New campaign' : 'Campaign'}>{load.error != null ? <ErrorNote error={load.error} /> : <Loading what="the campaign" />}</Page>
+  if (load.data === undefined) return <Page title={isNew ? 'New campaign' : 'Campaign'}>{load.error != null ? <ErrorNote error={load.error} /> : <Loading what='the campaign' />}</Page>
   const { id: _id, ...campaign } = load.data
   return <Editor key={id} id={isNew ? null : id} initial={campaign} />
 }
@@ -74,19 +74,19 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
   return (
     <Page title={campaign.name === '' ? 'New campaign' : campaign.name}>
       <form onSubmit={save.run}>
-        <fieldset disabled={!editable} class="plain">
-          {!editable && <p class="note">Your role can read campaigns, not change them.</p>}
-          <div class="grid">
-            <Field label="Name"><input required maxLength={200} value={campaign.name} onInput={e => set({ name: e.currentTarget.value })} /></Field>
-            {id === null && <Field label="Id" hint="Letters, digits, _ . : -; part of its URL."><input required pattern="[A-Za-z0-9_.:\-]{1,128}" value={newId} onInput={e => setNewId(e.currentTarget.value)} /></Field>}
-            <Field label="Priority" hint="Higher first."><input type="number" step={1} required value={campaign.priority} onInput={e => set({ priority: Number(e.currentTarget.value) })} /></Field>
-            <Field label="Paused"><input type="checkbox" checked={campaign.status === 'paused'} onChange={e => set({ status: e.currentTarget.checked ? 'paused' : 'active' })} /></Field>
-            <Field label="Starts at" hint="Your local time; empty: now."><input type="datetime-local" value={toLocalInput(campaign.startsAt)} onInput={e => set({ startsAt: fromLocalInput(e.currentTarget.value) })} /></Field>
-            <Field label="Ends at" hint="Exclusive; empty: never."><input type="datetime-local" value={toLocalInput(campaign.endsAt)} onInput={e => set({ endsAt: fromLocalInput(e.currentTarget.value) })} /></Field>
+        <fieldset disabled={!editable} class='plain'>
+          {!editable && <p class='note'>Your role can read campaigns, not change them.</p>}
+          <div class='grid'>
+            <Field label='Name'><input required maxLength={200} value={campaign.name} onInput={e => set({ name: e.currentTarget.value })} /></Field>
+            {id === null && <Field label='Id' hint='Letters, digits, _ . : -; part of its URL.'><input required pattern='[A-Za-z0-9_.:\-]{1,128}' value={newId} onInput={e => setNewId(e.currentTarget.value)} /></Field>}
+            <Field label='Priority' hint='Higher first.'><input type='number' step={1} required value={campaign.priority} onInput={e => set({ priority: Number(e.currentTarget.value) })} /></Field>
+            <Field label='Paused'><input type='checkbox' checked={campaign.status === 'paused'} onChange={e => set({ status: e.currentTarget.checked ? 'paused' : 'active' })} /></Field>
+            <Field label='Starts at' hint='Your local time; empty: now.'><input type='datetime-local' value={toLocalInput(campaign.startsAt)} onInput={e => set({ startsAt: fromLocalInput(e.currentTarget.value) })} /></Field>
+            <Field label='Ends at' hint='Exclusive; empty: never.'><input type='datetime-local' value={toLocalInput(campaign.endsAt)} onInput={e => set({ endsAt: fromLocalInput(e.currentTarget.value) })} /></Field>
           </div>
           <h2>Trigger</h2>
-          <p class="note">Comma-separated; an empty list means any.</p>
-          <div class="grid">
+          <p class='note'>Comma-separated; an empty list means any.</p>
+          <div class='grid'>
             {TRIGGER_LISTS.map(([key, label, example]) => (
               <Field key={key} label={`Trigger ${label.toLowerCase()}`} hint={`For example ${example}`}>
                 <input value={fromList(campaign.trigger[key])} onChange={e => setTrigger(key, e.currentTarget.value)} />
@@ -94,32 +94,37 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
             ))}
           </div>
           <h2>Condition</h2>
-          <ConditionBuilder name="Rule" rule={campaign.rule} onChange={rule => set({ rule })} />
+          <ConditionBuilder name='Rule' rule={campaign.rule} onChange={rule => set({ rule })} />
           <h2>Frequency cap</h2>
-          <div class="grid">
-            <Field label="Impressions at most" hint="Empty: no cap.">
-              <input type="number" min={1} value={campaign.frequencyCap?.max ?? ''}
-                onInput={e => { const max = e.currentTarget.value; set({ frequencyCap: max === '' ? undefined : { max: Number(max), per: campaign.frequencyCap?.per ?? 'day' } }) }} />
+          <div class='grid'>
+            <Field label='Impressions at most' hint='Empty: no cap.'>
+              <input
+                type='number' min={1} value={campaign.frequencyCap?.max ?? ''}
+                onInput={e => { const max = e.currentTarget.value; set({ frequencyCap: max === '' ? undefined : { max: Number(max), per: campaign.frequencyCap?.per ?? 'day' } }) }}
+              />
             </Field>
-            <Field label="Per">
-              <select value={campaign.frequencyCap?.per ?? 'day'} disabled={campaign.frequencyCap === undefined}
-                onChange={e => set({ frequencyCap: { max: campaign.frequencyCap?.max ?? 1, per: e.currentTarget.value } })}>
+            <Field label='Per'>
+              <select
+                value={campaign.frequencyCap?.per ?? 'day'} disabled={campaign.frequencyCap === undefined}
+                onChange={e => set({ frequencyCap: { max: campaign.frequencyCap?.max ?? 1, per: e.currentTarget.value } })}
+              >
                 {['hour', 'day', 'week', 'lifetime'].map(p => <option key={p} value={p}>{p}</option>)}
               </select>
             </Field>
           </div>
           <h2>Content</h2>
-          <Field label="Content (JSON)" hint="What /campaigns/query answers for this campaign." wide>
+          <Field label='Content (JSON)' hint='What /campaigns/query answers for this campaign.' wide>
             <textarea rows={6} spellcheck={false} value={contentText} onInput={e => setContent(e.currentTarget.value)} aria-invalid={contentProblem !== null} />
           </Field>
-          {contentProblem !== null && <p class="error" role="alert">{contentProblem}</p>}
+          {contentProblem !== null && <p class='error' role='alert'>{contentProblem}</p>}
           <MediaPicker onPick={url => {
             const content = typeof campaign.content === 'object' && campaign.content !== null && !Array.isArray(campaign.content) ? campaign.content : {}
             setContent(JSON.stringify({ ...content, image: url }, null, 2))
-          }} />
-          <div class="row">
-            <button type="submit" disabled={save.busy}>Save campaign</button>
-            {id !== null && <button type="button" class="danger" onClick={remove.run}>Delete</button>}
+          }}
+          />
+          <div class='row'>
+            <button type='submit' disabled={save.busy}>Save campaign</button>
+            {id !== null && <button type='button' class='danger' onClick={remove.run}>Delete</button>}
           </div>
           <Outcome action={save} /><Outcome action={remove} />
         </fieldset>
@@ -144,23 +149,25 @@ function TestEvent ({ id }: { id: string }): JSX.Element {
     }))
   })
   return (
-    <section class="card" aria-labelledby="test-title">
-      <h2 id="test-title">Test an event</h2>
-      <p class="note">Whether this campaign (as saved) would be answered for an event and a visitor's state. Nothing is recorded.</p>
+    <section class='card' aria-labelledby='test-title'>
+      <h2 id='test-title'>Test an event</h2>
+      <p class='note'>Whether this campaign (as saved) would be answered for an event and a visitor's state. Nothing is recorded.</p>
       <form onSubmit={test.run}>
-        <div class="grid">
-          <Field label="Event (JSON)" wide><textarea rows={6} spellcheck={false} value={event} onInput={e => setEvent(e.currentTarget.value)} /></Field>
-          <Field label="Visitor attributes (JSON)"><textarea rows={3} spellcheck={false} value={attributes} onInput={e => setAttributes(e.currentTarget.value)} /></Field>
-          <Field label="Visitor segments" hint="Comma-separated."><input value={segments} onInput={e => setSegments(e.currentTarget.value)} /></Field>
+        <div class='grid'>
+          <Field label='Event (JSON)' wide><textarea rows={6} spellcheck={false} value={event} onInput={e => setEvent(e.currentTarget.value)} /></Field>
+          <Field label='Visitor attributes (JSON)'><textarea rows={3} spellcheck={false} value={attributes} onInput={e => setAttributes(e.currentTarget.value)} /></Field>
+          <Field label='Visitor segments' hint='Comma-separated.'><input value={segments} onInput={e => setSegments(e.currentTarget.value)} /></Field>
         </div>
-        <button type="submit" disabled={test.busy}>Test</button>
+        <button type='submit' disabled={test.busy}>Test</button>
         <Outcome action={test} />
       </form>
       {answer !== null && (
-        <div class="test-answer">
-          <p class={answer.matched ? 'verdict ok' : 'verdict no'} role="status">{answer.matched ? 'Matched: the campaign would be answered.' : 'Not matched.'}</p>
-          <Table caption="Checks" rows={answer.checks} empty="No checks."
-            columns={[{ head: 'Check', cell: c => c.check }, { head: 'Result', cell: c => c.ok ? 'pass' : 'fail' }, { head: 'Detail', cell: c => c.detail }]} />
+        <div class='test-answer'>
+          <p class={answer.matched ? 'verdict ok' : 'verdict no'} role='status'>{answer.matched ? 'Matched: the campaign would be answered.' : 'Not matched.'}</p>
+          <Table
+            caption='Checks' rows={answer.checks} empty='No checks.'
+            columns={[{ head: 'Check', cell: c => c.check }, { head: 'Result', cell: c => c.ok ? 'pass' : 'fail' }, { head: 'Detail', cell: c => c.detail }]}
+          />
         </div>
       )}
     </section>

@@ -24,29 +24,32 @@ export function Media (): JSX.Element {
     return `Deleted ${item.name}.`
   })
   return (
-    <Page title="Media">
+    <Page title='Media'>
       {can('editor') && (
-        <form class="card" onSubmit={upload.run}>
-          <Field label="Image file" hint="PNG, JPEG, GIF or WebP (checked by content), up to the server's size limit.">
-            <input type="file" accept="image/png,image/jpeg,image/gif,image/webp" onChange={e => setFile(e.currentTarget.files?.[0] ?? null)} />
+        <form class='card' onSubmit={upload.run}>
+          <Field label='Image file' hint="PNG, JPEG, GIF or WebP (checked by content), up to the server's size limit.">
+            <input type='file' accept='image/png,image/jpeg,image/gif,image/webp' onChange={e => setFile(e.currentTarget.files?.[0] ?? null)} />
           </Field>
-          <button type="submit" disabled={upload.busy || file === null}>Upload</button>
+          <button type='submit' disabled={upload.busy || file === null}>Upload</button>
           <Outcome action={upload} />
         </form>
       )}
       <Outcome action={remove} />
-      <Loaded load={load} what="media">{({ media }) => (
-        <Table caption="Media" rows={media} empty="No images yet."
+      <Loaded load={load} what='media'>{({ media }) => (
+        <Table
+          caption='Media' rows={media} empty='No images yet.'
           columns={[
-            { head: 'Image', cell: m => <img class="thumb" src={m.url} alt={m.name} loading="lazy" /> },
+            { head: 'Image', cell: m => <img class='thumb' src={m.url} alt={m.name} loading='lazy' /> },
             { head: 'Name', cell: m => m.name },
             { head: 'Type', cell: m => m.type },
             { head: 'Size', cell: m => `${(m.bytes / 1024).toFixed(1)} KB` },
             { head: 'Uploaded', cell: m => formatTime(m.createdAt) },
-            { head: 'URL', cell: m => <span class="row"><code class="url">{m.url}</code><CopyButton text={absolute(m.url)} label="Copy URL" /></span> },
-            { head: 'Actions', cell: m => can('editor') && <button type="button" class="danger" onClick={() => remove.run(m)} aria-label={`Delete ${m.name}`}>Delete</button> },
-          ]} />
-      )}</Loaded>
+            { head: 'URL', cell: m => <span class='row'><code class='url'>{m.url}</code><CopyButton text={absolute(m.url)} label='Copy URL' /></span> },
+            { head: 'Actions', cell: m => can('editor') && <button type='button' class='danger' onClick={() => remove.run(m)} aria-label={`Delete ${m.name}`}>Delete</button> },
+          ]}
+        />
+      )}
+      </Loaded>
     </Page>
   )
 }
@@ -55,8 +58,8 @@ export function Media (): JSX.Element {
 export function MediaPicker ({ onPick }: { onPick: (url: string) => void }): JSX.Element {
   const [open, setOpen] = useState(false)
   return (
-    <div class="picker">
-      <button type="button" class="secondary" aria-expanded={open} onClick={() => setOpen(!open)}>Insert an image…</button>
+    <div class='picker'>
+      <button type='button' class='secondary' aria-expanded={open} onClick={() => setOpen(!open)}>Insert an image…</button>
       {open && <PickerList onPick={url => { onPick(url); setOpen(false) }} />}
     </div>
   )
@@ -65,13 +68,15 @@ export function MediaPicker ({ onPick }: { onPick: (url: string) => void }): JSX
 function PickerList ({ onPick }: { onPick: (url: string) => void }): JSX.Element {
   const load = useLoad(loadMedia, [])
   return (
-    <Loaded load={load} what="media">{({ media }) => media.length === 0
-      ? <p class="empty">No images uploaded yet (see Media).</p>
-      : <ul class="media-grid">{media.map(m => (
-        <li key={m.id}><button type="button" class="tile" onClick={() => onPick(absolute(m.url))} aria-label={`Use ${m.name}`}>
-          <img src={m.url} alt="" /><span>{m.name}</span>
-        </button></li>
-      ))}</ul>}
+    <Loaded load={load} what='media'>{({ media }) => media.length === 0
+      ? <p class='empty'>No images uploaded yet (see Media).</p>
+      : <ul class='media-grid'>{media.map(m => (
+        <li key={m.id}><button type='button' class='tile' onClick={() => onPick(absolute(m.url))} aria-label={`Use ${m.name}`}>
+          <img src={m.url} alt='' /><span>{m.name}</span>
+        </button>
+        </li>
+      ))}
+      </ul>}
     </Loaded>
   )
 }

@@ -1,4 +1,4 @@
-import type { JSX } from 'preact'
+import { Fragment, type JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
 import { ErrorNote, Field, Loading, Outcome, Page, Table, formatTime, useAction, useLoad } from '../ui'
@@ -29,13 +29,13 @@ export function People (): JSX.Element {
   const [shown, setShown] = useState<{ kind: Kind, id: string } | null>(null)
   const look = (event: Event): void => { event.preventDefault(); setShown({ kind, id: id.trim() }) }
   return (
-    <Page title="People">
-      <form class="filters" onSubmit={look} role="search">
-        <Field label="Look up">
-          <select value={kind} onChange={e => setKind(e.currentTarget.value as Kind)}><option value="visitor">a visitor (device)</option><option value="profile">a profile (person)</option></select>
+    <Page title='People'>
+      <form class='filters' onSubmit={look} role='search'>
+        <Field label='Look up'>
+          <select value={kind} onChange={e => setKind(e.currentTarget.value as Kind)}><option value='visitor'>a visitor (device)</option><option value='profile'>a profile (person)</option></select>
         </Field>
         <Field label={kind === 'visitor' ? 'Visitor id' : 'Profile id'}><input required value={id} onInput={e => setId(e.currentTarget.value)} /></Field>
-        <button type="submit">Look up</button>
+        <button type='submit'>Look up</button>
       </form>
       {shown !== null && <Person key={`${shown.kind}:${shown.id}`} kind={shown.kind} id={shown.id} open={(k, i) => { setKind(k); setId(i); setShown({ kind: k, id: i }) }} />}
     </Page>
@@ -57,18 +57,21 @@ function Person ({ kind, id, open }: { kind: Kind, id: string, open: (kind: Kind
   ] : []
   const linked = kind === 'visitor' ? (e.profileId != null ? [e.profileId] : []) : e.visitors ?? []
   return (
-    <article class="card" aria-label={`${kind} ${id}`}>
+    <article class='card' aria-label={`${kind} ${id}`}>
       <h2>{kind === 'visitor' ? 'Visitor' : 'Profile'} <code>{id}</code></h2>
       <h3>Attributes</h3>
-      <Table caption="Attributes" rows={attributes} empty="No attributes."
-        columns={[{ head: 'Attribute', cell: a => a.name }, { head: 'Value', cell: a => <code>{JSON.stringify(a.value)}</code> }]} />
+      <Table
+        caption='Attributes' rows={attributes} empty='No attributes.'
+        columns={[{ head: 'Attribute', cell: a => a.name }, { head: 'Value', cell: a => <code>{JSON.stringify(a.value)}</code> }]}
+      />
       <h3>Segments</h3>
       <p>Assigned: {e.segments.join(', ') || 'none'}. Computed: {e.computedSegments.join(', ') || 'none'}.</p>
-      {behaviour.length > 0 && <><h3>Behaviour</h3><dl class="facts">{behaviour.map(([k, v]) => <><dt>{k}</dt><dd>{String(v)}</dd></>)}</dl></>}
+      {behaviour.length > 0 && <><h3>Behaviour</h3><dl class='facts'>{behaviour.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{String(v)}</dd></Fragment>)}</dl></>}
       <h3>{kind === 'visitor' ? 'Linked profile' : 'Linked devices'}</h3>
       {linked.length === 0 ? <p>None.</p> : <ul>{linked.map(other => (
-        <li key={other}><button type="button" class="link" onClick={() => open(kind === 'visitor' ? 'profile' : 'visitor', other)}>{other}</button></li>
-      ))}</ul>}
+        <li key={other}><button type='button' class='link' onClick={() => open(kind === 'visitor' ? 'profile' : 'visitor', other)}>{other}</button></li>
+      ))}
+      </ul>}
       {kind === 'profile' && can('owner') && <Privacy id={id} />}
     </article>
   )
@@ -81,14 +84,14 @@ function Privacy ({ id }: { id: string }): JSX.Element {
     return `Erased the profile and ${answer.erased.visitors} linked device(s).`
   })
   return (
-    <section aria-labelledby="privacy-title">
-      <h3 id="privacy-title">Export and erase</h3>
-      <p><a class="button secondary" href={accountPath(`/profiles/${enc(id)}/export`)} download={`profile-${id}.json`}>Download export (JSON)</a></p>
-      <form onSubmit={erase.run} class="danger-zone">
-        <Field label={`Type ${id} to confirm erasure`} hint="Erases the profile and every linked device. This cannot be undone.">
-          <input value={typed} onInput={e => setTyped(e.currentTarget.value)} autoComplete="off" />
+    <section aria-labelledby='privacy-title'>
+      <h3 id='privacy-title'>Export and erase</h3>
+      <p><a class='button secondary' href={accountPath(`/profiles/${enc(id)}/export`)} download={`profile-${id}.json`}>Download export (JSON)</a></p>
+      <form onSubmit={erase.run} class='danger-zone'>
+        <Field label={`Type ${id} to confirm erasure`} hint='Erases the profile and every linked device. This cannot be undone.'>
+          <input value={typed} onInput={e => setTyped(e.currentTarget.value)} autoComplete='off' />
         </Field>
-        <button type="submit" class="danger" disabled={typed !== id || erase.busy}>Erase this person</button>
+        <button type='submit' class='danger' disabled={typed !== id || erase.busy}>Erase this person</button>
         <Outcome action={erase} />
       </form>
     </section>

@@ -11,12 +11,12 @@ export function SignIn (): JSX.Element {
     user.value = answer.user
   })
   return (
-    <main id="main" class="sign-in">
-      <form onSubmit={action.run} aria-labelledby="sign-in-title">
-        <h1 id="sign-in-title">Sign in to Beacon</h1>
-        <Field label="Email"><input type="email" autoComplete="username" required value={email} onInput={e => setEmail(e.currentTarget.value)} /></Field>
-        <Field label="Password"><input type="password" autoComplete="current-password" required value={password} onInput={e => setPassword(e.currentTarget.value)} /></Field>
-        <button type="submit" disabled={action.busy}>Sign in</button>
+    <main id='main' class='sign-in'>
+      <form onSubmit={action.run} aria-labelledby='sign-in-title'>
+        <h1 id='sign-in-title'>Sign in to Beacon</h1>
+        <Field label='Email'><input type='email' autoComplete='username' required value={email} onInput={e => setEmail(e.currentTarget.value)} /></Field>
+        <Field label='Password'><input type='password' autoComplete='current-password' required value={password} onInput={e => setPassword(e.currentTarget.value)} /></Field>
+        <button type='submit' disabled={action.busy}>Sign in</button>
         <Outcome action={action} />
       </form>
     </main>

@@ -1,0 +1,197 @@
+// The accounts, read once at start and kept in memory: the hot path asks "does this account exist, is
+// it active, which browser origins and identities does it accept" of maps, never of the disk. Every
+// change is written through (the store's accounts db) and awaited before it is answered.
+
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import { IdentityVerifier, newIdentitySecret, type IdentitySecrets } from '../auth/identity.js'
+import { OriginPolicy } from '../auth/origins.js'
+import type { Clock } from '../clock.js'
+import type { Key, Store } from '../store/store.js'
+import { ACCOUNTS_MAX } from '../store/limits.js'
+import { pageOf, type Page } from '../store/paging.js'
+import type { PageRequest } from './config-rows.js'
+import { Reservations } from './reservations.js'
+
+export const IDENTITY_VERIFICATION = ['required', 'off'] as const
+export type IdentityVerification = typeof IDENTITY_VERIFICATION[number]
+
+/** An account as the admin API shows it: never its identity secrets. */
+export interface Account {
+  account: string
+  name: string
+  suspended: boolean
+  createdAt: string
+  /** Browser origins allowed to call the public API (CORS); empty: no browser access. */
+  allowedOrigins: string[]
+  /** 'required': a profileId on /campaigns/query needs a profileIdSignature. */
+  identityVerification: IdentityVerification
+  /** Whether allowed origins may also call the token endpoints (/visitors/*, /profiles/*). */
+  allowBrowserTokens: boolean
+  /** When the current identity secret was made (null: none yet, rotate to get one). */
+  identitySecretSince: string | null
+  /** Until when the previous identity secret is still accepted (null: no previous one). */
+  previousIdentitySecretUntil: string | null
+  /** The account's own rate on the public endpoints (absent: BEACON_ACCOUNT_RATE_PER_SECOND). */
+  rateLimit?: RateLimit
+}
+
+/** Requests per second (0: unlimited) and the burst a bucket holds (default: one second's worth). */
+export interface RateLimit {
+  perSecond: number
+  burst?: number
+}
+
+/** What PATCH may change; `rateLimit: null` goes back to the installation's default rate. */
+export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens'>> & { rateLimit?: RateLimit | null }
+
+/** What is kept on disk: the settings and the identity secrets (sealed). Fields absent from older records take safe defaults. */
+interface StoredAccount {
+  account: string
+  name: string
+  suspended: boolean
+  createdAt: string
+  allowedOrigins?: string[]
+  identityVerification?: IdentityVerification
+  allowBrowserTokens?: boolean
+  identitySecrets?: IdentitySecrets
+  rateLimit?: RateLimit
+}
+
+/** What browser calls of an account are checked against, compiled when the account changes. */
+export interface BrowserAccess {
+  origins: OriginPolicy
+  /** Null: a profileId is trusted as sent (identityVerification "off"). */
+  identity: IdentityVerifier | 'none' | null
+  allowBrowserTokens: boolean
+}
+
+export class AccountCatalog {
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly accounts = new Map<string, Account>()
+  private readonly stored = new Map<string, StoredAccount>()
+  private readonly browserAccess = new Map<string, BrowserAccess>()
+  private readonly reservations = new Reservations()
+
+  constructor (store: Store, clock: Clock) {
+    this.store = store
+    this.clock = clock
+    for (const { value } of store.accounts.getRange()) this.setAccount(value as StoredAccount)
+  }
+
+  /** The account if it exists and is not suspended: what the public API may serve. */
+  active (account: string): Account | undefined {
+    const found = this.accounts.get(account)
+    return found === undefined || found.suspended ? undefined : found
+  }
+
+  list (page: PageRequest): Page<Account> { return pageOf(this.accounts, page.cursor, page.limit, valueOf) }
+
+  /** Whether the account exists (suspended or not): not deleted. */
+  knows (account: string): boolean { return this.accounts.has(account) }
+
+  get (account: string): Account {
+    const found = this.accounts.get(account)
+    if (found === undefined) throw new ApiError('account_not_found', 'No such account.')
+    return found
+  }
+
+  /**
+   * Delete the account's row, in the transaction of `jobKey`'s record (the background removal of its
+   * data, which resumes after a restart), and drop it from memory at once; resolves once durable.
+   * Catalogs.forgetAccount drops the account's configuration too.
+   */
+  forget (id: string, jobKey: Key, job: unknown): Promise<void> {
+    this.get(id)
+    this.store.ignoreFailure(this.store.meta.put(jobKey, job))
+    const write = this.store.durable(this.store.accounts.remove(id))
+    // Out of memory first: no request is served for it from here on.
+    this.accounts.delete(id)
+    this.stored.delete(id)
+    this.browserAccess.delete(id)
+    return write
+  }
+
+  /** A new account requires verified identity; its first identity secret is in this answer only. */
+  async create (name: string): Promise<{ account: Account, identitySecret: string }> {
+    const identitySecret = newIdentitySecret()
+    const now = new Date(this.clock.nowMs()).toISOString()
+    const stored: StoredAccount = {
+      account: randomUUID(), name, suspended: false, createdAt: now, allowedOrigins: [], identityVerification: 'required', allowBrowserTokens: false,
+      identitySecrets: { current: this.store.secrets.seal(identitySecret), currentSince: now, previous: null, previousUntil: null },
+    }
+    let account: Account | undefined
+    await this.reservations.reserve('', stored.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
+      await this.store.save(this.store.accounts, stored.account, stored)
+      account = this.setAccount(stored)
+    })
+    return { account: account!, identitySecret }
+  }
+
+  async update (id: string, patch: AccountSettings): Promise<Account> {
+    this.get(id)
+    const { rateLimit, ...rest } = patch
+    const next: StoredAccount = { ...this.stored.get(id)!, ...rest }
+    if (rateLimit === null) delete next.rateLimit
+    else if (rateLimit !== undefined) next.rateLimit = rateLimit
+    await this.store.save(this.store.accounts, id, next)
+    return this.setAccount(next)
+  }
+
+  /**
+   * A new identity secret, answered once; the one it replaces stays valid for `graceMs` (0: refused at
+   * once). A secret older than that is dropped: at most two are ever valid.
+   */
+  async rotateIdentitySecret (id: string, graceMs: number): Promise<{ account: Account, identitySecret: string }> {
+    this.get(id)
+    const stored = this.stored.get(id)!
+    const identitySecret = newIdentitySecret()
+    const nowMs = this.clock.nowMs()
+    const previous = graceMs > 0 ? stored.identitySecrets?.current ?? null : null
+    const identitySecrets: IdentitySecrets = {
+      current: this.store.secrets.seal(identitySecret),
+      currentSince: new Date(nowMs).toISOString(),
+      previous,
+      previousUntil: previous === null ? null : new Date(nowMs + graceMs).toISOString(),
+    }
+    const next: StoredAccount = { ...stored, identitySecrets }
+    await this.store.save(this.store.accounts, id, next)
+    return { account: this.setAccount(next), identitySecret }
+  }
+
+  /** The account's compiled browser rules (origins, identity); the caller checks it is active. */
+  browserAccessOf (account: string): BrowserAccess | undefined {
+    return this.browserAccess.get(account)
+  }
+
+  /** Keep the stored record, its admin view and its compiled browser rules; answers the view. */
+  private setAccount (stored: StoredAccount): Account {
+    const secrets = stored.identitySecrets ?? null
+    // Records written before verified identity existed read as "required": the safe side (see the upgrade notes).
+    const verification = stored.identityVerification ?? 'required'
+    const account: Account = {
+      account: stored.account,
+      name: stored.name,
+      suspended: stored.suspended,
+      createdAt: stored.createdAt,
+      allowedOrigins: stored.allowedOrigins ?? [],
+      identityVerification: verification,
+      allowBrowserTokens: stored.allowBrowserTokens ?? false,
+      identitySecretSince: secrets?.currentSince ?? null,
+      previousIdentitySecretUntil: secrets?.previousUntil ?? null,
+    }
+    // The same object while the account is unchanged (the account limiter rebuilds its bucket when it changes).
+    if (stored.rateLimit !== undefined) account.rateLimit = stored.rateLimit
+    this.stored.set(account.account, stored)
+    this.accounts.set(account.account, account)
+    this.browserAccess.set(account.account, {
+      origins: new OriginPolicy(account.allowedOrigins),
+      identity: verification === 'off' ? null : secrets === null ? 'none' : new IdentityVerifier(secrets, stored => this.store.secrets.open(stored)),
+      allowBrowserTokens: account.allowBrowserTokens,
+    })
+    return account
+  }
+}
+
+function valueOf<V> (_key: string, value: V): V { return value }

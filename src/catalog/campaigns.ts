@@ -1,0 +1,138 @@
+// Campaigns: each account's definitions and the set requests match against, compiled from them (in
+// slices, off the request path, when they change).
+
+import type { Store } from '../store/store.js'
+import { CAMPAIGNS_MAX } from '../store/limits.js'
+import type { Page } from '../store/paging.js'
+import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
+import type { AccountCatalog } from './accounts.js'
+import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+
+/** A campaign build runs in slices of this much work, the event loop serving requests in between. */
+export const COMPILE_SLICE_MS = 5
+
+interface CompiledCampaigns {
+  /**
+   * What requests match against: swapped whole when a build finishes, so requests keep using the
+   * previous set while the next one is built. Null until first used after start (then compiled at once).
+   */
+  compiled: CampaignSet | null
+  /** Bumped by every change; `compiledVersion` is the version `compiled` was built from. */
+  version: number
+  compiledVersion: number
+  /** A build is under way (at most one per account; a change during it starts another after it). */
+  building: boolean
+}
+
+export class CampaignCatalog implements ConfigCatalog {
+  readonly rowKinds = ['campaign']
+  private readonly accounts: AccountCatalog
+  private readonly rows: ConfigRows<CampaignDef>
+  private readonly sets = new Map<string, CompiledCampaigns>()
+
+  constructor (store: Store, accounts: AccountCatalog) {
+    this.accounts = accounts
+    this.rows = new ConfigRows({
+      store, kind: 'campaign', max: CAMPAIGNS_MAX, limitMessage: 'An account has at most %d campaigns; delete some first.', notFound: 'campaign_not_found',
+    })
+  }
+
+  load ([account, , id]: ConfigKey, value: unknown): void {
+    this.rows.set(account, id!, value as CampaignDef)
+    this.setOf(account)
+  }
+
+  /** Built in slices from the start; a request that comes before its account's build is done compiles at once. */
+  loaded (): void {
+    for (const account of this.sets.keys()) this.build(account)
+  }
+
+  forget (account: string): void {
+    this.rows.forget(account)
+    this.sets.delete(account)
+  }
+
+  /**
+   * The account's compiled campaigns, or null when it has none. After a change this is the previous set
+   * until the new one is built (in slices, off the request path: `rebuild`); only a request that comes
+   * before the first build after start is done, with no previous set to serve, compiles at once.
+   */
+  compiledSet (account: string): CampaignSet | null {
+    const entry = this.sets.get(account)
+    if (entry === undefined) return null
+    const defs = this.rows.of(account)
+    if (entry.compiled === null && defs !== undefined && defs.size > 0) {
+      entry.compiled = compileCampaigns(campaignInputs(defs))
+      entry.compiledVersion = entry.version
+    }
+    return entry.compiled
+  }
+
+  list (account: string, page: PageRequest): Page<{ id: string, campaign: CampaignDef }> {
+    this.accounts.get(account)
+    return this.rows.list(account, page, (id, campaign) => ({ id, campaign }))
+  }
+
+  /** Whether the account has this campaign (no throw: for counting). */
+  has (account: string, id: string): boolean { return this.rows.has(account, id) }
+
+  get (account: string, id: string): CampaignDef {
+    this.accounts.get(account)
+    return this.rows.get(account, id)
+  }
+
+  async put (account: string, id: string, def: CampaignDef): Promise<void> {
+    this.accounts.get(account)
+    this.setOf(account)
+    await this.rows.reserve(account, id, async () => {
+      await this.rows.save(account, id, def)
+      this.rows.set(account, id, def)
+      this.rebuild(account)
+    })
+  }
+
+  async delete (account: string, id: string): Promise<void> {
+    this.get(account, id)
+    await this.rows.remove(account, id)
+    this.rows.delete(account, id)
+    this.rebuild(account)
+  }
+
+  /**
+   * Build the account's campaigns again after a change, in slices of COMPILE_SLICE_MS; requests keep
+   * matching the previous set until it is swapped in. A small account builds within the first slice,
+   * before the change is answered; a large one within its build time after.
+   */
+  private rebuild (account: string): void {
+    this.setOf(account).version++
+    this.build(account)
+  }
+
+  /** Start a build of the current version unless one is under way (which starts the next when it ends). */
+  private build (account: string): void {
+    const entry = this.setOf(account)
+    if (entry.building) return
+    entry.building = true
+    const version = entry.version
+    const inputs = campaignInputs(this.rows.of(account) ?? new Map())
+    compileCampaignsSliced(inputs, COMPILE_SLICE_MS, set => {
+      entry.building = false
+      if (version >= entry.compiledVersion) {
+        entry.compiled = inputs.length === 0 ? null : set
+        entry.compiledVersion = version
+      }
+      // An account deleted meanwhile has no entry any more: nothing to build.
+      if (entry.version !== version && this.sets.get(account) === entry) this.build(account)
+    })
+  }
+
+  private setOf (account: string): CompiledCampaigns {
+    let entry = this.sets.get(account)
+    if (entry === undefined) this.sets.set(account, entry = { compiled: null, version: 0, compiledVersion: 0, building: false })
+    return entry
+  }
+}
+
+function campaignInputs (defs: ReadonlyMap<string, CampaignDef>): Array<{ id: string, def: CampaignDef }> {
+  return [...defs].map(([id, def]) => ({ id, def }))
+}

@@ -1,0 +1,72 @@
+// Event types: the built-in ones and each account's own, with the fields each requires. The public
+// API checks every event against them.
+
+import { ApiError } from '../errors.js'
+import type { Store } from '../store/store.js'
+import { EVENT_TYPES_MAX } from '../store/limits.js'
+import type { Page } from '../store/paging.js'
+import type { AccountCatalog } from './accounts.js'
+import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+
+export interface EventType {
+  name: string
+  required: string[]
+}
+
+/** Built-in event kinds and the fields each requires beyond the common ones. */
+export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
+  ['pageView', { name: 'pageView', required: [] }],
+  ['productView', { name: 'productView', required: ['sku'] }],
+  ['purchase', { name: 'purchase', required: ['orderId'] }],
+  // Impressions and clicks of a campaign, as the browser SDK reports them (reports and caps count them).
+  ['campaignView', { name: 'campaignView', required: ['campaignId'] }],
+  ['campaignClick', { name: 'campaignClick', required: ['campaignId'] }],
+])
+
+export class EventTypeCatalog implements ConfigCatalog {
+  readonly rowKinds = ['event-type']
+  private readonly accounts: AccountCatalog
+  private readonly rows: ConfigRows<EventType>
+
+  constructor (store: Store, accounts: AccountCatalog) {
+    this.accounts = accounts
+    this.rows = new ConfigRows({
+      store, kind: 'event-type', max: EVENT_TYPES_MAX, limitMessage: 'An account has at most %d custom event types; delete some first.', notFound: 'event_type_not_found',
+    })
+  }
+
+  load ([account]: ConfigKey, value: unknown): void { this.rows.set(account, (value as EventType).name, value as EventType) }
+  loaded (): void {}
+  forget (account: string): void { this.rows.forget(account) }
+
+  get (account: string, name: string): EventType | undefined {
+    return BUILT_IN_EVENTS.get(name) ?? this.rows.find(account, name)
+  }
+
+  /** Built-in event types on the first page, then the account's in name order. */
+  list (account: string, page: PageRequest): Page<EventType> {
+    this.accounts.get(account)
+    const custom = this.rows.list(account, page, valueOf)
+    return page.cursor === '' ? { items: [...BUILT_IN_EVENTS.values(), ...custom.items], next: custom.next } : custom
+  }
+
+  async put (account: string, type: EventType): Promise<EventType> {
+    this.accounts.get(account)
+    if (BUILT_IN_EVENTS.has(type.name)) throw new ApiError('conflict', `"${type.name}" is a built-in event type and cannot be changed.`, '/name')
+    await this.rows.reserve(account, type.name, async () => {
+      await this.rows.save(account, type.name, type)
+      this.rows.set(account, type.name, type)
+    })
+    return type
+  }
+
+  async delete (account: string, name: string): Promise<void> {
+    this.accounts.get(account)
+    if (BUILT_IN_EVENTS.has(name)) throw new ApiError('conflict', `"${name}" is a built-in event type and cannot be deleted.`)
+    this.rows.get(account, name)
+    await this.rows.remove(account, name)
+    this.rows.delete(account, name)
+  }
+}
+
+function valueOf<V> (_key: string, value: V): V { return value }

@@ -1,0 +1,140 @@
+// Segments: each account's definitions, the set entities are evaluated against (compiled on first use
+// after a change), and the account's segments version: bumped by every change and persisted, so an
+// entity evaluated under an older version files itself again. Who must re-evaluate at once (the
+// background pass) hears of every change through the listeners given at construction.
+
+import type { Clock } from '../clock.js'
+import type { Listeners } from '../listeners.js'
+import type { Store } from '../store/store.js'
+import { SEGMENT_DEFS_MAX } from '../store/limits.js'
+import type { Page } from '../store/paging.js'
+import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
+import type { SegmentDef } from '../segments/rules.js'
+import type { AccountCatalog } from './accounts.js'
+import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+
+/** Told of the account's new segments version, once its row is written. */
+export type SegmentsChanged = (account: string, version: number) => void
+
+interface AccountSegments {
+  /** Bumped on every change (persisted), so entities evaluated under an older set are re-evaluated. */
+  version: number
+  compiled: SegmentSet | null
+}
+
+const VERSION_KIND = 'segments-version'
+const NO_SEGMENTS: ReadonlyMap<string, SegmentDef> = new Map()
+
+export interface SegmentCatalogOptions {
+  store: Store
+  clock: Clock
+  accounts: AccountCatalog
+  changed: Listeners<SegmentsChanged>
+}
+
+export class SegmentCatalog implements ConfigCatalog {
+  readonly rowKinds = ['segment', VERSION_KIND]
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly accounts: AccountCatalog
+  private readonly changed: Listeners<SegmentsChanged>
+  private readonly rows: ConfigRows<SegmentDef>
+  private readonly sets = new Map<string, AccountSegments>()
+
+  constructor ({ store, clock, accounts, changed }: SegmentCatalogOptions) {
+    this.store = store
+    this.clock = clock
+    this.accounts = accounts
+    this.changed = changed
+    this.rows = new ConfigRows({
+      store, kind: 'segment', max: SEGMENT_DEFS_MAX, limitMessage: 'An account has at most %d segments; delete some first.', notFound: 'segment_not_found',
+    })
+  }
+
+  load ([account, kind, name]: ConfigKey, value: unknown): void {
+    if (kind === VERSION_KIND) this.setOf(account).version = value as number
+    else {
+      this.setOf(account)
+      this.rows.set(account, name!, value as SegmentDef)
+    }
+  }
+
+  loaded (): void {}
+
+  forget (account: string): void {
+    this.rows.forget(account)
+    this.sets.delete(account)
+  }
+
+  /** The account's compiled segments (compiled on first use after a change). */
+  compiledSet (account: string): SegmentSet {
+    const entry = this.sets.get(account)
+    if (entry === undefined) return EMPTY_SEGMENTS
+    entry.compiled ??= compileSegments(this.rows.of(account) ?? NO_SEGMENTS, entry.version)
+    return entry.compiled
+  }
+
+  list (account: string, page: PageRequest): Page<{ name: string, segment: SegmentDef }> {
+    this.accounts.get(account)
+    return this.rows.list(account, page, (name, segment) => ({ name, segment }))
+  }
+
+  get (account: string, name: string): SegmentDef {
+    this.accounts.get(account)
+    return this.rows.get(account, name)
+  }
+
+  async put (account: string, name: string, def: SegmentDef): Promise<void> {
+    this.accounts.get(account)
+    const entry = this.setOf(account)
+    await this.rows.reserve(account, name, async () => {
+      this.store.config.put(this.rows.key(account, name), def).catch(noop)
+      const version = await this.newVersion(account, entry)
+      this.rows.set(account, name, def)
+      this.versionChanged(account, entry, version)
+    })
+  }
+
+  async delete (account: string, name: string): Promise<void> {
+    this.get(account, name)
+    const entry = this.setOf(account)
+    this.store.config.remove(this.rows.key(account, name)).catch(noop)
+    const version = await this.newVersion(account, entry)
+    this.rows.delete(account, name)
+    this.versionChanged(account, entry, version)
+  }
+
+  /**
+   * Something that decides how entities are filed changed (the segments whose members are indexed): a
+   * new segments version makes every entity file itself again, lazily on its next message and in the
+   * background pass (which schedules wait for).
+   */
+  async renumber (account: string): Promise<void> {
+    const entry = this.setOf(account)
+    this.versionChanged(account, entry, await this.newVersion(account, entry))
+  }
+
+  private versionChanged (account: string, entry: AccountSegments, version: number): void {
+    entry.version = version
+    entry.compiled = null
+    for (const changed of this.changed.list) changed(account, version)
+  }
+
+  /**
+   * Save the account's next segments version; called in the event turn of the configuration write
+   * that causes it, both commit together. Entities evaluated under an older version re-evaluate.
+   */
+  private async newVersion (account: string, entry: AccountSegments): Promise<number> {
+    const version = Math.max(entry.version + 1, this.clock.nowMs())
+    await this.store.save(this.store.config, [account, VERSION_KIND], version)
+    return version
+  }
+
+  private setOf (account: string): AccountSegments {
+    let entry = this.sets.get(account)
+    if (entry === undefined) this.sets.set(account, entry = { version: 0, compiled: null })
+    return entry
+  }
+}
+
+function noop (): void {}

@@ -1,0 +1,106 @@
+// A delivery record: one delivery of one outbox row (or one schedule run) to one webhook, with what
+// its attempts changed. Its id is `<seq>.<webhook id>`, so its key in the deliveries db is derivable.
+
+import type { OutboxRow } from '../store/record-codec.js'
+import type { CompiledWebhook } from '../webhooks/compile.js'
+import { maskCredentials } from '../webhooks/mask-credentials.js'
+import type { AttemptRecord, DeliveryContext, DeliveryItem } from '../webhooks/types.js'
+
+export const DELIVERY_STATUSES = ['pending', 'failed', 'delivered', 'dead'] as const
+export type DeliveryStatus = typeof DELIVERY_STATUSES[number]
+
+/** How an attempt of a record ended, as the workers tell it and the queue hears it. */
+export type DeliveryOutcome = 'delivered' | 'retry' | 'dead'
+
+/**
+ * One delivery of one outbox row to one webhook. Key in the deliveries db: [account, webhookId, seq];
+ * what its attempts changed since (an OutcomeRow) is kept under [account, webhookId, seq, OUTCOME_KEY].
+ */
+export interface DeliveryRecord {
+  id: string
+  account: string
+  webhookId: string
+  seq: number
+  status: DeliveryStatus
+  item: DeliveryItem
+  /** The attempt the next send will be. */
+  attempt: number
+  attempts: AttemptRecord[]
+  dueMs: number
+  createdAtMs: number
+  updatedAtMs: number
+  /** Set by a replay: a queue that deduplicates by id must tell this publish from the first. */
+  replayedAtMs: number | null
+  /** The node (data folder, Store.nodeId) whose store holds the record; absent on records of older releases. */
+  node?: string
+}
+
+/** What an attempt changes of a record: written on its own, next to the record, when an attempt ends. */
+export type OutcomeRow = Pick<DeliveryRecord, 'status' | 'attempt' | 'attempts' | 'dueMs' | 'updatedAtMs'>
+
+/** Whether an event or audience row goes to this webhook. */
+export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
+  if (!webhook.enabled) return false
+  const trigger = webhook.trigger
+  if (row.kind === 'event') return trigger.kind === 'event' && trigger.events.has(row.event!)
+  if (trigger.kind !== 'audience' || !trigger.segments.has(row.segment!)) return false
+  return row.change === 'enter' ? trigger.onEnter : trigger.onExit
+}
+
+/** The record of an outbox row for one webhook, pending its first attempt. */
+export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string): DeliveryRecord {
+  const context: DeliveryContext = { account: row.account }
+  if (row.visitorId !== undefined) context.visitorId = row.visitorId
+  if (row.profileId !== undefined) context.profileId = row.profileId
+  if (row.kind === 'event') {
+    context.event = row.event!
+    // `attribute.<name>` reads the event's own `attributes` field (template.ts): not stored twice.
+    if (row.fields !== undefined) context.eventFields = row.fields
+  } else {
+    context.audience = row.segment!
+    context.change = row.change!
+  }
+  if (row.attributes !== undefined) context.attributes = row.attributes
+  const id = `${seq}.${webhook.id}`
+  return {
+    id,
+    account: row.account,
+    webhookId: webhook.id,
+    seq,
+    status: 'pending',
+    item: { id, occurredAtMs: row.occurredAtMs, context },
+    attempt: 1,
+    attempts: [],
+    dueMs: 0,
+    createdAtMs: nowMs,
+    updatedAtMs: nowMs,
+    replayedAtMs: null,
+    node,
+  }
+}
+
+/** The record of one member (or of the account) in a schedule run. */
+export function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number, node: string): DeliveryRecord {
+  const id = `${seq}.${webhook.id}`
+  return {
+    id, account: webhook.account, webhookId: webhook.id, seq, status: 'pending',
+    item: { id, occurredAtMs: runMs, context },
+    attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null, node,
+  }
+}
+
+/** Delivery ids are `<outbox seq>.<webhook id>`: the record's key is derivable from the id. */
+export function seqOf (id: string): number {
+  return Number(id.slice(0, id.indexOf('.')))
+}
+
+/** Excerpts stored by releases that did not mask them are masked as they are shown. */
+export function withMaskedErrors (record: DeliveryRecord): DeliveryRecord {
+  if (!record.attempts.some(attempt => attempt.error !== undefined)) return record
+  return { ...record, attempts: record.attempts.map(attempt => attempt.error === undefined ? attempt : { ...attempt, error: maskCredentials(attempt.error) }) }
+}
+
+/** The key of a webhook's worker, overflow and schedule state. */
+export function slot (account: string, webhookId: string): string {
+  return account + '\u0000' + webhookId
+}

@@ -1,0 +1,128 @@
+// Schedule webhooks: when a schedule's time (plus its delayMs) has come, a full sync of its segments'
+// members, one delivery per member (the worker batches them by batchSize), or, without segments, one
+// call carrying the account and the time. The last run is kept in the config db, so a restart goes on
+// from it.
+
+import type { Clock } from '../clock.js'
+import type { WebhookLookup } from '../webhooks/lookup.js'
+import type { Store } from '../store/store.js'
+import type { CompiledWebhook } from '../webhooks/compile.js'
+import { nextRunMs } from '../webhooks/schedule.js'
+import type { DeliveryContext } from '../webhooks/types.js'
+import type { HubWrites } from './hub-writes.js'
+import { SCHEDULE_INTERVAL_MS, SCHEDULE_PAGE_MAX } from './limits.js'
+import type { DeliveryQueue } from './queue.js'
+import { scheduledRecord, slot } from './record.js'
+
+export interface SchedulesOptions {
+  store: Store
+  registry: WebhookLookup
+  clock: Clock
+  queue: DeliveryQueue
+  writes: HubWrites
+  /** Resolves when the account's members index is complete (no re-indexing pass under way). */
+  membersReady: (account: string) => Promise<void>
+  onFailure: (error: unknown) => void
+}
+
+export class Schedules {
+  private readonly store: Store
+  private readonly registry: WebhookLookup
+  private readonly clock: Clock
+  private readonly queue: DeliveryQueue
+  private readonly writes: HubWrites
+  private readonly membersReady: (account: string) => Promise<void>
+  private readonly onFailure: (error: unknown) => void
+  /** Per schedule webhook, the time of its next run (before its delay). */
+  private readonly nextRuns = new Map<string, number>()
+  private scheduling: Promise<number> | null = null
+  private timer: NodeJS.Timeout | null = null
+  private stopped = false
+
+  constructor ({ store, registry, clock, queue, writes, membersReady, onFailure }: SchedulesOptions) {
+    this.store = store
+    this.registry = registry
+    this.clock = clock
+    this.queue = queue
+    this.writes = writes
+    this.membersReady = membersReady
+    this.onFailure = onFailure
+  }
+
+  /** Look for due schedules every SCHEDULE_INTERVAL_MS. */
+  start (): void {
+    this.timer = setInterval(() => { this.run().catch(this.onFailure) }, SCHEDULE_INTERVAL_MS)
+    this.timer.unref()
+  }
+
+  /** A webhook changed or went: its next run is worked out again. */
+  forget (account: string, webhookId: string): void {
+    this.nextRuns.delete(slot(account, webhookId))
+  }
+
+  /** Run every schedule webhook whose time has come. Resolves with the number of runs made. */
+  run (): Promise<number> {
+    this.scheduling ??= this.runOnce().finally(() => { this.scheduling = null })
+    return this.scheduling
+  }
+
+  /** No more runs; resolves once the one under way ended. */
+  async stop (): Promise<void> {
+    this.stopped = true
+    if (this.timer !== null) clearInterval(this.timer)
+    await this.scheduling
+  }
+
+  private async runOnce (): Promise<number> {
+    const nowMs = this.clock.nowMs()
+    let runs = 0
+    for (const webhook of this.registry.allWebhooks()) {
+      const trigger = webhook.trigger
+      if (trigger.kind !== 'schedule' || !webhook.enabled || this.stopped) continue
+      const key = slot(webhook.account, webhook.id)
+      let dueMs = this.nextRuns.get(key)
+      if (dueMs === undefined) {
+        // After a restart, the run after the last one made; a new schedule counts from now.
+        const last = this.store.config.get([webhook.account, 'schedule-run', webhook.id]) as { lastRunMs: number } | undefined
+        dueMs = nextRunMs(trigger.schedule, last?.lastRunMs ?? nowMs) ?? Number.MAX_SAFE_INTEGER
+        this.nextRuns.set(key, dueMs)
+      }
+      if (nowMs < dueMs + webhook.delayMs) continue
+      await this.runSchedule(webhook, trigger.segments, dueMs)
+      await this.store.save(this.store.config, [webhook.account, 'schedule-run', webhook.id], { lastRunMs: dueMs })
+      // Runs missed while down are not repeated one by one: a full sync supersedes them.
+      this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
+      runs++
+    }
+    return runs
+  }
+
+  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number): Promise<void> {
+    const contexts: DeliveryContext[] = []
+    const flush = async (): Promise<void> => {
+      if (contexts.length === 0) return
+      const nowMs = this.clock.nowMs()
+      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs, this.store.nodeId))
+      await this.store.durable(this.writes.writeRecords(records)!)
+      await this.queue.publish(records)
+    }
+    if (segments.length === 0) {
+      contexts.push({ account: webhook.account, event: 'schedule' })
+    } else {
+      // A schedule webhook saved just now starts the indexing of its segments' members: wait for it.
+      await this.membersReady(webhook.account)
+    }
+    for (const segment of segments) {
+      for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {
+        const [account, seg, kind, id] = key as [string, string, string, string]
+        if (account !== webhook.account || seg !== segment) break
+        const context: DeliveryContext = { account, audience: segment, event: 'schedule' }
+        if (kind === 'visitor') context.visitorId = id
+        else context.profileId = id
+        contexts.push(context)
+        if (contexts.length === SCHEDULE_PAGE_MAX) await flush()
+      }
+    }
+    await flush()
+  }
+}

@@ -1,0 +1,345 @@
+// TypeBox schemas the route definitions document with where the request schemas of schemas.ts do not
+// reach: answers (success bodies), and admin bodies that are validated by hand-written code
+// (campaigns: src/matching/validate-campaign.ts, segments: src/segments/rules.ts). These describe; they
+// do not validate requests. The OpenAPI coverage test checks real answers against them.
+
+import Type, { type TObject, type TSchema } from 'typebox'
+import { MEDIA_TYPES } from '../media/signature.js'
+import { NAME_PATTERN } from '../patterns.js'
+import { RateLimit } from './schemas.js'
+import { OPS, CAP_PERIODS } from '../matching/types.js'
+import { CAP_MAX, CONTENT_SIZE_MAX_BYTES, NAME_LENGTH_MAX, TRIGGER_VALUES_MAX, TRIGGER_VALUE_LENGTH_MAX } from '../matching/validate-campaign.js'
+import { DEPTH_MAX, LEAVES_MAX } from '../matching/validate-condition.js'
+
+/** Where the cyclic condition schemas live in the document (components are referenced, not inlined). */
+export const REF = {
+  Condition: '#/components/schemas/Condition',
+  SegmentCondition: '#/components/schemas/SegmentCondition',
+} as const
+
+const ref = (pointer: string): TSchema => Type.Unsafe({ $ref: pointer })
+const Name = Type.String({ pattern: NAME_PATTERN })
+const Uuid = Type.String({ format: 'uuid' })
+const Iso = Type.String({ format: 'date-time' })
+const literals = (values: readonly string[]): TSchema => Type.Union(values.map(value => Type.Literal(value)))
+
+// ---- ops ----
+
+export const Liveness = Type.Object({ status: Type.Literal('ok') })
+
+export const Readiness = Type.Object({
+  status: literals(['ready', 'not_ready']),
+  reason: Type.Optional(Type.String({ description: 'Why not ready: the first failing check\'s message.' })),
+  checks: Type.Array(Type.Object({
+    name: literals(['lmdb', 'nats', 'draining']),
+    ok: Type.Boolean(),
+    message: Type.String(),
+  })),
+})
+
+export const MetricsText = Type.String({ description: 'Prometheus text exposition format 0.0.4.' })
+
+export const OpenApiDocument = Type.Object({
+  openapi: Type.String(),
+  info: Type.Object({}, { additionalProperties: true }),
+  paths: Type.Object({}, { additionalProperties: true }),
+}, { additionalProperties: true })
+
+// ---- public answers ----
+
+const AttributeReply = Type.Unsafe(Type.Object({}, {
+  additionalProperties: Type.Array(Type.Object({ value: Type.Union([Type.String(), Type.Number(), Type.Boolean()]) })),
+  description: 'Attribute name → its values; a list attribute answers one {value} per element.',
+}))
+
+export const CampaignsAnswer = Type.Object({
+  status: Type.Literal(200),
+  message: Type.String(),
+  campaigns: Type.Array(Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    priority: Type.Integer(),
+    content: Type.Unknown({ description: 'The campaign\'s content, as saved.' }),
+  }), { description: 'Eligible campaigns, highest priority first, then id.' }),
+})
+
+const NoErrors = Type.Array(Type.Unknown(), { maxItems: 0 })
+
+export const EntityAnswer = Type.Object({
+  status: Type.Literal(200),
+  message: Type.String(),
+  errors: NoErrors,
+  attributes: AttributeReply,
+  segments: Type.Array(Type.String()),
+  profileId: Type.Optional(Type.String({ description: 'The profile a visitor is linked to (visitors only).' })),
+})
+
+export function savedAnswer (idField: 'profileId' | 'visitorId', withSegments: boolean): TSchema {
+  return Type.Object({
+    status: Type.Literal(200),
+    [idField]: Type.String(),
+    message: Type.String(),
+    errors: NoErrors,
+    ...(withSegments ? { segments: Type.Optional(Type.Array(Type.String(), { description: 'The manual segments after the change; absent for a write-only token (the list is a read).' })) } : {}),
+  })
+}
+
+// ---- accounts and tokens ----
+
+/** Every listing is a page: its items, and `next` to pass as `cursor` for the following page (null: the last). */
+export const Next = Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' })
+
+export const AccountRecord = Type.Object({
+  account: Uuid, name: Type.String(), suspended: Type.Boolean(), createdAt: Iso,
+  allowedOrigins: Type.Array(Type.String(), { description: 'Browser origins allowed to call the public API (docs/sdk.md).' }),
+  identityVerification: Type.Union([Type.Literal('required'), Type.Literal('off')]),
+  allowBrowserTokens: Type.Boolean(),
+  identitySecretSince: Type.Union([Iso, Type.Null()], { description: 'When the current identity secret was made; null: none yet.' }),
+  previousIdentitySecretUntil: Type.Union([Iso, Type.Null()], { description: 'Until when the previous identity secret is accepted.' }),
+  rateLimit: Type.Optional(RateLimit),
+})
+/** An answer that carries the account's new identity secret: shown only in this answer. */
+export const AccountWithSecret = Type.Object({
+  ...AccountRecord.properties,
+  identitySecret: Type.String({ description: 'The identity secret (bis_…): sign profileIds with it on your backend. Shown only in this answer.' }),
+})
+/** An answer without a body (204). */
+export const NoBody = Type.Null({ description: 'No body.' })
+/** The JavaScript of the browser SDK. */
+export const ScriptText = Type.String({ description: 'JavaScript.' })
+export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
+const DELETION_PHASE_NAMES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles'] as const
+export const AccountDeletion = Type.Object({
+  account: Uuid,
+  name: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('done')]),
+  startedAt: Iso,
+  finishedAt: Type.Union([Iso, Type.Null()]),
+  phase: Type.Union([...DELETION_PHASE_NAMES.map(name => Type.Literal(name)), Type.Null()], { description: 'The kind of records being removed now; null when done.' }),
+  removed: Type.Object(Object.fromEntries(DELETION_PHASE_NAMES.map(name => [name, Type.Integer()])), { description: 'Records removed so far, by kind.' }),
+}, { description: 'The background removal of a deleted account\'s data.' })
+
+const access = literals(['read', 'write', 'read-write'])
+const tokenFields = {
+  id: Type.String(),
+  account: Uuid,
+  name: Type.String(),
+  attributes: Type.Array(Type.String()),
+  access,
+  ratePerSecond: Type.Union([Type.Integer(), Type.Null()]),
+  createdAt: Iso,
+  revokedAt: Type.Union([Iso, Type.Null()]),
+}
+export const TokenRecord = Type.Object(tokenFields)
+export const TokenCreated = Type.Object({ ...tokenFields, token: Type.String({ description: 'The secret token, `bk_<id>_<secret>`: shown only in this answer.' }) })
+export const TokenList = Type.Object({ tokens: Type.Array(TokenRecord), next: Next })
+
+export const EventType = Type.Object({ name: Name, required: Type.Array(Type.String()) })
+export const EventTypeList = Type.Object({ eventTypes: Type.Array(EventType, { description: 'Built-in ones first (on the first page).' }), next: Next })
+
+export const NameDeleted = Type.Object({ name: Type.String(), deleted: Type.Literal(true) })
+export const IdDeleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) })
+
+// ---- campaigns ----
+
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
+
+/** The condition language (cyclic: registered as a component and referenced). */
+export const Condition = Type.Union([
+  Type.Object({ all: Type.Array(ref(REF.Condition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ any: Type.Array(ref(REF.Condition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ not: ref(REF.Condition) }, { additionalProperties: false }),
+  Type.Object({
+    fact: Type.String({ description: 'event.<field>, attribute.<name>, segment, visitor.<metric>, time.hour or time.weekday.' }),
+    op: literals(OPS),
+    value: Type.Union([Scalar, Type.Array(Scalar)]),
+  }, { additionalProperties: false }),
+], { description: `A condition: all/any/not of conditions, or a leaf {fact, op, value}. At most ${DEPTH_MAX} levels and ${LEAVES_MAX} leaves.` })
+
+const triggerList = (description: string): TSchema =>
+  Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: TRIGGER_VALUE_LENGTH_MAX }), { minItems: 1, maxItems: TRIGGER_VALUES_MAX, description }))
+
+const campaignFields = {
+  name: Type.String({ minLength: 1, maxLength: NAME_LENGTH_MAX }),
+  status: literals(['active', 'paused']),
+  priority: Type.Integer({ description: 'Higher first.' }),
+  startsAt: Type.Optional(Type.String({ description: 'ISO-8601 with a zone; inclusive.' })),
+  endsAt: Type.Optional(Type.String({ description: 'ISO-8601 with a zone; exclusive.' })),
+  trigger: Type.Object({
+    events: triggerList('Event types (omitted: any).'),
+    platforms: triggerList('Platforms (omitted: any).'),
+    devices: triggerList('Devices (omitted: any).'),
+    paths: triggerList('Path globs, * and ? (omitted: any).'),
+  }, { additionalProperties: false }),
+  rule: Type.Optional(ref(REF.Condition)),
+  frequencyCap: Type.Optional(Type.Object({
+    max: Type.Integer({ minimum: 1, maximum: CAP_MAX }),
+    per: literals(CAP_PERIODS),
+  }, { additionalProperties: false })),
+  content: Type.Unknown({ description: `Any JSON, at most ${CONTENT_SIZE_MAX_BYTES} bytes: answered as is.` }),
+}
+export const CampaignPut = Type.Object(campaignFields, { additionalProperties: false })
+export const Campaign = Type.Object({ id: Type.String(), ...campaignFields })
+export const CampaignList = Type.Object({ campaigns: Type.Array(Campaign), next: Next })
+
+// ---- segments ----
+
+const WindowLeaf = Type.Object({
+  fact: literals(['count', 'sum']),
+  event: Name,
+  field: Type.Optional(Type.String({ description: 'sum only: the numeric event field summed.' })),
+  where: Type.Optional(ref(REF.Condition)),
+  within: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', description: 'Nm, Nh or Nd, up to 90 days; omitted: all time.' })),
+  op: literals(['eq', 'ne', 'gt', 'gte', 'lt', 'lte']),
+  value: Type.Number(),
+}, { additionalProperties: false })
+
+export const SegmentCondition = Type.Union([
+  Type.Object({ all: Type.Array(ref(REF.SegmentCondition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ any: Type.Array(ref(REF.SegmentCondition), { minItems: 1 }) }, { additionalProperties: false }),
+  Type.Object({ not: ref(REF.SegmentCondition) }, { additionalProperties: false }),
+  WindowLeaf,
+  ref(REF.Condition),
+], { description: 'A campaign condition, plus count and sum leaves over time windows.' })
+
+const segmentFields = {
+  description: Type.Optional(Type.String({ maxLength: 1000 })),
+  rule: Type.Optional(ref(REF.SegmentCondition)),
+}
+export const SegmentPut = Type.Object(segmentFields, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
+export const Segment = Type.Object({
+  name: Type.String(),
+  ...segmentFields,
+  members: Type.Optional(Type.Integer({ minimum: 0, description: 'GET only: visitors and profiles in it now, from counters moved on enter and exit (eventually consistent).' })),
+})
+export const SegmentList = Type.Object({ segments: Type.Array(Segment), next: Next })
+
+// ---- webhooks ----
+
+/** A webhook as GET answers it: its id beside the configuration, with secrets reading "[redacted]". */
+export function webhookAnswer (config: TObject): TSchema {
+  return Type.Object({ id: Type.String(), ...config.properties }, { additionalProperties: false, description: 'The webhook; secrets read "[redacted]".' })
+}
+
+const IsoOrNull = Type.Union([Iso, Type.Null()])
+
+const Attempt = Type.Object({
+  attempt: Type.Integer({ minimum: 1, description: 'Attempts are numbered from 1.' }),
+  at: Iso,
+  status: Type.Optional(Type.Integer()),
+  latencyMs: Type.Number(),
+  error: Type.Optional(Type.String()),
+})
+
+export const DeliveryRecord = Type.Object({
+  id: Type.String({ description: '<outbox seq>.<webhook id>: the webhook-id header of its requests.' }),
+  webhookId: Type.String(),
+  status: literals(['pending', 'failed', 'delivered', 'dead']),
+  occurredAt: IsoOrNull,
+  context: Type.Object({}, { additionalProperties: true, description: 'What the templates read: account, visitorId, profileId, event, eventFields, audience, change, attributes.' }),
+  attempts: Type.Array(Attempt),
+  nextAttempt: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The number the next attempt will have; null once delivered or dead.' }),
+  dueAt: IsoOrNull,
+  createdAt: IsoOrNull,
+  updatedAt: IsoOrNull,
+  replayedAt: IsoOrNull,
+})
+export const DeliveryPage = Type.Object({
+  deliveries: Type.Array(DeliveryRecord),
+  next: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as ?after= for the next page; null on the last.' }),
+})
+export const Replayed = Type.Object({ replayed: Type.Integer({ description: 'Deliveries queued again.' }) })
+
+// ---- people (privacy) ----
+
+const entityFields = {
+  attributes: Type.Object({}, { additionalProperties: true }),
+  segments: Type.Array(Type.String()),
+}
+export const VisitorSnapshot = Type.Object({
+  visitorId: Type.String(),
+  ...entityFields,
+  computedSegments: Type.Array(Type.String()),
+  profileId: Type.Union([Type.String(), Type.Null()]),
+  firstSeen: IsoOrNull,
+  lastSeen: IsoOrNull,
+}, { additionalProperties: true, description: 'Everything held on the visitor: attributes, segments, tracked behaviour (times in ISO 8601), linked profile.' })
+export const ProfileSnapshot = Type.Object({
+  profileId: Type.String(),
+  ...entityFields,
+  computedSegments: Type.Array(Type.String()),
+  visitors: Type.Array(Type.String(), { description: 'Linked visitors (devices).' }),
+  devices: Type.Object({}, { additionalProperties: true, description: 'The copy kept of each linked device: attributes, segments, behaviour.' }),
+}, { additionalProperties: true, description: 'Everything held on the profile, with its devices\' summaries.' })
+export const PersonExport = Type.Object({ profileId: Type.String(), profile: ProfileSnapshot, visitors: Type.Array(VisitorSnapshot) })
+export const Erased = Type.Object({
+  profileId: Type.String(),
+  erased: Type.Object({
+    profiles: Type.Integer(),
+    visitors: Type.Integer({ description: 'Devices erased: every visitor ever linked to the profile and still linked to it.' }),
+    deliveries: Type.Integer({ description: 'Outbox rows and webhook delivery records (any status) carrying the profile or those visitors, removed.' }),
+  }),
+  keptVisitors: Type.Integer({ description: 'Devices once linked that belong to another profile now: kept, their link to this one removed.' }),
+})
+export const VisitorErased = Type.Object({
+  visitorId: Type.String(),
+  erased: Type.Object({ visitors: Type.Integer(), deliveries: Type.Integer() }),
+  unlinkedFrom: Type.Union([Type.String(), Type.Null()], { description: 'The profile the visitor was linked to (its copy of the device is gone), or null.' }),
+})
+
+// ---- panel: sessions, users, audit log, media, trying, reports ----
+
+export const User = Type.Object({
+  id: Type.String(), account: Type.String(), email: Type.String(), name: Type.String(),
+  role: Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')]), createdAt: Iso,
+})
+export const SessionAnswer = Type.Object({ user: User })
+export const UserList = Type.Object({ users: Type.Array(User) })
+
+const AuditEntry = Type.Object({
+  id: Type.String({ description: 'Also the cursor position.' }),
+  at: Iso,
+  actor: Type.Union([
+    Type.Object({ type: Type.Literal('admin') }),
+    Type.Object({ type: Type.Literal('user'), id: Type.String(), email: Type.String() }),
+  ]),
+  action: Type.String({ description: 'create, update, delete, replay, erase, revoke or sign-in.' }),
+  entity: Type.String({ description: 'campaign, segment, webhook, event-type, token, user, media, account, profile or visitor.' }),
+  entityId: Type.String(),
+  summary: Type.String({ description: 'What changed, shortly: `field: before → after` for updates; secrets never appear.' }),
+})
+export const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Union([Type.String(), Type.Null()]) })
+
+export const Media = Type.Object({
+  id: Type.String(), name: Type.String(), type: Type.Union(MEDIA_TYPES.map(type => Type.Literal(type))),
+  bytes: Type.Integer(), url: Type.String({ description: 'The public URL path: /media/<account>/<id>.' }), createdAt: Iso,
+})
+
+const CHECKS = ['status', 'schedule', 'trigger', 'platform', 'condition', 'cap'] as const
+export const Explanation = Type.Object({
+  matched: Type.Boolean({ description: 'Whether /campaigns/query would return the campaign for this event and visitor state.' }),
+  checks: Type.Array(Type.Object({ check: Type.Union(CHECKS.map(c => Type.Literal(c))), ok: Type.Boolean(), detail: Type.String() })),
+})
+export const TestDelivery = Type.Object({
+  ok: Type.Boolean({ description: 'The target answered 2xx.' }),
+  status: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status, null when none came (connection error, timeout, refused target).' }),
+  durationMs: Type.Integer(),
+  error: Type.Optional(Type.String()),
+})
+
+const Count = Type.Integer({ minimum: 0 })
+const Ms = Type.Union([Type.Number(), Type.Null()])
+const ReportRow = Type.Object({
+  t: Iso,
+  events: Type.Record(Type.String(), Count, { description: 'Events per kind.' }),
+  visitors: Type.Integer({ description: 'Unique visitors: a HyperLogLog estimate (±2.3 % standard error).' }),
+  campaigns: Type.Record(Type.String(), Type.Object({ impressions: Count, views: Count, clicks: Count })),
+  segments: Type.Record(Type.String(), Type.Object({ enter: Count, exit: Count })),
+  deliveries: Type.Object({ delivered: Count, failed: Count, dead: Count, p50Ms: Ms, p95Ms: Ms, p99Ms: Ms }),
+})
+export const Report = Type.Object({
+  granularity: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
+  from: Iso, to: Iso,
+  lagMs: Type.Integer({ description: 'How late the numbers may be: each node folds its counts into the store this often (BEACON_REPORT_FOLD_MS).' }),
+  rows: Type.Array(ReportRow),
+})

@@ -1,0 +1,106 @@
+// Erasure and export of a person (a profile) or of one anonymous device (a visitor). A profile keeps
+// its latest devices only (PROFILE_VISITORS_MAX), so what follows a person is the uncapped links index
+// (store.links: every visitor ever linked), together with the profile's own list (profiles linked
+// before the index existed). A device linked to another profile since belongs to that person: it is
+// kept, only its link to the erased profile goes.
+
+import type { Store } from '../store/store.js'
+import type { Clock } from '../clock.js'
+import type { ActorRuntime } from '../../actors/runtime.js'
+import type { VisitorKind, VisitorState } from '../../actors/visitor.js'
+import type { ProfileKind, ProfileState } from '../../actors/profile.js'
+import type { DeliveryHub } from '../delivery/hub.js'
+
+/** Devices erased at once (each its own actor message and write). */
+const ERASE_CONCURRENCY = 32
+
+export interface ErasureDeps {
+  store: Store
+  runtime: ActorRuntime
+  visitors: VisitorKind
+  profiles: ProfileKind
+  deliveries: DeliveryHub
+  clock: Clock
+  /** Resolves once the links index holds the links of earlier releases too (src/store/links-backfill.ts). */
+  linksReady: () => Promise<void>
+}
+
+export interface ProfileErased {
+  /** Whether there was anything under this id (a profile row, or devices linked to it). */
+  found: boolean
+  /** Whether the profile's own record existed. */
+  profile: boolean
+  visitors: number
+  /** Devices once linked that belong to another profile now: kept. */
+  keptVisitors: number
+  deliveries: number
+}
+
+export class Erasure {
+  private readonly deps: ErasureDeps
+
+  constructor (deps: ErasureDeps) {
+    this.deps = deps
+  }
+
+  /** Every visitor id ever linked to the profile: the index and the profile's own list. */
+  async linkedVisitors (account: string, profileId: string, own: readonly string[]): Promise<string[]> {
+    await this.deps.linksReady()
+    const ids = new Set(own)
+    // No end key: a profile id may hold any character, so the range ends where the prefix does.
+    for (const key of this.deps.store.links.getKeys({ start: [account, profileId] }) as Iterable<string[]>) {
+      if (key[0] !== account || key[1] !== profileId) break
+      ids.add(key[2]!)
+    }
+    return [...ids]
+  }
+
+  /** The profile, and every device still linked to it: what export shows. */
+  async exportProfile (account: string, profileId: string): Promise<{ profile: ProfileState, visitors: { id: string, state: VisitorState }[] }> {
+    const { runtime, visitors, profiles } = this.deps
+    const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' })
+    const devices: { id: string, state: VisitorState }[] = []
+    for (const id of await this.linkedVisitors(account, profileId, profile.visitors)) {
+      const state = await runtime.send(visitors, account, id, { type: 'snapshot' })
+      if (state.profileId === profileId) devices.push({ id: visitors.key?.(id) ?? id, state })
+    }
+    return { profile, visitors: devices }
+  }
+
+  async eraseProfile (account: string, profileId: string): Promise<ProfileErased> {
+    const { store, runtime, visitors, profiles, deliveries } = this.deps
+    const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' })
+    // Devices first: one erased later could otherwise send its data to the profile again.
+    const erased = new Set<string>()
+    const kept = new Set<string>()
+    const ids = await this.linkedVisitors(account, profileId, profile.visitors)
+    for (let i = 0; i < ids.length; i += ERASE_CONCURRENCY) {
+      const chunk = ids.slice(i, i + ERASE_CONCURRENCY)
+      const results = await Promise.all(chunk.map(id => runtime.send(visitors, account, id, { type: 'erase', ofProfile: profileId })))
+      results.forEach((result, j) => {
+        if (result.kept) kept.add(chunk[j]!)
+        else if (result.existed) erased.add(chunk[j]!)
+      })
+    }
+    const had = await runtime.send(profiles, account, profileId, { type: 'erase' })
+    let last: Promise<boolean> | null = null
+    for (const id of ids) last = store.links.remove([account, profileId, id])
+    if (last !== null) await store.durable(last)
+    const removed = await deliveries.forget(account, new Set([profileId]), new Set(ids.filter(id => !kept.has(id))))
+    return { found: had !== null || erased.size > 0 || kept.size > 0, profile: had !== null, visitors: erased.size, keptVisitors: kept.size, deliveries: removed }
+  }
+
+  /** Erase one device; a linked one is also dropped from its profile's copy. Null: never seen. */
+  async eraseVisitor (account: string, visitorId: string): Promise<{ profileId: string | null, deliveries: number } | null> {
+    const { runtime, visitors, profiles, deliveries, clock } = this.deps
+    const result = await runtime.send(visitors, account, visitorId, { type: 'erase' })
+    if (!result.existed) return null
+    if (result.profileId !== null) {
+      await runtime.send(profiles, account, result.profileId, { type: 'unlink', visitorId, nowMs: clock.nowMs(), forget: true })
+    }
+    const removed = await deliveries.forget(account, NO_IDS, new Set([visitorId]))
+    return { profileId: result.profileId, deliveries: removed }
+  }
+}
+
+const NO_IDS: ReadonlySet<string> = new Set()
