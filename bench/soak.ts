@@ -160,7 +160,7 @@ const tick = setInterval(() => {
   }
 }, 100)
 
-interface Sample { minute: number, anonMb: number, fileMb: number, heapMb: number, dataMb: number, loopP99Ms: number }
+interface Sample { minute: number, anonMb: number, fileMb: number, heapMb: number, liveMb: number, actors: number, dataMb: number, loopP99Ms: number }
 const samples: Sample[] = []
 
 async function sample (minute: number): Promise<Sample> {
@@ -173,6 +173,8 @@ async function sample (minute: number): Promise<Sample> {
     anonMb: kib('RssAnon') / 1024,
     fileMb: kib('RssFile') / 1024,
     heapMb: metric('nodejs_heap_size_total_bytes') / 2 ** 20,
+    liveMb: metric('beacon_heap_live_bytes') / 2 ** 20,
+    actors: metric('beacon_actors_resident'),
     dataMb: statSync(join(dataDir, 'data.mdb')).size / 2 ** 20,
     loopP99Ms: metric('nodejs_eventloop_lag_p99_seconds') * 1000,
   }
@@ -185,7 +187,7 @@ for (let minute = 1; minute <= MINUTES; minute++) {
   const s = await sample(minute)
   samples.push(s)
   const fails = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
-  console.log(`minute ${String(minute).padStart(3)}: memory ${s.anonMb.toFixed(1)} MB (JS heap ${s.heapMb.toFixed(1)} MB) + file pages ${s.fileMb.toFixed(1)} MB (data.mdb ${s.dataMb.toFixed(0)} MB), loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
+  console.log(`minute ${String(minute).padStart(3)}: memory ${s.anonMb.toFixed(1)} MB (JS heap ${s.heapMb.toFixed(1)} MB, live ${s.liveMb.toFixed(1)} MB; ${s.actors} actors) + file pages ${s.fileMb.toFixed(1)} MB (data.mdb ${s.dataMb.toFixed(0)} MB), loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
 }
 clearInterval(tick)
 

@@ -1,4 +1,4 @@
-// Who owns which partition, as the request path asks it (cluster mode). The node (src/cluster/node.ts)
+// Who owns which partition, as the request path asks it (cluster mode). The cluster node
 // answers from its balancer and its view of the lease bucket; forwarding, the entity changelog and the
 // admin views read it through this interface only.
 

@@ -9,6 +9,8 @@
 
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
+import { getHeapStatistics } from 'node:v8'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { RouteInfo, RouteObserver } from '../http/server.js'
 
@@ -83,6 +85,7 @@ export class Metrics {
   readonly webhookDeliveryDuration: Histogram<'outcome'>
   /** Registered on the first state reported (the NATS subsystem: see setNatsConnected). */
   readonly natsConnected: Gauge
+  readonly heapLiveBytes: Gauge
 
   constructor ({ runtime, store, dataDir }: MetricsSources) {
     const registry = this.registry = new Registry()
@@ -153,6 +156,13 @@ export class Metrics {
       labelNames: ['outcome'], buckets: DELIVERY_DURATION_BUCKETS_S, registers: [],
     })
     this.natsConnected = new Gauge({ name: 'beacon_nats_connected', help: '1 while connected to NATS, else 0.', registers: [] })
+    watchFullCollections()
+    this.heapLiveBytes = new Gauge({
+      name: 'beacon_heap_live_bytes',
+      help: 'JS heap in use just after the last full (mark-compact) collection: the live objects, without the garbage the heap total also holds.',
+      registers,
+      collect () { this.set(heapLiveBytes) },
+    })
   }
 
   /** The observer of one route's requests (ServerOptions.observe): its label values bound once, here. */
@@ -218,6 +228,21 @@ function monotonic (name: string, help: string, read: () => number, registers: R
       seen = now
     },
   })
+}
+
+/** The heap used just after the last full collection (0 before the first), for the process: one observer. */
+let heapLiveBytes = 0
+let gcObserver: PerformanceObserver | null = null
+
+function watchFullCollections (): void {
+  if (gcObserver !== null) return
+  gcObserver = new PerformanceObserver(list => {
+    // The entries come after the collection, in a later task: the heap has grown a little since.
+    for (const entry of list.getEntries()) {
+      if ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) heapLiveBytes = getHeapStatistics().used_heap_size
+    }
+  })
+  gcObserver.observe({ entryTypes: ['gc'] })
 }
 
 function fileBytes (path: string): number {
