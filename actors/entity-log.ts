@@ -19,6 +19,7 @@ import type { Changelog } from '../src/cluster/changelog.js'
 import type { Ownership } from '../src/cluster/ownership.js'
 import type { Listeners } from '../src/listeners.js'
 import type { OutboxAppended, Store } from '../src/store/store.js'
+import { log } from '../src/log.js'
 import type { ActorRuntime } from './runtime.js'
 import type { EntityKindName, EntityWrites } from './entity-writes.js'
 import { partitionIndex, tagOf, type OutboxPart, type PartitionLog, type WriteEntry } from './entity-log-format.js'
@@ -56,7 +57,7 @@ export interface EntityLogOptions {
 interface PartitionState {
   /** Entries since the last snapshot (or since recovery, counting the replayed ones). */
   entries: number
-  snapshot: Promise<SnapshotReport | null> | null
+  snapshot: Promise<SnapshotReport> | null
   recovering: boolean
 }
 
@@ -80,7 +81,19 @@ export class EntityLog implements EntityWrites, PartitionLog {
   /** Off while a recovery appends the rows it resends: they belong to no write. */
   private collecting = true
   private readonly collect: OutboxAppended = (seq, _row, bytes) => {
-    if (this.collecting) this.rows.push([seq, bytes])
+    if (!this.collecting) return
+    if (this.rows.length === 0) queueMicrotask(this.dropStray)
+    this.rows.push([seq, bytes])
+  }
+
+  /**
+   * Rows and their write are issued in one synchronous run (a handler throwing between them is a bug):
+   * rows no write took by the end of it are dropped here, so they never ride with another key's write.
+   */
+  private readonly dropStray = (): void => {
+    if (this.rows.length === 0) return
+    log.warn({ rows: this.rows.length }, 'outbox rows appended without an entity write: not in the changelog')
+    this.rows = []
   }
 
   constructor (options: EntityLogOptions) {
@@ -161,12 +174,17 @@ export class EntityLog implements EntityWrites, PartitionLog {
     }
   }
 
-  /** Snapshot the partition now and purge its changelog up to it (also run by itself every entriesMax entries). */
-  snapshot (partition: number): Promise<SnapshotReport | null> {
+  /**
+   * Snapshot the partition, covering every write acknowledged before this call, and purge its changelog
+   * up to it (also run by itself every entriesMax entries). One under way is waited for first.
+   */
+  async snapshot (partition: number): Promise<SnapshotReport> {
     const state = this.partitions.get(partition)
-    if (state === undefined || state.recovering) return Promise.reject(notHeld(partition))
-    if (state.snapshot !== null) return state.snapshot
-    return this.snapshotInBackground(partition, state)
+    if (state === undefined || state.recovering) throw notHeld(partition)
+    if (state.snapshot !== null) await state.snapshot.catch(noop)
+    if (this.partitions.get(partition) !== state) throw notHeld(partition)
+    // One started meanwhile (by a write) started after this call: it covers what this one would.
+    return await (state.snapshot ?? this.snapshotInBackground(partition, state))
   }
 
   /**
@@ -205,13 +223,17 @@ export class EntityLog implements EntityWrites, PartitionLog {
     return this.partitionOf(account, id)
   }
 
-  private snapshotInBackground (partition: number, state: PartitionState): Promise<SnapshotReport | null> {
+  private snapshotInBackground (partition: number, state: PartitionState): Promise<SnapshotReport> {
     state.entries = 0
     const running = writeSnapshot(this, partition).finally(() => {
       if (state.snapshot === running) state.snapshot = null
     })
     state.snapshot = running
-    running.catch((error: unknown) => this.onSnapshotError(partition, error))
+    running.catch((error: unknown) => {
+      // A fenced chunk or marker: the partition is another node's now, as for a write.
+      if (this.refusedBy(partition, error)) return
+      this.onSnapshotError(partition, error)
+    })
     return running
   }
 
@@ -234,12 +256,21 @@ export class EntityLog implements EntityWrites, PartitionLog {
       throw new ApiError('entity_full', 'This visitor or profile is too large to be written in cluster mode.')
     }
     this.takeBack(rows)
-    // Fenced, or not confirmed: tell the node once, then every write of the partition fails the same way.
-    if (this.partitions.has(partition) && (error.code === CLUSTER_ERRORS.CLUSTER_FENCED || error.code === CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE)) {
+    this.refusedBy(partition, error)
+    throw moved(partition, error)
+  }
+
+  /**
+   * Fenced, or not confirmed: the partition is dropped and the node told, once (every write of the
+   * partition in flight fails the same way). Whether the error was such a refusal.
+   */
+  private refusedBy (partition: number, error: unknown): boolean {
+    if (!(error instanceof ClusterError) || (error.code !== CLUSTER_ERRORS.CLUSTER_FENCED && error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE)) return false
+    if (this.partitions.get(partition)?.recovering === false) {
       this.lost(partition)
       for (const listener of this.refusedListeners.list) listener(partition, error)
     }
-    throw moved(partition, error)
+    return true
   }
 
   private evict (partition: number): void {

@@ -169,12 +169,14 @@ describe('entity log: visitor and profile writes through the partition changelog
     for (let round = 0; round < 30; round++) {
       // One write at a time: one message each, 1,800 in all without compaction.
       for (const id of ids) await a.event(ACCOUNT, id, { event: 'purchase', orderId: `r${round}`, orderTotal: 1 })
+      // A relay keeping up (no delivery hub here): snapshots carry no pending outbox rows.
+      a.relayed.through = a.store.lastOutboxSeq
       counts.push(await a.changelog.messageCount(2))
     }
     await a.log.snapshot(2)
     const finalCount = await a.changelog.messageCount(2)
     console.log(`      messages in the partition after each of 30 rounds of 60 writes: ${counts.join(' ')}; after a last snapshot: ${finalCount}`)
-    // Bounded: a snapshot (60 visitors in 4 KiB chunks: about 20 messages) plus the entries since it
+    // Bounded: a snapshot (60 visitors in 4 KiB chunks: a few messages) plus the entries since it
     // (under 2 × entriesMax), never the 1,800 writes made.
     expect(a.snapshotErrors).to.deep.equal([])
     for (const count of counts) expect(count).to.be.below(2 * entriesMax + 60)
@@ -218,6 +220,20 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect((await stateOf(b, id!)).purchases).to.equal(1)
     const entries = await writeEntries(b, 4)
     expect(entries.filter(e => e.entry.n === 'a' && e.seq > claim.claimSeq)).to.deep.equal([])
+  })
+
+  it('drops a partition whose snapshot is refused, and tells the node', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    await a.log.recover(1)
+    const [id] = idsIn(a.log, ACCOUNT, 1, 1)
+    await a.event(ACCOUNT, id!, { event: 'pageView' })
+    await b.log.recover(1)
+    const refused = await a.log.snapshot(1).then(() => null, (error: unknown) => error)
+    expect((refused as { code?: string }).code).to.equal(CLUSTER_ERRORS.CLUSTER_FENCED)
+    expect(a.refused.map(([partition, error]) => [partition, error.code])).to.deep.equal([[1, CLUSTER_ERRORS.CLUSTER_FENCED]])
+    expect(a.log.held).to.deep.equal([])
+    expect(a.snapshotErrors).to.deep.equal([])
   })
 
   it('recovers a partition of 10,000 visitors (prints the time)', async function () {
