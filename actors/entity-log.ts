@@ -232,6 +232,8 @@ export class EntityLog implements EntityWrites, PartitionLog {
     running.catch((error: unknown) => {
       // A fenced chunk or marker: the partition is another node's now, as for a write.
       if (this.refusedBy(partition, error)) return
+      // Dropped on purpose while it ran (lost, released, closed): nothing to report.
+      if (this.partitions.get(partition) !== state && error instanceof ClusterError && error.code === CLUSTER_ERRORS.CLUSTER_NOT_CLAIMED) return
       this.onSnapshotError(partition, error)
     })
     return running

@@ -79,7 +79,7 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect((await writeEntries(a, 3)).map(s => (s.entry.s as unknown as VisitorState).purchases)).to.deep.equal([1, 2])
   })
 
-  it('lets another node recover every partition exactly: states equal, counts exact, stale local rows replaced', async () => {
+  it('lets another node recover every partition exactly: states equal, counts exact, stale local rows and resident actors replaced', async () => {
     const a = await node('a')
     const b = await node('b')
     // b owned the partitions first and holds rows that later writes make stale.
