@@ -161,6 +161,8 @@ export class EntityLog implements EntityWrites, PartitionLog {
         try { resend() } finally { this.collecting = true }
       })
       this.evict(partition)
+      // Lost or released while recovering: the node no longer wants it.
+      if (this.partitions.get(partition) !== state) throw notHeld(partition)
       state.entries = report.entriesReplayed
       state.recovering = false
       // A snapshot now makes this node answerable for the rows it resent (they are in its own outbox),
@@ -169,7 +171,8 @@ export class EntityLog implements EntityWrites, PartitionLog {
       return report
     } catch (error) {
       if (this.partitions.get(partition) === state) this.partitions.delete(partition)
-      this.changelog.drop(partition)
+      // Unless a recovery started since holds it now.
+      if (!this.partitions.has(partition)) this.changelog.drop(partition)
       throw error
     }
   }

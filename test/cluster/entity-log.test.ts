@@ -267,6 +267,19 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect(a.snapshotErrors).to.deep.equal([])
   })
 
+  it('gives up a recovery when the partition is lost meanwhile, and refuses writes while one runs', async () => {
+    const a = await node('a')
+    const [id] = idsIn(a.log, ACCOUNT, 2, 1)
+    const recovering = a.log.recover(2)
+    const during = await a.event(ACCOUNT, id!, { event: 'pageView' }).then(() => null, (error: unknown) => error)
+    expect((during as ApiError).items[0]!.code).to.equal('partition_moved')
+    a.log.lost(2)
+    const outcome = await recovering.then(() => null, (error: unknown) => error)
+    expect((outcome as { code?: string }).code).to.equal(CLUSTER_ERRORS.CLUSTER_NOT_CLAIMED)
+    expect(a.log.held).to.deep.equal([])
+    expect(a.changelog.holds(2)).to.equal(false)
+  })
+
   it('recovers a partition of 10,000 visitors (prints the time)', async function () {
     this.timeout(300_000)
     const a = await node('a', { entriesMax: 100_000 })
