@@ -5,7 +5,7 @@
 // that followed from it, and the recovered states are written with theirs.
 //
 // Outbox rows: each entry names its node's watermark (rows of that node at or below it had reached the
-// delivery stream). The rows of the marker and of the entries after the snapshot that are above their
+// delivery stream). The rows of the snapshot (its chunks) and of the entries after it that are above their
 // node's highest watermark seen may not have gone out: they are appended to this node's outbox, which
 // relays them. A row that did go out after its node's last watermark is sent twice, under another
 // webhook-id (the record id is `<seq>.<webhook>` of the relaying node's outbox).
