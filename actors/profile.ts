@@ -15,6 +15,7 @@ import {
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
+import type { EntityWrites } from './entity-writes.js'
 
 /** Devices kept per profile; linking one more drops the least recently active. */
 export const PROFILE_VISITORS_MAX = 100
@@ -108,12 +109,14 @@ export interface ProfileDeps {
   attributesWanted: AttributesWanted
   /** Told of every segment entered or left (member counts and reports); default none. */
   membership?: MembershipCounter | null
+  /** Cluster mode: writes go through the partition changelog (entity-log.ts). Absent: LMDB, as configured. */
+  writes?: EntityWrites | null
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
 
-export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
@@ -139,7 +142,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
       state.segmentsVersion = set.version
     }
     indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state, deviceSegments(state)))
-    actor.track(store.durable(db.put([actor.account, actor.id], state)))
+    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], state)) : writes.write('profile', actor.account, actor.id, state))
   }
 
   function view (state: ProfileState): ProfileView {
@@ -204,7 +207,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           if (membership !== null) countErased(state, actor.account, membership)
           const visitors = state.visitors
           actor.state = emptyProfile()
-          actor.track(store.durable(db.remove([actor.account, actor.id])))
+          actor.track(writes === null ? store.durable(db.remove([actor.account, actor.id])) : writes.write('profile', actor.account, actor.id, null))
           return visitors
         }
       }

@@ -206,6 +206,22 @@ export class ActorRuntime {
     this.passivations++
   }
 
+  /**
+   * Forget the resident actors `which` selects (cluster mode: a partition recovered or lost), so their
+   * next message reloads the state from LMDB. One busy at the moment is marked broken instead: it
+   * finishes the message it runs, and the messages after it go to a fresh activation.
+   */
+  evict (which: (account: string, id: string) => boolean): number {
+    let evicted = 0
+    for (const [slot, actor] of this.resident) {
+      if (!which(actor.account, actor.id)) continue
+      if (this.evictable(actor)) this.passivate(slot)
+      else actor.broken = true
+      evicted++
+    }
+    return evicted
+  }
+
   /** Wait until every actor's writes are durable (shutdown). */
   async drain (): Promise<void> {
     const pending: Promise<void>[] = []

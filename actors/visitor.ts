@@ -13,6 +13,7 @@ import {
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
+import type { EntityWrites } from './entity-writes.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
 export const VIEWED_SKUS_MAX = 50
@@ -152,13 +153,15 @@ export interface VisitorDeps {
   attributesWanted: AttributesWanted
   /** Told of every segment entered or left (member counts and reports); default none. */
   membership?: MembershipCounter | null
+  /** Cluster mode: writes go through the partition changelog (entity-log.ts). Absent: LMDB, as configured. */
+  writes?: EntityWrites | null
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
@@ -189,7 +192,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   }
 
   function persist (actor: Actor<VisitorState>): void {
-    actor.track(store.durable(db.put([actor.account, actor.id], actor.state)))
+    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : writes.write('visitor', actor.account, actor.id, actor.state))
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */
@@ -343,7 +346,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           if (membership !== null) countErased(state, actor.account, membership)
           actor.state = emptyVisitor()
           if (profileId !== null) store.ignoreFailure(store.links.remove([actor.account, profileId, actor.id]))
-          actor.track(store.durable(db.remove([actor.account, actor.id])))
+          actor.track(writes === null ? store.durable(db.remove([actor.account, actor.id])) : writes.write('visitor', actor.account, actor.id, null))
           return { existed, kept: false, profileId } satisfies VisitorErased
         }
       }

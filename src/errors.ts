@@ -55,6 +55,9 @@ export const ERRORS = {
   // 503
   overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],
   shutting_down: [503, 'The server is shutting down.'],
+  // Cluster mode: this node lost the key's partition while writing (its changelog append was refused or
+  // not confirmed); nothing was acknowledged. The request path retries it at the partition's new owner.
+  partition_moved: [503, 'The partition of this visitor or profile moved to another node; retry.'],
   // 500
   internal: [500, 'Unexpected server error.'],
 } as const satisfies Record<string, readonly [number, string]>

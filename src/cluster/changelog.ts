@@ -214,6 +214,25 @@ export class Changelog {
     return this.enqueue(writer, 'snapshot', [state], state.length, 1)
   }
 
+  /**
+   * The sequence of this node's last acknowledged message on the partition (its claim, an append or a
+   * snapshot), or null when it holds no claim. Every write acknowledged so far is at or before it.
+   */
+  acknowledgedSeq (partition: number): number | null {
+    return this.writers.get(partition)?.lastSeq ?? null
+  }
+
+  /**
+   * Removes the partition's messages before `beforeSeq` (compaction once a snapshot covers them). Not
+   * fenced: removing what a snapshot acknowledged on the subject already covers is safe whoever owns it.
+   */
+  async purge (partition: number, beforeSeq: number): Promise<number> {
+    checkPartition(partition)
+    positiveInteger('beforeSeq', beforeSeq)
+    const answer = await retryWhileElecting(() => this.jsm.streams.purge(this.stream, { filter: this.subject(partition), seq: beforeSeq }), this.appendTimeoutMs)
+    return answer.purged
+  }
+
   /** The sequence of the partition's last message, 0 when it has none. Asks the stream leader. */
   async lastSeq (partition: number): Promise<number> {
     const message = await this.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(partition) })

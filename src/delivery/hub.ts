@@ -134,6 +134,11 @@ export class DeliveryHub {
     this.relay.relaySoon()
   }
 
+  /** The highest outbox seq handed to the queue (every row at or below it was published): the entity log's watermark. */
+  get relayedThrough (): number {
+    return this.relay.relayedThrough
+  }
+
   /** Resolves when everything appended so far has been relayed (tests, shutdown). */
   settled (): Promise<void> {
     return this.relay.settled()

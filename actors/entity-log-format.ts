@@ -1,0 +1,89 @@
+// What the entity log writes into a partition's changelog (src/cluster/changelog.ts), and the local
+// index of which keys this node's LMDB holds per partition. Part of the data format: every node of
+// every release must read what any other wrote, so entries are plain msgpack maps with short keys.
+//
+//   write     { t: 'e', k: 'v' | 'p', a: account, i: id, s: state | null (deleted), n: node, w: watermark, o?: rows }
+//   chunk     { t: 'c', id: snapshot id, e: [[k, account, id, state as plain msgpack bytes], …], o?: rows }
+//   marker    { t: 'm', id, x: covered sequence, c: chunk count, n: node, w: watermark }
+//   watermark { t: 'w', n: node, w: watermark }
+//
+// rows: the outbox rows issued with the write, [seq on node n, encodeRow bytes]. The watermark: every
+// outbox row of node n with seq ≤ w had been handed to the delivery stream when the entry was written.
+
+import { Packr } from 'msgpackr'
+import type { Database, Key } from 'lmdb'
+import type { Store } from '../src/store/store.js'
+import type { Changelog } from '../src/cluster/changelog.js'
+import type { EntityKindName } from './entity-writes.js'
+
+/** What a snapshot and a recovery use of the entity log (entity-log.ts implements it). */
+export interface PartitionLog {
+  readonly store: Store
+  readonly changelog: Changelog
+  /** partitionIndex(store). */
+  readonly index: Database
+  /** This node's id (the changelog's owner): entries and markers name it. */
+  readonly node: string
+  readonly chunkMaxBytes: number
+  /** The highest local outbox seq handed to the delivery stream. */
+  watermark (): number
+  partitionOfKey (account: string, id: string): number
+}
+
+export type KindTag = 'v' | 'p'
+export type OutboxPart = [seq: number, bytes: Uint8Array]
+
+export interface WriteEntry { t: 'e', k: KindTag, a: string, i: string, s: Record<string, unknown> | null, n: string, w: number, o?: OutboxPart[] }
+export interface ChunkEntry { t: 'c', id: string, e: [KindTag, string, string, Uint8Array][], o?: OutboxPart[] }
+export interface MarkerEntry { t: 'm', id: string, x: number, c: number, n: string, w: number }
+export interface WatermarkEntry { t: 'w', n: string, w: number }
+export type LogEntry = WriteEntry | ChunkEntry | MarkerEntry | WatermarkEntry
+
+/** Plain msgpack, as the changelog's own: a state packed here decodes on any node, in any release. */
+export const plain = new Packr({ useRecords: false, moreTypes: false })
+
+export function tagOf (kind: EntityKindName): KindTag {
+  return kind === 'visitor' ? 'v' : 'p'
+}
+
+export function kindOf (tag: KindTag): EntityKindName {
+  return tag === 'v' ? 'visitor' : 'profile'
+}
+
+export function dbOf (store: Store, tag: KindTag): Database {
+  return tag === 'v' ? store.visitors : store.profiles
+}
+
+/**
+ * The keys this node's LMDB holds per partition: [partition, tag, account, id] → null, written with
+ * every entity write in cluster mode. What a snapshot reads and what a recovery replaces.
+ */
+export function partitionIndex (store: Store): Database {
+  return store.root.openDB('partition-keys', {})
+}
+
+/** The index range of one partition. */
+export function partitionRange (partition: number, after?: Key[]): { start: Key[], end: Key[] } {
+  return { start: after ?? [partition], end: [partition + 1] }
+}
+
+interface DerivedFields { expiresAtMs?: number, indexed?: string[], profileId?: string | null, visitors?: string[] }
+
+/**
+ * The rows of the derived indexes (expiries, members, links) that follow from one entity state: written
+ * with a recovered state, removed with a stale one. Links are only added: the uncapped list of every
+ * device ever linked is not in a profile's state (it keeps its latest 100), so none is taken away.
+ */
+export function writeDerived (store: Store, kind: EntityKindName, account: string, id: string, state: DerivedFields, add: boolean): void {
+  if (state.expiresAtMs !== undefined && state.expiresAtMs !== 0) {
+    const key = [state.expiresAtMs, account, kind, id]
+    store.ignoreFailure(add ? store.expiries.put(key, null) : store.expiries.remove(key))
+  }
+  for (const segment of state.indexed ?? []) {
+    const key = [account, segment, kind, id]
+    store.ignoreFailure(add ? store.members.put(key, null) : store.members.remove(key))
+  }
+  if (!add) return
+  if (kind === 'visitor' && typeof state.profileId === 'string') store.ignoreFailure(store.links.put([account, state.profileId, id], null))
+  if (kind === 'profile') for (const visitorId of state.visitors ?? []) store.ignoreFailure(store.links.put([account, id, visitorId], null))
+}

@@ -1,0 +1,148 @@
+// A partition taken over: claim its changelog (which fences the previous owner), read it from its
+// start (the latest snapshot's chunks and marker, then the entries after it) up to the claim, and make
+// the local LMDB hold exactly that for the partition's keys: whatever it held for them before (it may
+// be stale, from an earlier ownership) is removed first, with the expiry, member and link index rows
+// that followed from it, and the recovered states are written with theirs.
+//
+// Outbox rows: each entry names its node's watermark (rows of that node at or below it had reached the
+// delivery stream). The rows of the snapshot (its chunks) and of the entries after it that are above their
+// node's highest watermark seen may not have gone out: they are appended to this node's outbox, which
+// relays them. A row that did go out after its node's last watermark is sent twice, under another
+// webhook-id (the record id is `<seq>.<webhook>` of the relaying node's outbox).
+
+import { CLUSTER_ERRORS, ClusterError } from '../src/cluster/errors.js'
+import { decodeRow } from '../src/store/record-codec.js'
+import { dbOf, kindOf, partitionRange, plain, writeDerived, type ChunkEntry, type KindTag, type LogEntry, type MarkerEntry, type PartitionLog } from './entity-log-format.js'
+
+export interface RecoveryReport {
+  partition: number
+  /** The claim marker's sequence: everything acknowledged before the takeover is before it. */
+  claimSeq: number
+  /** The sequence the snapshot used covers (0: none). */
+  snapshotSeq: number
+  /** Entities in the partition after recovery. */
+  entities: number
+  /** Write entries applied over the snapshot. */
+  entriesReplayed: number
+  /** Local keys of the partition replaced or removed. */
+  staleRemoved: number
+  rowsResent: number
+  /** Changelog messages read. */
+  messages: number
+  readMs: number
+  ms: number
+}
+
+interface Latest { seq: number, tag: KindTag, account: string, id: string, state: Record<string, unknown> | null }
+interface Row { node: string, seq: number, bytes: Uint8Array }
+
+export async function recoverPartition (log: PartitionLog, partition: number, withoutCollecting: (resend: () => void) => void): Promise<RecoveryReport> {
+  const startedMs = performance.now()
+  const claimSeq = await log.changelog.claim(partition)
+  const latest = new Map<string, Latest>()
+  const chunks = new Map<string, ChunkEntry[]>()
+  const watermarks = new Map<string, number>()
+  const entryRows: { at: number, row: Row }[] = []
+  let marker: (MarkerEntry & { seq: number }) | null = null
+  let messages = 0
+  const seen = (node: string, watermark: number): void => {
+    if (watermark > (watermarks.get(node) ?? 0)) watermarks.set(node, watermark)
+  }
+  for await (const record of log.changelog.read(partition, 0)) {
+    if (record.seq > claimSeq) break
+    messages++
+    if (record.kind !== 'entries') continue
+    for (const entry of record.entries as LogEntry[]) {
+      switch (entry.t) {
+        case 'e':
+          latest.set(slotOf(entry.k, entry.a, entry.i), { seq: record.seq, tag: entry.k, account: entry.a, id: entry.i, state: entry.s })
+          seen(entry.n, entry.w)
+          for (const [seq, bytes] of entry.o ?? []) entryRows.push({ at: record.seq, row: { node: entry.n, seq, bytes } })
+          break
+        case 'c': {
+          let list = chunks.get(entry.id)
+          if (list === undefined) chunks.set(entry.id, list = [])
+          list.push(entry)
+          break
+        }
+        case 'm':
+          marker = { ...entry, seq: record.seq }
+          seen(entry.n, entry.w)
+          // Chunks of other snapshots are older ones, or of one cut short: never needed again.
+          for (const id of [...chunks.keys()]) if (id !== entry.id) chunks.delete(id)
+          break
+        case 'w':
+          seen(entry.n, entry.w)
+          break
+      }
+    }
+  }
+  const readMs = performance.now() - startedMs
+  const covered = (marker as MarkerEntry | null)?.x ?? 0
+  const states = new Map<string, Latest>()
+  if (marker !== null) {
+    const own = chunks.get(marker.id) ?? []
+    if (own.length !== marker.c) {
+      throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: snapshot ${marker.id} names ${marker.c} chunks, ${own.length} were read`, partition)
+    }
+    for (const chunk of own) {
+      for (const [tag, account, id, packed] of chunk.e) {
+        states.set(slotOf(tag, account, id), { seq: 0, tag, account, id, state: plain.unpack(packed) as Record<string, unknown> })
+      }
+    }
+  }
+  let entriesReplayed = 0
+  for (const [slot, entry] of latest) {
+    if (entry.seq <= covered) continue
+    states.set(slot, entry)
+    entriesReplayed++
+  }
+  const rows: Row[] = []
+  const candidates: Row[] = []
+  if (marker !== null) {
+    const node = marker.n
+    for (const chunk of chunks.get(marker.id) ?? []) for (const [seq, bytes] of chunk.o ?? []) candidates.push({ node, seq, bytes })
+  }
+  for (const { at, row } of entryRows) if (at > covered) candidates.push(row)
+  // A row can be both in the marker (still in its node's outbox when the snapshot was written) and in an
+  // entry after it: (node, seq) names it once.
+  const taken = new Set<string>()
+  for (const row of candidates) {
+    if (row.seq <= (watermarks.get(row.node) ?? 0)) continue
+    const name = `${row.node}\u0000${row.seq}`
+    if (taken.has(name)) continue
+    taken.add(name)
+    rows.push(row)
+  }
+
+  let staleRemoved = 0
+  let entities = 0
+  withoutCollecting(() => {
+    // Everything below is issued in this one event turn: one LMDB transaction.
+    for (const key of log.index.getKeys(partitionRange(partition)) as Iterable<[number, KindTag, string, string]>) {
+      const [, tag, account, id] = key
+      const db = dbOf(log.store, tag)
+      const stale = db.get([account, id]) as Record<string, unknown> | undefined
+      if (stale !== undefined) writeDerived(log.store, kindOf(tag), account, id, stale, false)
+      log.store.ignoreFailure(db.remove([account, id]))
+      log.store.ignoreFailure(log.index.remove(key))
+      staleRemoved++
+    }
+    for (const { tag, account, id, state } of states.values()) {
+      if (state === null) continue
+      log.store.ignoreFailure(dbOf(log.store, tag).put([account, id], state))
+      log.store.ignoreFailure(log.index.put([partition, tag, account, id], null))
+      writeDerived(log.store, kindOf(tag), account, id, state, true)
+      entities++
+    }
+    for (const row of rows) log.store.appendOutbox(decodeRow(row.bytes))
+  })
+  await log.store.root.committed
+  return {
+    partition, claimSeq, snapshotSeq: covered, entities, entriesReplayed, staleRemoved, rowsResent: rows.length, messages, readMs, ms: performance.now() - startedMs,
+  }
+}
+
+function slotOf (tag: KindTag, account: string, id: string): string {
+  return tag + '\u0000' + account + '\u0000' + id
+}

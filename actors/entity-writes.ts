@@ -1,0 +1,14 @@
+// How a visitor or profile actor makes its state durable. Embedded mode (no such object given to the
+// kinds): the actor puts its row and waits for the store's durability setting, as it always did. Cluster
+// mode: the entity log (entity-log.ts) appends the write to its partition's replicated changelog.
+
+export type EntityKindName = 'visitor' | 'profile'
+
+export interface EntityWrites {
+  /**
+   * Put the entity's state (null: delete it), with the outbox rows the actor appended in this event
+   * turn (store.appendOutbox, called before this in the same turn). Issued synchronously; resolves once
+   * the write is durable, rejects (ApiError) when it is not.
+   */
+  write (kind: EntityKindName, account: string, id: string, state: object | null): Promise<void>
+}
