@@ -4,6 +4,7 @@ import { CLUSTER_ERRORS } from '../../src/cluster/errors.js'
 import type { VisitorState } from '../../actors/visitor.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { pauseProcess } from '../helpers/pause.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
 
@@ -64,7 +65,7 @@ describe('entity log: visitor and profile writes through the partition changelog
 
     // Two of three servers paused: the append cannot reach a quorum, so the write is not acknowledged.
     const paused = cluster.servers.slice(1)
-    for (const server of paused) process.kill(server.pid!, 'SIGSTOP')
+    for (const server of paused) await pauseProcess(server.pid!)
     let answered = false
     const reply = a.event(ACCOUNT, id!, { event: 'purchase', orderId: 'o-2', orderTotal: 7 }).then(() => { answered = true })
     try {
