@@ -44,6 +44,8 @@ import { tryRoutes } from './http/try-routes.js'
 import { reportRoutes } from './http/report-routes.js'
 import { ReportCounters } from './reports/counters.js'
 import { AccountLimits } from './http/account-limits.js'
+import { openClusterMode } from './cluster-mode.js'
+import { clusterRoutes } from './http/cluster-routes.js'
 
 export interface Beacon {
   port: number
@@ -81,6 +83,13 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   const catalogs = new Catalogs({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks: config.webhookAllowPrivate })
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
+  const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
+  if (metrics !== null) durableObserved.add(metrics.observeCommitMs)
+  // Cluster mode (BEACON_CLUSTER): this process is a node owning partitions; visitors and profiles write
+  // through their partition's changelog (src/cluster-mode.ts). Null in the embedded mode.
+  const cluster = config.cluster === null
+    ? null
+    : await openClusterMode({ config, store, runtime, outboxAppended, metrics, relayedThrough: () => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)
@@ -92,14 +101,13 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
   const membership = config.reports ? reports.membership : null
-  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership })
+  const writes = cluster?.entityLog ?? null
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
   const maintenance = new SegmentMaintenance({ store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   maintenance.start()
-  const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
-  if (metrics !== null) durableObserved.add(metrics.observeCommitMs)
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, store.nodeId, metrics?.setNatsConnected, config.natsAckPendingMax)
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, config.natsAckPendingMax)
   const deliveries = new DeliveryHub({
     store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -109,6 +117,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
+  await cluster?.start()
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
 
@@ -135,7 +144,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         lmdbOpen: () => store.isOpen,
         draining: () => server.draining,
         nats: queue === null ? null : { connected: () => queue.isConnected },
+        cluster: cluster?.node ?? null,
       }),
+      ...clusterRoutes(cluster?.node ?? null),
       ...publicRoutes({
         catalogs, runtime, clock, visitors, profiles,
         accountLimits: new AccountLimits({
@@ -182,6 +193,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       stopping ??= (async () => {
         maintenance.stop()
         await server.drain()
+        // Cluster mode: in-flight writes done, every partition handed over and its lease released.
+        await cluster?.stop()
         await accountDeletions.stop()
         await linksBackfill.stop()
         await runtime.drain()

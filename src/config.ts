@@ -46,6 +46,16 @@ export interface Config {
   reportFoldMs: number
   /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
   reports: boolean
+  /** BEACON_CLUSTER: the cluster's name; null: embedded (one process owns every key). */
+  cluster: string | null
+  /** BEACON_NODE_ID: this node's id in the cluster; null: the data folder's node id. */
+  nodeId: string | null
+  /** BEACON_PARTITIONS: partitions of the key space, fixed when the cluster is first created. */
+  partitions: number
+  /** BEACON_REPLICAS: JetStream replicas of the cluster's streams and buckets. */
+  replicas: number
+  /** BEACON_LEASE_MS: how long a silent node keeps its partitions before others take them. */
+  leaseMs: number
 }
 
 export class ConfigError extends Error {
@@ -120,6 +130,19 @@ function describeUrl (text: string): string {
   return scheme === null ? 'no scheme://' : `scheme ${scheme[1]}`
 }
 
+/** Letters, digits, - and _: a cluster or node id becomes part of NATS subject, stream and bucket names. */
+export const CLUSTER_TOKEN = /^[A-Za-z0-9_-]{1,64}$/
+
+function token (env: Env, name: string, problems: string[]): string | null {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return null
+  if (!CLUSTER_TOKEN.test(raw)) {
+    problems.push(`${name}=${JSON.stringify(raw)}: expected 1 to 64 letters, digits, - or _`)
+    return null
+  }
+  return raw
+}
+
 function secretsKey (env: Env, problems: string[]): string | null {
   const raw = env.BEACON_SECRETS_KEY
   if (raw === undefined || raw.trim() === '') return null
@@ -176,6 +199,20 @@ export function loadConfig (env: Env = process.env): Config {
     mediaSizeMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
     reports: boolean(env, 'BEACON_REPORTS', true, problems),
+    cluster: token(env, 'BEACON_CLUSTER', problems),
+    nodeId: token(env, 'BEACON_NODE_ID', problems),
+    partitions: integer(env, 'BEACON_PARTITIONS', 64, 1, 4096, problems),
+    replicas: integer(env, 'BEACON_REPLICAS', 1, 1, 5, problems),
+    leaseMs: integer(env, 'BEACON_LEASE_MS', 3000, 100, 600_000, problems),
+  }
+  if (env.BEACON_CLUSTER !== undefined && env.BEACON_CLUSTER !== '') {
+    // Cluster mode needs NATS (leases, changelogs) and one admin key shared by every node.
+    if (env.BEACON_NATS_URL === undefined || env.BEACON_NATS_URL.trim() === '') problems.push('BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL (the NATS JetStream cluster its nodes share)')
+    if (adminKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY (the same on every node)')
+  } else {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS']) {
+      if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

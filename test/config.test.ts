@@ -30,4 +30,36 @@ describe('configuration', () => {
       ])
     }
   })
+
+  describe('cluster mode', () => {
+    const cluster = { BEACON_CLUSTER: 'prod-1', BEACON_NATS_URL: 'nats://127.0.0.1:4222', BEACON_ADMIN_KEY: 'k'.repeat(16) }
+
+    it('is off by default, with the documented defaults for when it is on', () => {
+      expect(loadConfig({})).to.include({ cluster: null, nodeId: null, partitions: 64, replicas: 1, leaseMs: 3000 })
+      expect(loadConfig(cluster)).to.include({ cluster: 'prod-1', nodeId: null, partitions: 64, replicas: 1, leaseMs: 3000 })
+    })
+
+    it('reads its settings', () => {
+      const config = loadConfig({ ...cluster, BEACON_NODE_ID: 'node_a', BEACON_PARTITIONS: '128', BEACON_REPLICAS: '3', BEACON_LEASE_MS: '1500' })
+      expect(config).to.include({ cluster: 'prod-1', nodeId: 'node_a', partitions: 128, replicas: 3, leaseMs: 1500 })
+    })
+
+    it('needs BEACON_NATS_URL and BEACON_ADMIN_KEY, and names the bad values one line each', () => {
+      expect(() => loadConfig({ BEACON_CLUSTER: 'c' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL (the NATS JetStream cluster its nodes share)',
+        'BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY (the same on every node)',
+      ])
+      expect(() => loadConfig({ ...cluster, BEACON_CLUSTER: 'a.b', BEACON_NODE_ID: 'x y', BEACON_PARTITIONS: '0' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_CLUSTER="a.b": expected 1 to 64 letters, digits, - or _',
+        'BEACON_NODE_ID="x y": expected 1 to 64 letters, digits, - or _',
+        'BEACON_PARTITIONS="0": expected a whole number from 1 to 4096',
+      ])
+    })
+
+    it('refuses cluster settings without BEACON_CLUSTER', () => {
+      expect(() => loadConfig({ BEACON_PARTITIONS: '32' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_PARTITIONS: only applies in cluster mode (set BEACON_CLUSTER)',
+      ])
+    })
+  })
 })

@@ -38,8 +38,12 @@ export interface BalancerOptions {
   tickMs?: number
   clock?: Clock
   timers?: Timers
-  /** This node now holds the partition (recover it before serving). A throw gives the lease back. */
-  onAcquired: (partition: number) => Promise<void> | void
+  /**
+   * This node now holds the partition (recover it before serving). A throw gives the lease back.
+   * `freeSinceMs`: when the previous holder's lease was seen released or lapsed on this node's clock;
+   * null when this node saw no earlier lease of it (a new cluster, or this node just started).
+   */
+  onAcquired: (partition: number, freeSinceMs: number | null) => Promise<void> | void
   /** The lease is gone: stop writing the partition at once. */
   onLost: (partition: number, reason: LossReason) => void
   /** About to give the partition back (a node joined, or close()): finish in-flight writes first. */
@@ -107,6 +111,31 @@ export class Balancer {
   status (): Array<{ partition: number, revision: number, ageMs: number }> {
     const now = this.clock.nowMs()
     return [...this.held.values()].map(held => ({ partition: held.lease.partition, revision: held.lease.revision, ageMs: now - held.renewedAtMs }))
+  }
+
+  /**
+   * Who holds the partition's lease as this node sees it, and how long ago that lease was last written
+   * (for a lease of this node: since its last renew was sent); null while none is live.
+   */
+  holderOf (partition: number): { node: string, ageMs: number } | null {
+    const now = this.clock.nowMs()
+    const held = this.held.get(partition)
+    if (held !== undefined && now - held.renewedAtMs < this.table.leaseMs) return { node: this.table.node, ageMs: now - held.renewedAtMs }
+    const entry = this.view.live(LeaseTable.key(partition))
+    // An empty value: a key this node was refused and counts as held for a while, holder unknown.
+    if (entry === null || entry.value === null || entry.value === '' || entry.value === this.table.node) return null
+    return { node: entry.value, ageMs: now - entry.seenAtMs }
+  }
+
+  /**
+   * Gives up a partition this node can no longer write (its changelog append was refused): forgets it
+   * and releases the lease if it is still this node's. No onReleasing: the partition is already dropped.
+   */
+  async giveUp (partition: number): Promise<void> {
+    const held = this.held.get(partition)
+    if (held === undefined) return
+    this.held.delete(partition)
+    await this.table.release(held.lease).catch(() => {})
   }
 
   /** Called by the node's members watcher when a node joins or leaves. */
@@ -198,6 +227,7 @@ export class Balancer {
     const tries = this.ranked(free).slice(0, wanted)
     let refused = false
     await Promise.all(tries.map(async partition => {
+      const freeSinceMs = this.freeSince(partition)
       const sentAtMs = this.clock.nowMs()
       const lease = await this.table.acquire(partition).catch(() => null)
       if (lease === null) {
@@ -214,7 +244,7 @@ export class Balancer {
       const held: Held = { lease, renewedAtMs: sentAtMs }
       this.held.set(partition, held)
       try {
-        await this.options.onAcquired(partition)
+        await this.options.onAcquired(partition, freeSinceMs)
       } catch {
         if (this.held.get(partition) === held) {
           this.held.delete(partition)
@@ -224,6 +254,13 @@ export class Balancer {
     }))
     // A lease being released shows its delete marker a moment before its key is empty: look again shortly.
     if (refused) this.retrySoon()
+  }
+
+  /** When this node saw the partition's last lease go (its delete, or its lapse), if it saw one. */
+  private freeSince (partition: number): number | null {
+    const last = this.view.last(LeaseTable.key(partition))
+    if (last === undefined || last.value === '') return null
+    return last.value === null ? last.seenAtMs : last.seenAtMs + this.table.leaseMs
   }
 
   private retrySoon (): void {

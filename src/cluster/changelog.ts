@@ -51,6 +51,8 @@ export interface ChangelogOptions {
   batchSizeMaxBytes?: number
   /** How long one publish is retried (same message id, so at most once stored) before giving up. Default 10 s. */
   appendTimeoutMs?: number
+  /** Told how long each acknowledged message of appends took, from its send to JetStream's acknowledgement (metrics). */
+  onAppended?: (durationMs: number) => void
 }
 
 export function changelogStreamName (cluster: string): string {
@@ -89,6 +91,7 @@ export class Changelog {
   private readonly batchEntriesMax: number
   private readonly batchSizeMaxBytes: number
   private readonly appendTimeoutMs: number
+  private readonly onAppended: ((durationMs: number) => void) | null
   private readonly writers = new Map<number, Writer>()
   /** Message ids are `<instance>-<counter>`: unique per process run, so no restart reuses one within the duplicate window. */
   private readonly instance = nuid.next()
@@ -103,6 +106,7 @@ export class Changelog {
     this.batchEntriesMax = positiveInteger('batchEntriesMax', options.batchEntriesMax ?? 1000)
     this.batchSizeMaxBytes = positiveInteger('batchSizeMaxBytes', options.batchSizeMaxBytes ?? 512 * 1024)
     this.appendTimeoutMs = positiveInteger('appendTimeoutMs', options.appendTimeoutMs ?? 10_000)
+    this.onAppended = options.onAppended ?? null
   }
 
   /** Creates the stream if absent (or brings its settings in line), then returns the changelog. */
@@ -293,7 +297,9 @@ export class Changelog {
       const parts: Uint8Array[] = []
       for (const pending of batch) parts.push(...pending.parts)
       try {
+        const sentAtMs = performance.now()
         const seq = await this.publish(writer.partition, writer.subject, withKind(kind, parts), writer.lastSeq, first.kind === 'snapshot')
+        this.onAppended?.(performance.now() - sentAtMs)
         writer.lastSeq = seq
         for (const pending of batch) pending.resolve(seq)
       } catch (error) {

@@ -13,6 +13,10 @@ export const CLUSTER_ERRORS = {
   CLUSTER_ENTRY_TOO_LARGE: 'CLUSTER_ENTRY_TOO_LARGE',
   /** The lease's compare-and-set was refused or the lease ran out: another node may hold it now. */
   CLUSTER_LEASE_LOST: 'CLUSTER_LEASE_LOST',
+  /** Another live node has this node's id (its heartbeat key exists): this one must not start. */
+  CLUSTER_NODE_ID_IN_USE: 'CLUSTER_NODE_ID_IN_USE',
+  /** The cluster was created with another number of partitions than this node was started with. */
+  CLUSTER_PARTITIONS_MISMATCH: 'CLUSTER_PARTITIONS_MISMATCH',
   /** A constructor or function got an option it cannot work with. */
   CLUSTER_INVALID_ARGUMENT: 'CLUSTER_INVALID_ARGUMENT',
 } as const

@@ -64,6 +64,11 @@ export class KvView {
     return this.clock.nowMs() - entry.seenAtMs < this.ttlMs ? entry : null
   }
 
+  /** The key's last entry as seen, live, lapsed or deleted; undefined if never seen. */
+  last (key: string): ViewEntry | undefined {
+    return this.entries.get(key)
+  }
+
   /** Every live key with its entry. */
   liveEntries (): Array<[string, ViewEntry]> {
     const now = this.clock.nowMs()

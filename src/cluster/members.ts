@@ -1,11 +1,13 @@
 // Which nodes are alive: each node rewrites its key `n.<node>` in a KV bucket whose TTL is the lease
 // time, and watches the bucket. A node that stops beating drops out of everyone's view after the TTL;
-// one that leaves deletes its key and drops out at once.
+// one that leaves deletes its key and drops out at once. A node joins by creating its key (join): while
+// another live node beats under the same id, the key exists and the join is refused.
 
 import type { NatsConnection } from '@nats-io/transport-node'
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { systemClock, type Clock } from '../clock.js'
-import { invalidArgument, positiveInteger } from './errors.js'
+import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
 import { KvView } from './kv-view.js'
 import { retryWhileElecting } from './retry.js'
 
@@ -56,6 +58,27 @@ export class Members {
     return this.view.restartIfQuiet(this.ttlMs)
   }
 
+  /**
+   * Announces this node for the first time: creates its key, which must not exist. A key left by an
+   * earlier run of this node that stopped without leaving (SIGKILL) lapses within the TTL: the join
+   * tries again for up to `waitMs` (default: the TTL and a half), then refuses with CLUSTER_NODE_ID_IN_USE.
+   */
+  async join (waitMs = Math.ceil(this.ttlMs * 1.5)): Promise<void> {
+    const deadline = Date.now() + waitMs
+    for (;;) {
+      try {
+        await this.kv.create(`n.${this.node}`, this.node)
+        return
+      } catch (error) {
+        if (!isTaken(error)) throw error
+        if (Date.now() >= deadline) {
+          throw new ClusterError(CLUSTER_ERRORS.CLUSTER_NODE_ID_IN_USE, `another live node of this cluster has the node id ${this.node} (BEACON_NODE_ID): each node needs its own`)
+        }
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
+    }
+  }
+
   /** Announces this node (again). */
   async beat (): Promise<void> {
     await this.kv.put(`n.${this.node}`, this.node)
@@ -73,4 +96,12 @@ export class Members {
     this.view.stop()
     await this.kv.delete(`n.${this.node}`)
   }
+}
+
+/** The create was refused because the key exists (a compare-and-set on "no such key"). */
+function isTaken (error: unknown): boolean {
+  if (error instanceof JetStreamApiError) {
+    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
+  }
+  return error instanceof Error && /wrong last sequence/.test(error.message)
 }

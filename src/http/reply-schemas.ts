@@ -31,10 +31,26 @@ export const Readiness = Type.Object({
   status: literals(['ready', 'not_ready']),
   reason: Type.Optional(Type.String({ description: 'Why not ready: the first failing check\'s message.' })),
   checks: Type.Array(Type.Object({
-    name: literals(['lmdb', 'nats', 'draining']),
+    name: literals(['lmdb', 'nats', 'cluster', 'draining']),
     ok: Type.Boolean(),
     message: Type.String(),
   })),
+})
+
+const PartitionList = Type.Array(Type.Integer({ minimum: 0 }))
+export const ClusterStatus = Type.Object({
+  cluster: Type.String({ description: 'BEACON_CLUSTER.' }),
+  node: Type.String({ description: 'The id of the node that answered (BEACON_NODE_ID).' }),
+  partitions: Type.Integer({ minimum: 1, description: 'BEACON_PARTITIONS, as stored in the cluster.' }),
+  joined: Type.Boolean({ description: 'This node has joined and is not leaving.' }),
+  owned: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions this node has recovered and serves.' }),
+  recovering: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions whose lease this node holds, still being recovered.' }),
+  unowned: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions without a live lease as this node sees them.' }),
+  nodes: Type.Array(Type.Object({
+    id: Type.String(),
+    partitions: PartitionList,
+    leaseAgesMs: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Per partition: ms since its lease was last renewed, as the answering node saw it.' }),
+  }), { description: 'Live nodes (and any node still holding a lease), by id.' }),
 })
 
 export const MetricsText = Type.String({ description: 'Prometheus text exposition format 0.0.4.' })

@@ -18,6 +18,10 @@ import type { RouteInfo, RouteObserver } from '../http/server.js'
 export const HTTP_DURATION_BUCKETS_S = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 /** LMDB write latency buckets, in seconds (a 4 KiB fdatasync is 0.1–1 ms on a good disk). */
 export const COMMIT_DURATION_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+/** Takeover buckets, in seconds: a lease time (3 s by default) plus a recovery. */
+export const TAKEOVER_DURATION_BUCKETS_S = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 7.5, 10, 15, 30, 60]
+/** Changelog append buckets, in seconds: a quorum acknowledgement on a LAN, up to a leader election. */
+export const APPEND_DURATION_BUCKETS_S = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 10]
 /** Webhook request latency buckets, in seconds (timeouts go up to 60 s). */
 export const DELIVERY_DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
@@ -86,6 +90,11 @@ export class Metrics {
   /** Registered on the first state reported (the NATS subsystem: see setNatsConnected). */
   readonly natsConnected: Gauge
   readonly heapLiveBytes: Gauge
+  /** Cluster mode only (registered by watchCluster). */
+  readonly clusterTakeovers: Counter
+  readonly clusterTakeoverDuration: Histogram
+  readonly clusterAppendDuration: Histogram
+  readonly clusterForwarded: Counter
 
   constructor ({ runtime, store, dataDir }: MetricsSources) {
     const registry = this.registry = new Registry()
@@ -156,6 +165,16 @@ export class Metrics {
       labelNames: ['outcome'], buckets: DELIVERY_DURATION_BUCKETS_S, registers: [],
     })
     this.natsConnected = new Gauge({ name: 'beacon_nats_connected', help: '1 while connected to NATS, else 0.', registers: [] })
+    this.clusterTakeovers = new Counter({ name: 'beacon_cluster_takeovers_total', help: 'Partitions this node took over from another node (released or lapsed lease), recovered and owned.', registers: [] })
+    this.clusterTakeoverDuration = new Histogram({
+      name: 'beacon_cluster_takeover_seconds', help: 'From the previous lease of a partition seen gone (released or lapsed) to the partition recovered and owned here.',
+      buckets: TAKEOVER_DURATION_BUCKETS_S, registers: [],
+    })
+    this.clusterAppendDuration = new Histogram({
+      name: 'beacon_cluster_changelog_append_seconds', help: 'From sending a partition changelog message (one or more entity writes) to JetStream\'s acknowledgement.',
+      buckets: APPEND_DURATION_BUCKETS_S, registers: [],
+    })
+    this.clusterForwarded = new Counter({ name: 'beacon_cluster_forwarded_total', help: 'Requests this node forwarded to the owner of their partition.', registers: [] })
     watchFullCollections()
     this.heapLiveBytes = new Gauge({
       name: 'beacon_heap_live_bytes',
@@ -200,6 +219,34 @@ export class Metrics {
   readonly setNatsConnected = (connected: boolean): void => {
     this.registerOnce(this.natsConnected)
     this.natsConnected.set(connected ? 1 : 0)
+  }
+
+  /** Cluster mode: registers the cluster metrics, the partitions owned read from the node at each scrape. */
+  watchCluster (node: { ownedCount (): number }): void {
+    this.registerOnce(this.clusterTakeovers)
+    this.registerOnce(this.clusterTakeoverDuration)
+    this.registerOnce(this.clusterAppendDuration)
+    this.registerOnce(this.clusterForwarded)
+    this.registry.registerMetric(new Gauge({
+      name: 'beacon_cluster_partitions_owned', help: 'Partitions this node has recovered and serves.', registers: [],
+      collect () { this.set(node.ownedCount()) },
+    }))
+  }
+
+  /** Cluster mode: one partition taken over in this long. */
+  readonly recordTakeover = (durationMs: number): void => {
+    this.clusterTakeovers.inc()
+    this.clusterTakeoverDuration.observe(durationMs / 1000)
+  }
+
+  /** Cluster mode: one changelog message acknowledged this long after it was sent. */
+  readonly observeChangelogAppendMs = (durationMs: number): void => {
+    this.clusterAppendDuration.observe(durationMs / 1000)
+  }
+
+  /** Cluster mode: one request forwarded to its partition's owner. */
+  readonly countForwarded = (): void => {
+    this.clusterForwarded.inc()
   }
 
   /** The exposition text (GET /metrics). */

@@ -19,7 +19,7 @@ const JSON_TYPE = 'application/json'
 const get = (pattern: string, doc: RouteDoc, handler: () => Reply | Promise<Reply>): RouteDefinition =>
   ({ method: 'get', pattern, body: false, whileDraining: true, uncounted: true, doc, handler })
 
-export function opsRoutes ({ metrics, lmdbOpen, draining, nats }: OpsDeps): RouteDefinition[] {
+export function opsRoutes ({ metrics, lmdbOpen, draining, nats, cluster = null }: OpsDeps): RouteDefinition[] {
   return [
     get('/healthz', {
       summary: 'Liveness: the process answers', tag: 'Operations',
@@ -27,11 +27,11 @@ export function opsRoutes ({ metrics, lmdbOpen, draining, nats }: OpsDeps): Rout
     }, () => ({ status: 200, body: LIVENESS })),
     get('/readyz', {
       summary: 'Readiness: LMDB open, NATS connected when configured, not draining', tag: 'Operations',
-      description: 'Send traffic while it answers 200. While draining the server answers 503 shutting_down before this check runs.',
+      description: 'Send traffic while it answers 200. While draining the server answers 503 shutting_down before this check runs. In cluster mode also: this node joined and every partition has an owner (check `cluster`).',
       ok: json(200, 'Ready.', R.Readiness),
       also: [json(503, 'Not ready: `reason` says why.', R.Readiness)],
       errors: [],
-    }, () => readiness({ lmdbOpen, draining, nats })),
+    }, () => readiness({ lmdbOpen, draining, nats, cluster })),
     get('/metrics', {
       summary: 'Prometheus metrics', tag: 'Operations',
       description: 'Requests by route and status, latency histograms, actors, LMDB, outbox, process. Off with BEACON_METRICS=false.',

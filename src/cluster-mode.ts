@@ -1,0 +1,91 @@
+// Cluster mode's wiring (BEACON_CLUSTER set), called by src/app.ts: its own NATS connection, the
+// cluster node (leases, members, ownership: src/cluster/node.ts) and the entity log the visitor and
+// profile kinds write through (actors/entity-log.ts), joined as docs/cluster.md "Wiring" says. Nothing
+// here runs in embedded mode.
+
+import type { NatsConnection } from '@nats-io/transport-node'
+import { redactUrl, type Config } from './config.js'
+import { log } from './log.js'
+import { Listeners } from './listeners.js'
+import type { OutboxAppended, Store } from './store/store.js'
+import { Changelog, changelogStreamName } from './cluster/changelog.js'
+import { ClusterNode } from './cluster/node.js'
+import { EntityLog, type PartitionRefused } from '../actors/entity-log.js'
+import type { ActorRuntime } from '../actors/runtime.js'
+import { connectNats } from './delivery/jetstream/connect.js'
+import type { Metrics } from './ops/metrics.js'
+
+export interface ClusterMode {
+  node: ClusterNode
+  /** The kinds' `writes`. */
+  entityLog: EntityLog
+  /** Joins and starts taking partitions (after the delivery hub started: recovery resends outbox rows). */
+  start (): Promise<void>
+  /** Hands every partition over (in-flight writes finished, leases released), leaves, closes NATS. */
+  stop (): Promise<void>
+}
+
+export interface ClusterModeOptions {
+  config: Config
+  store: Store
+  runtime: ActorRuntime
+  outboxAppended: Listeners<OutboxAppended>
+  metrics: Metrics | null
+  /** The delivery hub's relay watermark and settling (a closure: the hub is built after the kinds). */
+  relayedThrough: () => number
+  relaySettled: () => Promise<void>
+}
+
+/** Opens the node (refusing to start on a partition count or node id conflict) and its entity log. */
+export async function openClusterMode (options: ClusterModeOptions): Promise<ClusterMode> {
+  const { config, store, runtime, outboxAppended, metrics } = options
+  const { cluster, natsUrl } = config
+  if (cluster === null || natsUrl === null) throw new Error('cluster mode needs BEACON_CLUSTER and BEACON_NATS_URL')
+  const nodeId = config.nodeId ?? store.nodeId
+  const nc = await connect(natsUrl)
+  try {
+    const node = await ClusterNode.open({
+      nc, cluster, nodeId, partitions: config.partitions, replicas: config.replicas, leaseMs: config.leaseMs,
+      onTakeover: takeover => {
+        log.info({ ...takeover }, 'partition taken over')
+        metrics?.recordTakeover(takeover.takeoverMs)
+      },
+    })
+    const changelog = await Changelog.open({
+      nc, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}`, replicas: config.replicas, owner: nodeId,
+      onAppended: metrics?.observeChangelogAppendMs,
+    })
+    const refused = new Listeners<PartitionRefused>()
+    refused.add(partition => node.refused(partition))
+    const entityLog = new EntityLog({
+      store, changelog, ownership: node, outboxAppended, refused, runtime,
+      relayedThrough: options.relayedThrough, relaySettled: options.relaySettled,
+      onSnapshotError: (partition, error) => log.warn({ err: error, partition }, 'partition snapshot failed'),
+    })
+    metrics?.watchCluster(node)
+    return {
+      node,
+      entityLog,
+      async start () {
+        await node.start(entityLog)
+        log.info({ cluster, node: nodeId, partitions: config.partitions, owned: node.status().owned.length }, 'cluster node joined')
+      },
+      async stop () {
+        await node.close()
+        entityLog.close()
+        await nc.close().catch(() => {})
+      },
+    }
+  } catch (error) {
+    await nc.close().catch(() => {})
+    throw error
+  }
+}
+
+async function connect (url: string): Promise<NatsConnection> {
+  try {
+    return await connectNats(url, 'beacon-cluster')
+  } catch (error) {
+    throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL, cluster mode): ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
