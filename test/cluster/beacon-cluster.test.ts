@@ -1,0 +1,185 @@
+// Beacon in cluster mode, real processes: a 3-server NATS JetStream cluster (R3) and 3 Beacon nodes
+// (test/helpers/beacon-cluster.ts). They share the 64 partitions, take a killed node's partitions over
+// with every acknowledged write, hand over on SIGTERM, and refuse to start with a conflicting setting.
+// No forwarding yet: each request goes to its partition's owner, found through GET /admin/cluster.
+// Timings are printed, never asserted.
+
+import { expect } from 'chai'
+import { randomUUID } from 'node:crypto'
+import { partitionOf } from '../../src/cluster/partition.js'
+import { post, removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
+import { CLUSTER_LEASE_MS, CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster, type ClusterMember } from '../helpers/beacon-cluster.js'
+
+interface Written { kind: 'visitor' | 'profile', id: string, partition: number, n: number }
+
+describe('Beacon cluster mode (3 nodes, real processes)', function () {
+  this.timeout(300_000)
+  let cluster: BeaconCluster
+  let owners: Map<number, string>
+  const written: Written[] = []
+
+  before(async () => {
+    cluster = await startBeaconCluster(3)
+    owners = await cluster.settled()
+  })
+  after(async () => {
+    await cluster?.close()
+  })
+
+  const memberOf = (id: string): ClusterMember => {
+    const member = cluster.members.find(m => m.id === id)
+    if (member === undefined || member.process === null) throw new Error(`${id} is not running`)
+    return member
+  }
+  const ownerUrl = (partition: number): string => memberOf(owners.get(partition)!).url
+
+  async function write (kind: Written['kind'], id: string, n: number): Promise<Written> {
+    const { account, token } = cluster.tenant
+    const partition = partitionOf(account, id, CLUSTER_PARTITIONS)
+    const key = kind === 'visitor' ? { visitorId: id } : { profileId: id }
+    const res = await post(ownerUrl(partition), kind === 'visitor' ? '/visitors/attributes' : '/profiles/attributes', { account, token, ...key, attributes: { n } })
+    expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    return { kind, id, partition, n }
+  }
+
+  async function read (entry: Written): Promise<unknown> {
+    const { account, token } = cluster.tenant
+    const key = entry.kind === 'visitor' ? { visitorId: entry.id } : { profileId: entry.id }
+    const res = await post(ownerUrl(entry.partition), entry.kind === 'visitor' ? '/visitors/query' : '/profiles/query', { account, token, ...key })
+    expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    return res.body.attributes?.n?.[0]?.value
+  }
+
+  async function expectAllReadable (): Promise<void> {
+    const missing: string[] = []
+    for (const entry of written) {
+      const n = await read(entry)
+      if (n !== entry.n) missing.push(`${entry.kind} ${entry.id} (partition ${entry.partition}, at ${owners.get(entry.partition)}): ${String(n)}, written ${entry.n}`)
+    }
+    expect(missing).to.deep.equal([])
+  }
+
+  it('shares all 64 partitions: every node sees the same owners, each holds about P/N, /readyz is 200 on all', async () => {
+    const answers = await Promise.all(cluster.live().map(member => cluster.status(member)))
+    for (const answer of answers) {
+      expect(answer).to.include({ cluster: cluster.name, partitions: CLUSTER_PARTITIONS, joined: true })
+      expect(answer.unowned).to.deep.equal([])
+      expect(answer.nodes.map(node => node.id)).to.deep.equal(['node-1', 'node-2', 'node-3'])
+      const held = answer.nodes.map(node => node.partitions.length)
+      expect(held.reduce((a, b) => a + b)).to.equal(CLUSTER_PARTITIONS)
+      for (const count of held) expect(count).to.be.within(20, 22)
+      expect(answer.nodes.map(node => node.partitions)).to.deep.equal(answers[0]!.nodes.map(node => node.partitions))
+      for (const node of answer.nodes) for (const age of node.leaseAgesMs) expect(age).to.be.below(CLUSTER_LEASE_MS)
+    }
+    console.log(`      partitions held: ${answers[0]!.nodes.map(node => `${node.id} ${node.partitions.length}`).join(', ')}`)
+    for (const member of cluster.live()) {
+      const ready = await fetch(`${member.url}/readyz`)
+      const body = await ready.json() as { checks: Array<{ name: string, ok: boolean }> }
+      expect(ready.status, member.id).to.equal(200)
+      expect(body.checks.find(check => check.name === 'cluster')).to.include({ ok: true })
+    }
+  })
+
+  it('acknowledges writes sent to the owner and reads them back there', async () => {
+    for (let i = 0; i < 300; i++) written.push(await write('visitor', randomUUID(), i))
+    for (let i = 0; i < 60; i++) written.push(await write('profile', `person-${i}@example.com`, 1000 + i))
+    expect(new Set(written.map(entry => entry.partition)).size).to.be.above(50)
+    await expectAllReadable()
+    // A node that does not own the partition refuses the write (no forwarding yet): 503 partition_moved, Retry-After.
+    const entry = written[0]!
+    const other = cluster.live().find(member => member.id !== owners.get(entry.partition))!
+    const { account, token } = cluster.tenant
+    const refused = await post(other.url, '/visitors/attributes', { account, token, visitorId: entry.id, attributes: { n: -1 } })
+    expect(refused.status).to.equal(503)
+    expect(refused.headers.get('retry-after')).to.equal('1')
+    expect(refused.body.errors[0].code).to.equal('partition_moved')
+  })
+
+  it('SIGKILL of a node: the others take its partitions over, with every acknowledged write', async () => {
+    const victim = 2
+    const victimId = cluster.members[victim]!.id
+    const lost = [...owners].filter(([, owner]) => owner === victimId).map(([partition]) => partition)
+    const killedAt = Date.now()
+    await cluster.kill(victim)
+    owners = await cluster.settled()
+    const tookMs = Date.now() - killedAt
+    for (const partition of lost) expect(owners.get(partition)).to.not.equal(victimId)
+    console.log(`      ${lost.length} partitions of ${victimId} owned by the survivors ${tookMs} ms after SIGKILL (lease ${CLUSTER_LEASE_MS} ms)`)
+    console.log(`      takeover per partition as the new owners measured it: ${(await takeoverSummary(cluster.live())).join('; ')}`)
+    await expectAllReadable()
+    for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 2000 + i))
+
+    // Back on its data folder: it rejoins, the others hand partitions over, and it recovers them.
+    const restartedAt = Date.now()
+    await cluster.restart(victim)
+    owners = await cluster.settled()
+    console.log(`      ${victimId} restarted and settled with ${[...owners.values()].filter(owner => owner === victimId).length} partitions in ${Date.now() - restartedAt} ms`)
+    await expectAllReadable()
+  })
+
+  it('SIGTERM of a node: it hands its partitions over gracefully, with every acknowledged write', async () => {
+    const index = 1
+    const id = cluster.members[index]!.id
+    for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 3000 + i))
+    const stoppedAt = Date.now()
+    expect(await cluster.stop(index)).to.equal(0)
+    const exitedMs = Date.now() - stoppedAt
+    owners = await cluster.settled()
+    console.log(`      ${id} exited ${exitedMs} ms after SIGTERM; its partitions owned by the others ${Date.now() - stoppedAt} ms after it`)
+    expect([...owners.values()]).to.not.include(id)
+    await expectAllReadable()
+    await cluster.restart(index)
+    owners = await cluster.settled()
+    await expectAllReadable()
+  })
+
+  it('counts takeovers and changelog appends in /metrics', async () => {
+    const text = await (await fetch(`${cluster.live()[0]!.url}/metrics`)).text()
+    for (const name of ['beacon_cluster_takeovers_total', 'beacon_cluster_takeover_seconds_count', 'beacon_cluster_changelog_append_seconds_count', 'beacon_cluster_partitions_owned', 'beacon_cluster_forwarded_total']) {
+      expect(text).to.match(new RegExp(`^${name} `, 'm'))
+    }
+    const owned = Number(/^beacon_cluster_partitions_owned (\d+)/m.exec(text)![1])
+    expect(owned).to.be.within(20, 22)
+  })
+
+  describe('refusals at start', () => {
+    const refusal = async (env: Record<string, string>, dataDir = cluster.seededDir()): Promise<string> => {
+      try {
+        const started = await startBeacon({ dataDir, env })
+        await started.kill()
+        throw new Error('it started')
+      } catch (error) {
+        return (error as Error).message
+      } finally {
+        removeDir(dataDir)
+      }
+    }
+
+    it('another BEACON_PARTITIONS than the cluster was created with', async () => {
+      const output = await refusal(cluster.env('node-9', { BEACON_PARTITIONS: '32' }))
+      expect(output).to.include(`beacon: failed to start: the cluster ${cluster.name} was created with 64 partitions; this node has BEACON_PARTITIONS=32`)
+    })
+
+    it('the id of a live node', async () => {
+      const output = await refusal(cluster.env('node-1'))
+      expect(output).to.include('beacon: failed to start: another live node of this cluster has the node id node-1 (BEACON_NODE_ID): each node needs its own')
+    })
+
+    it('cluster mode without a NATS URL or without an admin key', async () => {
+      const withoutNats = await refusal({ BEACON_CLUSTER: 'lonely', BEACON_NATS_URL: '' }, tempDir())
+      expect(withoutNats).to.include('BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL')
+      const withoutKey = await refusal({ BEACON_CLUSTER: 'lonely', BEACON_NATS_URL: cluster.nats.urls[0]!, BEACON_ADMIN_KEY: '' }, tempDir())
+      expect(withoutKey).to.include('BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY')
+    })
+  })
+})
+
+/** Each node's takeover histogram as count and mean, from /metrics. */
+async function takeoverSummary (members: ClusterMember[]): Promise<string[]> {
+  return await Promise.all(members.map(async member => {
+    const text = await (await fetch(`${member.url}/metrics`)).text()
+    const count = Number(/^beacon_cluster_takeover_seconds_count (\S+)/m.exec(text)?.[1] ?? 0)
+    const sum = Number(/^beacon_cluster_takeover_seconds_sum (\S+)/m.exec(text)?.[1] ?? 0)
+    return `${member.id} ${count} takeovers, mean ${count === 0 ? '-' : Math.round(sum / count * 1000)} ms`
+  }))
+}

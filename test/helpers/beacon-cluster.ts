@@ -1,0 +1,188 @@
+// A real Beacon cluster for tests: a 3-server NATS JetStream cluster (test/helpers/nats-cluster.ts) and
+// N Beacon processes (dist/src/main.js, as test/helpers/beacon.ts starts them) in cluster mode, each with
+// its own data folder and port, BEACON_REPLICAS=3, a short lease and the same admin key. Nodes can be
+// SIGKILLed, SIGTERMed and restarted on their data folder.
+//
+// Configuration is not replicated between nodes yet: one tenant (account and token) is created on an
+// embedded Beacon whose data folder is then copied to every node's, so every node knows the same
+// account id and token. Node ids are set (BEACON_NODE_ID): the copies share the folder's own node id.
+
+import { cpSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { startNatsCluster, type NatsCluster } from './nats-cluster.js'
+import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from './beacon.js'
+import { LOCK_FILE } from '../../src/store/data-lock.js'
+
+export const CLUSTER_PARTITIONS = 64
+export const CLUSTER_LEASE_MS = 1500
+
+/** What GET /admin/cluster answers (src/cluster/node.ts ClusterStatus). */
+export interface ClusterAnswer {
+  cluster: string
+  node: string
+  partitions: number
+  joined: boolean
+  owned: number[]
+  recovering: number[]
+  unowned: number[]
+  nodes: Array<{ id: string, partitions: number[], leaseAgesMs: number[] }>
+}
+
+export interface ClusterMember {
+  id: string
+  dataDir: string
+  /** The running process, null while stopped. */
+  process: BeaconProcess | null
+  /** The URL of the running process (throws while stopped). */
+  readonly url: string
+}
+
+export interface BeaconCluster {
+  name: string
+  nats: NatsCluster
+  tenant: Tenant
+  members: ClusterMember[]
+  /** The environment a node of this cluster gets (extra settings over it). */
+  env (id: string, extra?: Record<string, string>): Record<string, string>
+  /** The running members. */
+  live (): ClusterMember[]
+  kill (index: number): Promise<void>
+  /** SIGTERM; resolves with the exit code. */
+  stop (index: number): Promise<number | null>
+  /** Starts a stopped member again on its data folder. */
+  restart (index: number): Promise<void>
+  status (member: ClusterMember): Promise<ClusterAnswer>
+  /**
+   * Resolves once every running member answers the same lease holders, all partitions held by running
+   * members only, none more than its share, and each member owns (recovered) what it holds. Returns the partition → owner id map.
+   */
+  settled (timeoutMs?: number): Promise<Map<number, string>>
+  /** A fresh data folder holding the tenant (for an extra node). */
+  seededDir (): string
+  close (): Promise<void>
+}
+
+let clusters = 0
+
+export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}): Promise<BeaconCluster> {
+  const name = `t${process.pid}x${++clusters}`
+  const nats = await startNatsCluster()
+  const template = tempDir('beacon-cluster-seed-')
+  const dirs: string[] = [template]
+  const members: ClusterMember[] = []
+  try {
+    const seed = await startBeacon({ dataDir: template })
+    const tenant = await createTenant(seed.url, 'Cluster test')
+    await seed.stop()
+    const seededDir = (): string => {
+      const dir = tempDir('beacon-cluster-node-')
+      cpSync(template, dir, { recursive: true })
+      rmSync(join(dir, LOCK_FILE), { force: true })
+      dirs.push(dir)
+      return dir
+    }
+    const env = (id: string, extra: Record<string, string> = {}): Record<string, string> => ({
+      BEACON_CLUSTER: name,
+      BEACON_NATS_URL: nats.urls.join(','),
+      BEACON_NODE_ID: id,
+      BEACON_REPLICAS: '3',
+      BEACON_LEASE_MS: String(CLUSTER_LEASE_MS),
+      BEACON_PARTITIONS: String(CLUSTER_PARTITIONS),
+      ...extraEnv,
+      ...extra,
+    })
+    for (let i = 0; i < count; i++) {
+      const dataDir = seededDir()
+      const id = `node-${i + 1}`
+      members.push({
+        id, dataDir, process: null,
+        get url () {
+          if (this.process === null) throw new Error(`${id} is not running`)
+          return this.process.url
+        },
+      })
+    }
+    // Together: each start waits for its own "beacon started" only; balancing evens them out.
+    await Promise.all(members.map(async member => { member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) }) }))
+
+    const cluster: BeaconCluster = {
+      name, nats, tenant, members, env, seededDir,
+      live: () => members.filter(member => member.process !== null),
+      async kill (index) {
+        const member = members[index]!
+        await member.process?.kill()
+        member.process = null
+      },
+      async stop (index) {
+        const member = members[index]!
+        const code = await member.process?.stop() ?? null
+        member.process = null
+        return code
+      },
+      async restart (index) {
+        const member = members[index]!
+        if (member.process !== null) throw new Error(`${member.id} is running`)
+        member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) })
+      },
+      async status (member) {
+        const answer = await admin<ClusterAnswer>(member.url, 'GET', '/admin/cluster')
+        if (answer.status !== 200) throw new Error(`GET /admin/cluster on ${member.id}: ${answer.status} ${JSON.stringify(answer.body)}`)
+        return answer.body
+      },
+      async settled (timeoutMs = 60_000) {
+        const deadline = Date.now() + timeoutMs
+        let last = ''
+        for (;;) {
+          const live = cluster.live()
+          const answers = await Promise.all(live.map(member => cluster.status(member).catch((error: Error) => error)))
+          const problem = settledProblem(live, answers)
+          if (problem === null) return ownersOf(answers[0] as ClusterAnswer)
+          last = problem
+          if (Date.now() >= deadline) throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${last}`)
+          await new Promise(resolve => setTimeout(resolve, 50))
+        }
+      },
+      async close () {
+        await Promise.all(members.map(member => member.process?.kill()))
+        await nats.close()
+        for (const dir of dirs) removeDir(dir)
+      },
+    }
+    return cluster
+  } catch (error) {
+    await Promise.all(members.map(member => member.process?.kill()))
+    await nats.close()
+    for (const dir of dirs) removeDir(dir)
+    throw error
+  }
+}
+
+/** Partition → the id of the node holding its lease, from one answer. */
+export function ownersOf (answer: ClusterAnswer): Map<number, string> {
+  const owners = new Map<number, string>()
+  for (const node of answer.nodes) for (const partition of node.partitions) owners.set(partition, node.id)
+  return owners
+}
+
+function settledProblem (live: ClusterMember[], answers: Array<ClusterAnswer | Error>): string | null {
+  const ids = new Set(live.map(member => member.id))
+  let reference: string | null = null
+  for (const [index, answer] of answers.entries()) {
+    const member = live[index]!
+    if (answer instanceof Error) return answer.message
+    if (!answer.joined) return `${member.id} has not joined`
+    if (answer.unowned.length > 0) return `${member.id} sees ${answer.unowned.length} partitions without owner`
+    if (answer.recovering.length > 0) return `${member.id} is recovering ${answer.recovering.length} partitions`
+    const owners = ownersOf(answer)
+    for (const owner of owners.values()) if (!ids.has(owner)) return `${member.id} sees ${owner} (not running) holding partitions`
+    const share = Math.ceil(answer.partitions / live.length)
+    const most = Math.max(...answer.nodes.map(node => node.partitions.length))
+    if (most > share) return `${member.id} sees a node holding ${most} partitions (share ${share})`
+    const mine = [...owners].filter(([, owner]) => owner === member.id).map(([partition]) => partition).sort((a, b) => a - b)
+    if (JSON.stringify(mine) !== JSON.stringify(answer.owned)) return `${member.id} holds ${mine.length} leases but owns ${answer.owned.length}`
+    const view = JSON.stringify([...owners].sort((a, b) => a[0] - b[0]))
+    if (reference === null) reference = view
+    else if (view !== reference) return `${member.id} sees other lease holders than ${live[0]!.id}`
+  }
+  return null
+}
