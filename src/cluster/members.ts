@@ -9,7 +9,7 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { systemClock, type Clock } from '../clock.js'
 import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
 import { KvView } from './kv-view.js'
-import { retryWhileElecting } from './retry.js'
+import { isTransient, retryWhileElecting } from './retry.js'
 
 export interface MembersOptions {
   nc: NatsConnection
@@ -65,12 +65,18 @@ export class Members {
    */
   async join (waitMs = Math.ceil(this.ttlMs * 1.5)): Promise<void> {
     const deadline = Date.now() + waitMs
+    // A bucket just created (or a server lost) may be electing its leader: such failures are retried longer.
+    const electionDeadline = Date.now() + 30_000
     for (;;) {
       try {
         await this.kv.create(`n.${this.node}`, this.node)
         return
       } catch (error) {
-        if (!isTaken(error)) throw error
+        if (!isTaken(error)) {
+          if (!isTransient(error) || Date.now() >= electionDeadline) throw error
+          await new Promise(resolve => setTimeout(resolve, 100))
+          continue
+        }
         if (Date.now() >= deadline) {
           throw new ClusterError(CLUSTER_ERRORS.CLUSTER_NODE_ID_IN_USE, `another live node of this cluster has the node id ${this.node} (BEACON_NODE_ID): each node needs its own`)
         }

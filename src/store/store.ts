@@ -276,7 +276,7 @@ function isOwnRecord (value: object): boolean {
 }
 
 const SEQ_RESERVED_KEY = 'seq-reserved'
-const NODE_ID_KEY = 'node-id'
+export const NODE_ID_KEY = 'node-id'
 const SEQ_RESERVE_BLOCK = 100_000
 
 function noop (): void {}

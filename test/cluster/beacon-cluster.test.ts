@@ -7,6 +7,7 @@
 import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
 import { partitionOf } from '../../src/cluster/partition.js'
+import { Store } from '../../src/store/store.js'
 import { post, removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
 import { CLUSTER_LEASE_MS, CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster, type ClusterMember } from '../helpers/beacon-cluster.js'
 
@@ -99,13 +100,19 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     const victim = 2
     const victimId = cluster.members[victim]!.id
     const lost = [...owners].filter(([, owner]) => owner === victimId).map(([partition]) => partition)
+    const survivors = cluster.live().filter(member => member.id !== victimId)
+    const before = await Promise.all(survivors.map(takeovers))
     const killedAt = Date.now()
     await cluster.kill(victim)
     owners = await cluster.settled()
     const tookMs = Date.now() - killedAt
     for (const partition of lost) expect(owners.get(partition)).to.not.equal(victimId)
-    console.log(`      ${lost.length} partitions of ${victimId} owned by the survivors ${tookMs} ms after SIGKILL (lease ${CLUSTER_LEASE_MS} ms)`)
-    console.log(`      takeover per partition as the new owners measured it: ${(await takeoverSummary(cluster.live())).join('; ')}`)
+    const after = await Promise.all(survivors.map(takeovers))
+    const count = after.reduce((total, t, i) => total + t.count - before[i]!.count, 0)
+    const sumMs = after.reduce((total, t, i) => total + (t.sum - before[i]!.sum) * 1000, 0)
+    expect(count).to.equal(lost.length)
+    console.log(`      ${lost.length} partitions of ${victimId} owned by the survivors ${tookMs} ms after SIGKILL (lease ${CLUSTER_LEASE_MS} ms, seen by polling /admin/cluster)`)
+    console.log(`      takeover as the new owners measured it (lease seen lapsed → recovered): mean ${Math.round(sumMs / count)} ms over ${count} partitions`)
     await expectAllReadable()
     for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 2000 + i))
 
@@ -133,6 +140,27 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     await expectAllReadable()
   })
 
+  it('a fourth node, named by its data folder, takes its share, then leaves on SIGTERM, with every write kept', async () => {
+    const joinedAt = Date.now()
+    const index = await cluster.add(null)
+    const fourth = cluster.members[index]!
+    expect(fourth.id).to.match(/^[0-9a-f-]{36}$/)
+    owners = await cluster.settled()
+    const held = [...owners.values()].filter(owner => owner === fourth.id).length
+    console.log(`      a fourth node settled with ${held} partitions ${Date.now() - joinedAt} ms after its start began`)
+    expect(held).to.be.within(10, 16)
+    await expectAllReadable()
+    for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 4000 + i))
+    expect(await cluster.stop(index)).to.equal(0)
+    owners = await cluster.settled()
+    expect([...owners.values()]).to.not.include(fourth.id)
+    await expectAllReadable()
+    // The data folder's node id, as the store keeps it.
+    const store = new Store({ path: fourth.dataDir, durability: 'committed' })
+    expect(store.nodeId).to.equal(fourth.id)
+    await store.close()
+  })
+
   it('counts takeovers and changelog appends in /metrics', async () => {
     const text = await (await fetch(`${cluster.live()[0]!.url}/metrics`)).text()
     for (const name of ['beacon_cluster_takeovers_total', 'beacon_cluster_takeover_seconds_count', 'beacon_cluster_changelog_append_seconds_count', 'beacon_cluster_partitions_owned', 'beacon_cluster_forwarded_total']) {
@@ -143,7 +171,8 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
   })
 
   describe('refusals at start', () => {
-    const refusal = async (env: Record<string, string>, dataDir = cluster.seededDir()): Promise<string> => {
+    const refusal = async (env: Record<string, string>, dir?: string): Promise<string> => {
+      const dataDir = dir ?? await cluster.seededDir()
       try {
         const started = await startBeacon({ dataDir, env })
         await started.kill()
@@ -174,12 +203,10 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
   })
 })
 
-/** Each node's takeover histogram as count and mean, from /metrics. */
-async function takeoverSummary (members: ClusterMember[]): Promise<string[]> {
-  return await Promise.all(members.map(async member => {
-    const text = await (await fetch(`${member.url}/metrics`)).text()
-    const count = Number(/^beacon_cluster_takeover_seconds_count (\S+)/m.exec(text)?.[1] ?? 0)
-    const sum = Number(/^beacon_cluster_takeover_seconds_sum (\S+)/m.exec(text)?.[1] ?? 0)
-    return `${member.id} ${count} takeovers, mean ${count === 0 ? '-' : Math.round(sum / count * 1000)} ms`
-  }))
+/** A node's takeover histogram (count, sum in seconds), from /metrics. */
+async function takeovers (member: ClusterMember): Promise<{ count: number, sum: number }> {
+  const text = await (await fetch(`${member.url}/metrics`)).text()
+  const count = Number(/^beacon_cluster_takeover_seconds_count (\S+)/m.exec(text)?.[1] ?? 0)
+  const sum = Number(/^beacon_cluster_takeover_seconds_sum (\S+)/m.exec(text)?.[1] ?? 0)
+  return { count, sum }
 }

@@ -5,13 +5,16 @@
 //
 // Configuration is not replicated between nodes yet: one tenant (account and token) is created on an
 // embedded Beacon whose data folder is then copied to every node's, so every node knows the same
-// account id and token. Node ids are set (BEACON_NODE_ID): the copies share the folder's own node id.
+// account id and token. Each copy gets a node id of its own (the data folder's, which outbox records
+// carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID).
 
 import { cpSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startNatsCluster, type NatsCluster } from './nats-cluster.js'
 import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from './beacon.js'
+import { randomUUID } from 'node:crypto'
 import { LOCK_FILE } from '../../src/store/data-lock.js'
+import { NODE_ID_KEY, Store } from '../../src/store/store.js'
 
 export const CLUSTER_PARTITIONS = 64
 export const CLUSTER_LEASE_MS = 1500
@@ -51,6 +54,11 @@ export interface BeaconCluster {
   stop (index: number): Promise<number | null>
   /** Starts a stopped member again on its data folder. */
   restart (index: number): Promise<void>
+  /**
+   * Starts one more node on a fresh seeded folder, named `id`, or by its data folder's node id when
+   * null (no BEACON_NODE_ID); resolves with its index in `members`.
+   */
+  add (id: string | null): Promise<number>
   status (member: ClusterMember): Promise<ClusterAnswer>
   /**
    * Resolves once every running member answers the same lease holders, all partitions held by running
@@ -58,7 +66,7 @@ export interface BeaconCluster {
    */
   settled (timeoutMs?: number): Promise<Map<number, string>>
   /** A fresh data folder holding the tenant (for an extra node). */
-  seededDir (): string
+  seededDir (): Promise<string>
   close (): Promise<void>
 }
 
@@ -74,10 +82,13 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
     const seed = await startBeacon({ dataDir: template })
     const tenant = await createTenant(seed.url, 'Cluster test')
     await seed.stop()
-    const seededDir = (): string => {
+    const seededDir = async (): Promise<string> => {
       const dir = tempDir('beacon-cluster-node-')
       cpSync(template, dir, { recursive: true })
       rmSync(join(dir, LOCK_FILE), { force: true })
+      const store = new Store({ path: dir, durability: 'committed' })
+      store.meta.putSync(NODE_ID_KEY, randomUUID())
+      await store.close()
       dirs.push(dir)
       return dir
     }
@@ -91,17 +102,14 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       ...extraEnv,
       ...extra,
     })
-    for (let i = 0; i < count; i++) {
-      const dataDir = seededDir()
-      const id = `node-${i + 1}`
-      members.push({
-        id, dataDir, process: null,
-        get url () {
-          if (this.process === null) throw new Error(`${id} is not running`)
-          return this.process.url
-        },
-      })
-    }
+    const member = (id: string, dataDir: string): ClusterMember => ({
+      id, dataDir, process: null,
+      get url () {
+        if (this.process === null) throw new Error(`${this.id} is not running`)
+        return this.process.url
+      },
+    })
+    for (let i = 0; i < count; i++) members.push(member(`node-${i + 1}`, await seededDir()))
     // Together: each start waits for its own "beacon started" only; balancing evens them out.
     await Promise.all(members.map(async member => { member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) }) }))
 
@@ -123,6 +131,14 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
         const member = members[index]!
         if (member.process !== null) throw new Error(`${member.id} is running`)
         member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) })
+      },
+      async add (id) {
+        const added = member(id ?? '', await seededDir())
+        const { BEACON_NODE_ID: _named, ...unnamed } = env(added.id)
+        added.process = await startBeacon({ dataDir: added.dataDir, env: id === null ? unnamed : env(id) })
+        members.push(added)
+        if (id === null) added.id = (await cluster.status(added)).node
+        return members.length - 1
       },
       async status (member) {
         const answer = await admin<ClusterAnswer>(member.url, 'GET', '/admin/cluster')
