@@ -68,7 +68,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       entityLog,
       async start () {
         await node.start(entityLog)
-        log.info({ cluster, node: nodeId, partitions: config.partitions, owned: node.status().owned.length }, 'cluster node joined')
+        log.info({ cluster, node: nodeId, partitions: config.partitions, recovering: node.status().recovering.length }, 'cluster node joined')
       },
       async stop () {
         await node.close()

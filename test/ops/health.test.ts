@@ -32,6 +32,15 @@ describe('readiness', () => {
     expect(readiness({ ...healthy, nats: { connected: () => true } }).status).to.equal(200)
   })
 
+  it('in cluster mode, adds a cluster check: 503 with the node\'s reason until it joined and every partition has an owner', () => {
+    const waiting = readiness({ ...healthy, nats: { connected: () => true }, cluster: { unready: () => '3 of 64 partitions have no owner yet.' } })
+    expect(waiting.status).to.equal(503)
+    expect(waiting.body).to.include({ status: 'not_ready', reason: '3 of 64 partitions have no owner yet.' })
+    const ready = readiness({ ...healthy, nats: { connected: () => true }, cluster: { unready: () => null } })
+    expect(ready.status).to.equal(200)
+    expect(ready.body.checks.map(c => [c.name, c.ok])).to.deep.equal([['lmdb', true], ['nats', true], ['cluster', true], ['draining', true]])
+  })
+
   it('answers 503 with the reason when LMDB is closed', () => {
     const { status, body } = readiness({ ...healthy, lmdbOpen: () => false })
     expect(status).to.equal(503)
