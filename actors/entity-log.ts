@@ -120,6 +120,12 @@ export class EntityLog implements EntityWrites, PartitionLog {
     return out
   }
 
+  /** Entries appended to the partition's changelog since its last snapshot (what a takeover replays after it); null if not held. */
+  entriesSinceSnapshot (partition: number): number | null {
+    const state = this.partitions.get(partition)
+    return state === undefined || state.recovering ? null : state.entries
+  }
+
   write (kind: EntityKindName, account: string, id: string, state: object | null): Promise<void> {
     const partition = this.partitionOf(account, id)
     const rows = this.takeRows()

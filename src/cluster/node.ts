@@ -29,6 +29,8 @@ export interface PartitionKeeper {
   release (partition: number): Promise<void>
   /** The lease is gone: stop writing the partition at once. */
   lost (partition: number): void
+  /** Entries in the partition's changelog since its last snapshot; null when not held. */
+  entriesSinceSnapshot? (partition: number): number | null
 }
 
 export interface Takeover {
@@ -65,6 +67,8 @@ export interface ClusterStatus {
   joined: boolean
   /** Partitions this node has recovered and serves. */
   owned: number[]
+  /** Per partition of `owned`: changelog entries since its last snapshot (what a takeover would replay after the snapshot). */
+  changelogEntries: number[]
   /** Partitions whose lease this node holds and is still recovering. */
   recovering: number[]
   /** Partitions with no live lease as this node sees them. */
@@ -193,7 +197,7 @@ export class ClusterNode implements Ownership {
     }
     return {
       cluster: this.cluster, node: this.nodeId, partitions: this.partitions, joined: this.joined && this.closing === null,
-      owned, recovering, unowned, nodes: [...byNode.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+      owned, changelogEntries: owned.map(partition => this.keeper?.entriesSinceSnapshot?.(partition) ?? 0), recovering, unowned, nodes: [...byNode.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
     }
   }
 

@@ -44,6 +44,7 @@ export const ClusterStatus = Type.Object({
   partitions: Type.Integer({ minimum: 1, description: 'BEACON_PARTITIONS, as stored in the cluster.' }),
   joined: Type.Boolean({ description: 'This node has joined and is not leaving.' }),
   owned: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions this node has recovered and serves.' }),
+  changelogEntries: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Per partition of `owned`: changelog entries since its last snapshot (replayed after the snapshot by a takeover; a snapshot is taken every 10,000).' }),
   recovering: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions whose lease this node holds, still being recovered.' }),
   unowned: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Partitions without a live lease as this node sees them.' }),
   nodes: Type.Array(Type.Object({

@@ -8,6 +8,7 @@ import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
 import { partitionOf } from '../../src/cluster/partition.js'
 import { Store } from '../../src/store/store.js'
+import { pauseProcess } from '../helpers/pause.js'
 import { post, removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
 import { CLUSTER_LEASE_MS, CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster, type ClusterMember } from '../helpers/beacon-cluster.js'
 
@@ -86,6 +87,9 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     for (let i = 0; i < 60; i++) written.push(await write('profile', `person-${i}@example.com`, 1000 + i))
     expect(new Set(written.map(entry => entry.partition)).size).to.be.above(50)
     await expectAllReadable()
+    // Each owner counts the entries its partitions' changelogs took since their last snapshot.
+    const entries = (await Promise.all(cluster.live().map(member => cluster.status(member)))).flatMap(answer => answer.changelogEntries)
+    expect(entries.reduce((a, b) => a + b)).to.be.at.least(written.length)
     // A node that does not own the partition refuses the write (no forwarding yet): 503 partition_moved, Retry-After.
     const entry = written[0]!
     const other = cluster.live().find(member => member.id !== owners.get(entry.partition))!
@@ -137,6 +141,33 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     await expectAllReadable()
     await cluster.restart(index)
     owners = await cluster.settled()
+    await expectAllReadable()
+  })
+
+  it('SIGSTOP past the lease: the others take its partitions, its stale write is refused after SIGCONT, it rejoins, no update lost', async () => {
+    const index = 0
+    const member = cluster.members[index]!
+    const pid = member.process!.child.pid!
+    const at = written.findIndex(entry => entry.kind === 'visitor' && owners.get(entry.partition) === member.id)
+    const entry = written[at]!
+    await pauseProcess(pid)
+    const pausedAt = Date.now()
+    try {
+      owners = await cluster.settled({ excluding: member.id })
+      console.log(`      ${member.id} paused: its partitions owned by the others ${Date.now() - pausedAt} ms after SIGSTOP`)
+      written[at] = await write('visitor', entry.id, 5000)
+      for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 5001 + i))
+    } finally {
+      process.kill(pid, 'SIGCONT')
+    }
+    const { account, token } = cluster.tenant
+    const stale = await post(member.url, '/visitors/attributes', { account, token, visitorId: entry.id, attributes: { n: -5 } })
+    expect(stale.status, JSON.stringify(stale.body)).to.equal(503)
+    expect(stale.body.errors[0].code).to.equal('partition_moved')
+    const continuedAt = Date.now()
+    owners = await cluster.settled()
+    console.log(`      ${member.id} rejoined and the cluster settled ${Date.now() - continuedAt} ms after SIGCONT`)
+    expect([...owners.values()]).to.include(member.id)
     await expectAllReadable()
   })
 

@@ -26,6 +26,7 @@ export interface ClusterAnswer {
   partitions: number
   joined: boolean
   owned: number[]
+  changelogEntries: number[]
   recovering: number[]
   unowned: number[]
   nodes: Array<{ id: string, partitions: number[], leaseAgesMs: number[] }>
@@ -62,9 +63,10 @@ export interface BeaconCluster {
   status (member: ClusterMember): Promise<ClusterAnswer>
   /**
    * Resolves once every running member answers the same lease holders, all partitions held by running
-   * members only, none more than its share, and each member owns (recovered) what it holds. Returns the partition → owner id map.
+   * members only, none more than its share, and each member owns (recovered) what it holds. Returns the
+   * partition → owner id map. `excluding`: a running member left out (paused: it must hold nothing).
    */
-  settled (timeoutMs?: number): Promise<Map<number, string>>
+  settled (options?: { timeoutMs?: number, excluding?: string }): Promise<Map<number, string>>
   /** A fresh data folder holding the tenant (for an extra node). */
   seededDir (): Promise<string>
   close (): Promise<void>
@@ -145,11 +147,11 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
         if (answer.status !== 200) throw new Error(`GET /admin/cluster on ${member.id}: ${answer.status} ${JSON.stringify(answer.body)}`)
         return answer.body
       },
-      async settled (timeoutMs = 60_000) {
+      async settled ({ timeoutMs = 60_000, excluding }: { timeoutMs?: number, excluding?: string } = {}) {
         const deadline = Date.now() + timeoutMs
         let last = ''
         for (;;) {
-          const live = cluster.live()
+          const live = cluster.live().filter(member => member.id !== excluding)
           const answers = await Promise.all(live.map(member => cluster.status(member).catch((error: Error) => error)))
           const problem = settledProblem(live, answers)
           if (problem === null) return ownersOf(answers[0] as ClusterAnswer)
