@@ -166,7 +166,9 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     expect(stale.body.errors[0].code).to.equal('partition_moved')
     const continuedAt = Date.now()
     owners = await cluster.settled()
-    console.log(`      ${member.id} rejoined and the cluster settled ${Date.now() - continuedAt} ms after SIGCONT`)
+    const log = member.process!.output()
+    const count = (text: string): number => log.split('\n').filter(line => line.includes(text)).length
+    console.log(`      ${member.id} rejoined and the cluster settled ${Date.now() - continuedAt} ms after SIGCONT; it logged ${count('"partition lease lost"')} leases lost, ${count('"partition refused by its changelog')} partitions refused by their changelog`)
     expect([...owners.values()]).to.include(member.id)
     await expectAllReadable()
   })
