@@ -3,6 +3,8 @@
 // accepting and answer the requests in flight, wait for their writes, finish the relay pass under way
 // (rows not yet relayed stay in the outbox for the next start), stop the delivery workers (what they
 // had not sent stays pending, or goes back to the stream), close NATS, then flush and close LMDB.
+// With BEACON_CLUSTER the process is also a cluster node (src/cluster-mode.ts): it joins before it
+// listens, and hands its partitions over right after the requests in flight were answered.
 
 import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
@@ -117,7 +119,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
-  await cluster?.start()
+  if (cluster !== null) await cluster.start()
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
 
@@ -194,7 +196,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         maintenance.stop()
         await server.drain()
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
-        await cluster?.stop()
+        if (cluster !== null) await cluster.stop()
         await accountDeletions.stop()
         await linksBackfill.stop()
         await runtime.drain()
