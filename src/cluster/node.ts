@@ -229,6 +229,7 @@ export class ClusterNode implements Ownership {
       this.recovered.add(partition)
       const doneAtMs = this.clock.nowMs()
       if (freeSinceMs !== null) this.onTakeover({ partition, takeoverMs: doneAtMs - Math.min(freeSinceMs, startedAtMs), recoveryMs: doneAtMs - startedAtMs })
+      else log.debug({ partition, recoveryMs: doneAtMs - startedAtMs }, 'partition acquired (no earlier lease of it seen here: not counted as a takeover)')
     }, (error: unknown) => {
       if (this.recovering.get(partition) !== recovery) return
       this.recovering.delete(partition)
