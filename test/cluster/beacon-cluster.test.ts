@@ -7,7 +7,9 @@
 import { expect } from 'chai'
 import { Compile } from 'typebox/schema'
 import { randomUUID } from 'node:crypto'
+import { connect } from '@nats-io/transport-node'
 import { partitionOf } from '../../src/cluster/partition.js'
+import { Changelog, changelogStreamName } from '../../src/cluster/changelog.js'
 import { Store } from '../../src/store/store.js'
 import { pauseProcess } from '../helpers/pause.js'
 import { post, removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
@@ -106,6 +108,27 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     expect(refused.status).to.equal(503)
     expect(refused.headers.get('retry-after')).to.equal('1')
     expect(refused.body.errors[0].code).to.equal('partition_moved')
+  })
+
+  it('a write fenced by another claim on its changelog: 503 partition_moved, the owner gives the lease up, the partition is recovered again with its writes', async () => {
+    const nc = await connect({ servers: cluster.nats.urls })
+    try {
+      const intruder = await Changelog.open({ nc, stream: changelogStreamName(cluster.name), subjectPrefix: `beacon.changelog.${cluster.name}`, replicas: 3, owner: 'intruder' })
+      const entry = written.find(candidate => candidate.kind === 'visitor')!
+      const owner = memberOf(owners.get(entry.partition)!)
+      await intruder.claim(entry.partition)
+      const { account, token } = cluster.tenant
+      const refused = await post(owner.url, '/visitors/attributes', { account, token, visitorId: entry.id, attributes: { n: -7 } })
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(503)
+      expect(refused.body.errors[0].code).to.equal('partition_moved')
+      expect(refused.headers.get('retry-after')).to.equal('1')
+      owners = await cluster.settled()
+      expect(owner.process!.output()).to.include('"partition":' + String(entry.partition) + ',"msg":"partition refused by its changelog')
+      console.log(`      partition ${entry.partition} refused at ${owner.id}, owned again by ${owners.get(entry.partition)}`)
+      await expectAllReadable()
+    } finally {
+      await nc.close()
+    }
   })
 
   it('SIGKILL of a node: the others take its partitions over, with every acknowledged write', async () => {
