@@ -2,28 +2,32 @@
 // partition this node does not own is sent to the owner over NATS request/reply, and the owner's answer
 // (status, headers, body bytes) comes back to be written unchanged.
 //
-// Subjects: one per partition, `beacon.<cluster>.fwd.<partition>`, subscribed in one queue group by the
-// node that owns the partition (`Ownership.owns`), not one per node. The sender then needs no view of
-// who the owner is: NATS interest is the routing table, so a sender whose lease view lags still reaches
-// the node that serves the partition now. A handover shows as a short gap (no responders: nobody
-// subscribed yet) or an overlap (the queue group gives each request to one of the two; the one that no
-// longer owns the partition answers "moved"); both are retried. The owner keeps its subscriptions in
-// line with `owns` by polling it (every `syncIntervalMs`, P cheap calls) and whenever `sync()` is called
-// (the cluster node calls it when it gains or loses a partition).
+// Subjects: one per partition, `beacon.<cluster>.fwd.<partition>`, subscribed by the node that owns the
+// partition (`Ownership.owns`), not one per node. The sender then needs no view of who the owner is:
+// NATS interest is the routing table, so a sender whose lease view lags still reaches the node that
+// serves the partition now, and a stalled former owner (paused, its lease lapsed, its connection not yet
+// timed out) cannot capture requests as it would in a queue group: every subscriber gets each request,
+// the owner runs it, a subscriber that does not own the partition answers "moved", and the sender takes
+// the first answer. A handover thus shows as a short gap (no responders: nobody subscribed yet) or a
+// short overlap (a "moved" may come first: the retry reaches the owner, which is already running that
+// request id and answers it once done, below). The owner keeps its subscriptions in line with `owns` by
+// polling it (every `syncIntervalMs`, P cheap calls) and whenever `sync()` is called (the cluster node
+// calls it when it gains or loses a partition).
 //
 // Sender (`forward`): within one budget (`budgetMs`, 5 s by default, the whole exchange included) it
-// waits for the partition to have an owner (`Ownership.ownerReady`), sends, and on no responders, a
-// timeout, a lost connection or "moved" waits a little (and for an owner other than the one that said
-// "moved") and sends again. When the budget is spent it rejects with 503 `unavailable` and
-// `Retry-After: 1`: never a silent loss, never a 500. A request whose handler at the owner takes longer
-// than the budget gets that 503 too (the owner may still complete it).
+// waits for the partition to have an owner (`Ownership.ownerReady`), sends, and on no responders, no
+// answer within `attemptTimeoutMs` (1 s), a lost connection or "moved" waits a little (and, after
+// "moved", for an owner other than the node that said so) and sends again. When the budget is spent it
+// rejects with 503 `unavailable` and `Retry-After: 1`: never a silent loss, never a 500. A request
+// whose handler at the owner takes longer than the budget gets that 503 too (the owner may still
+// complete it).
 //
 // Retries and writes: each forwarded request carries an id; the owner keeps the answer (or the answer
 // being computed) of each id for `dedupeMs` (10 s, twice the budget), so a retry that reaches the same
-// owner after a timeout gets the first execution's answer instead of running again. A retry that reaches
-// another owner (the partition moved meanwhile) runs there; a write whose first execution was applied
-// but not answered can then apply twice (a purchase with an orderId still counts once; a page view
-// counts twice), as for any client retry.
+// owner (after an attempt timed out: a slow handler, a lost reply) gets the first execution's answer
+// instead of running it again. A retry that reaches another owner (the partition moved meanwhile) runs
+// there; a write whose first execution was applied but not answered can then apply twice (a purchase
+// with an orderId still counts once; a page view counts twice), as for any client retry.
 
 import { nuid, type NatsConnection, type Msg, type Subscription } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
@@ -79,6 +83,8 @@ export interface ForwarderOptions {
   ownership: Ownership
   /** Whole time a forwarded request may take before 503 unavailable; default 5000. */
   budgetMs?: number
+  /** How long one send waits for an answer before it is sent again (same id); default 1000. */
+  attemptTimeoutMs?: number
   /** How long an owner keeps the answer of a request id for retries; default 10000. */
   dedupeMs?: number
   /** At most this many answers kept for retries; default 10000. */
@@ -98,9 +104,8 @@ type WireReply =
 
 // Plain msgpack (no records extension), as the changelog: every message decodes on its own on any node.
 const packr = new Packr({ useRecords: false, moreTypes: false })
-const QUEUE = 'owner'
 const BACKOFF_FIRST_MS = 10
-const BACKOFF_MAX_MS = 200
+const BACKOFF_MAX_MS = 100
 
 interface Remembered {
   /** The encoded answer (or the answer being computed); null: the request was answered "moved". */
@@ -113,6 +118,7 @@ export class Forwarder {
   private readonly nc: NatsConnection
   private readonly ownership: Ownership
   private readonly budgetMs: number
+  private readonly attemptTimeoutMs: number
   private readonly dedupeMs: number
   private readonly dedupeMax: number
   private readonly clock: Clock
@@ -129,6 +135,7 @@ export class Forwarder {
     this.ownership = options.ownership
     this.subjectPrefix = `beacon.${options.cluster}.fwd`
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
+    this.attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? 1000)
     this.dedupeMs = positiveInteger('dedupeMs', options.dedupeMs ?? 10_000)
     this.dedupeMax = positiveInteger('dedupeMax', options.dedupeMax ?? 10_000)
     this.clock = options.clock ?? systemClock
@@ -156,7 +163,6 @@ export class Forwarder {
       const subscription = this.subscriptions.get(p)
       if (owns && subscription === undefined) {
         this.subscriptions.set(p, this.nc.subscribe(this.subject(p), {
-          queue: QUEUE,
           callback: (error, msg) => { if (error === null) this.answer(p, msg) },
         }))
       } else if (!owns && subscription !== undefined) {
@@ -188,7 +194,7 @@ export class Forwarder {
       attempts++
       let answer: WireReply | null = null
       try {
-        const msg = await this.nc.request(subject, payload, { timeout: remaining })
+        const msg = await this.nc.request(subject, payload, { timeout: Math.min(remaining, this.attemptTimeoutMs) })
         answer = packr.unpack(msg.data) as WireReply
       } catch {
         // No responders (nobody serves the partition yet), a timeout, the connection lost: again.
