@@ -157,14 +157,21 @@ export class Forwarder {
 
   /** Subscribe to the partitions this node owns now, and leave those it no longer owns. Cheap; idempotent. */
   sync (): void {
-    if (this.closed || this.handler === null) return
+    // A closed connection (the node stopping) subscribes to nothing: nc.subscribe would throw.
+    if (this.closed || this.handler === null || this.nc.isClosed()) return
     for (let p = 0; p < this.ownership.partitions; p++) {
       const owns = this.ownership.owns(p)
       const subscription = this.subscriptions.get(p)
       if (owns && subscription === undefined) {
-        this.subscriptions.set(p, this.nc.subscribe(this.subject(p), {
-          callback: (error, msg) => { if (error === null) this.answer(p, msg) },
-        }))
+        try {
+          this.subscriptions.set(p, this.nc.subscribe(this.subject(p), {
+            callback: (error, msg) => { if (error === null) this.answer(p, msg) },
+          }))
+        } catch (error) {
+          // Draining or closing: the next sync tries again, if any.
+          log.warn({ err: error, partition: p }, 'cannot subscribe to forwarded requests')
+          return
+        }
       } else if (!owns && subscription !== undefined) {
         this.subscriptions.delete(p)
         // Drain: requests already delivered to this node are still answered ("moved"), not dropped.
