@@ -8,7 +8,7 @@
 // (src/cluster/forwarder.ts) and the owner's answer written as is. The owner runs it through
 // `runForwarded`: the same pipeline (draining, in-flight limit, guard, body checks, admit, handler) on
 // a request made from the forwarded one, its answer captured instead of written. Without `cluster`
-// the only cost is one null check per request.
+// the cost is a null check when the handler is called and one when the answer is written, no allocation.
 
 import uWS from 'uWebSockets.js'
 import { ApiError, type ErrorItem } from '../errors.js'
