@@ -28,6 +28,10 @@
 // instead of running it again. A retry that reaches another owner (the partition moved meanwhile) runs
 // there; a write whose first execution was applied but not answered can then apply twice (a purchase
 // with an orderId still counts once; a page view counts twice), as for any client retry.
+//
+// Size: a request or an answer travels as one NATS message, at most the server's max_payload (1 MB by
+// default). A larger request is refused at once (413 body_too_large); a larger answer becomes a 500
+// naming the limit, logged at the owner.
 
 import { nuid, type NatsConnection, type Msg, type Subscription } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
@@ -188,6 +192,10 @@ export class Forwarder {
     const startMs = this.clock.nowMs()
     const deadline = startMs + this.budgetMs
     const payload = packr.pack({ id: nuid.next(), p: partition, r: request } satisfies WireRequest)
+    const maxPayload = this.nc.info?.max_payload ?? Infinity
+    if (payload.byteLength > maxPayload) {
+      throw new ApiError('body_too_large', `The request (${payload.byteLength} bytes with its headers) is larger than the cluster forwards between nodes (the NATS max_payload, ${maxPayload} bytes).`)
+    }
     const subject = this.subject(partition)
     let notNode: string | undefined
     let backoffMs = BACKOFF_FIRST_MS
@@ -218,6 +226,18 @@ export class Forwarder {
     }
     this.observe?.('unavailable', attempts, this.clock.nowMs() - startMs)
     throw new ApiError('unavailable', `The partition of this visitor or profile has no node answering for it (waited ${this.budgetMs} ms); retry.`, undefined, { 'Retry-After': '1' })
+  }
+
+  /**
+   * What the HTTP server takes as its `cluster` option (ClusterRouting in src/http/server.ts): keys
+   * placed by this cluster's ownership, requests of other nodes' keys forwarded through this forwarder.
+   */
+  routing (): { owns: (key: { account: string, id: string }) => boolean, forward: (key: { account: string, id: string }, request: ForwardedRequest) => Promise<ForwardedReply> } {
+    const ownership = this.ownership
+    return {
+      owns: key => ownership.owns(ownership.partitionOf(key.account, key.id)),
+      forward: (key, request) => this.forward(ownership.partitionOf(key.account, key.id), request),
+    }
   }
 
   /** Stop answering (the node leaves); requests already delivered are answered. */
@@ -269,7 +289,14 @@ export class Forwarder {
       reply = { status: 500, contentType: 'application/json', headers: null, body: Buffer.from(JSON.stringify({ status: 500, message: 'Unexpected server error.', errors: [{ code: 'internal', message: 'Unexpected server error.' }] })) }
     }
     if (reply.moved === true) return null
-    return packr.pack({ k: 'r', s: reply.status, t: reply.contentType, h: reply.headers, b: reply.body } satisfies WireReply)
+    const bytes = packr.pack({ k: 'r', s: reply.status, t: reply.contentType, h: reply.headers, b: reply.body } satisfies WireReply)
+    const maxPayload = this.nc.info?.max_payload ?? Infinity
+    if (bytes.byteLength <= maxPayload) return bytes
+    // Not sendable: said at once (and logged for the operator), rather than left to time out as a 503.
+    log.error({ route: request.route, bytes: bytes.byteLength, maxPayload }, 'forwarded answer larger than the NATS max_payload')
+    const message = `The answer (${bytes.byteLength} bytes) is larger than the cluster forwards between nodes (the NATS max_payload, ${maxPayload} bytes).`
+    const body = Buffer.from(JSON.stringify({ status: 500, message, errors: [{ code: 'internal', message }] }))
+    return packr.pack({ k: 'r', s: 500, t: 'application/json', h: null, b: body } satisfies WireReply)
   }
 
   private respond (msg: Msg, bytes: Uint8Array | null): void {

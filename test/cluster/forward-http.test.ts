@@ -74,10 +74,7 @@ describe('Routing through the HTTP server (two HttpServers, forwarders on a real
     frontForwarder = new Forwarder({ nc: ncFront, cluster: 'httptest', ownership, budgetMs: 1500, observe: outcome => { outcomes.push(outcome) } })
     front = new HttpServer({
       ...options,
-      cluster: {
-        owns: key => ownership.owns(ownership.partitionOf(key.account, key.id)),
-        forward: (key, request) => frontForwarder.forward(ownership.partitionOf(key.account, key.id), request),
-      },
+      cluster: frontForwarder.routing(),
     })
     frontUrl = `http://127.0.0.1:${await front.listen()}`
   })

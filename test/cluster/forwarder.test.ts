@@ -9,6 +9,7 @@ import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Forwarder, type ForwardedReply, type ForwardedRequest } from '../../src/cluster/forwarder.js'
 import { ApiError } from '../../src/errors.js'
+import { log } from '../../src/log.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { TableOwnership } from '../helpers/table-ownership.js'
 
@@ -204,6 +205,23 @@ describe('Forwarder (one nats-server, three nodes, table ownership)', function (
     expect(node('b').ran).to.deep.equal(['/slow'])
     console.log(`      slow owner: answered after ${outcomes[0]![1]} sends, one execution`)
     expect(outcomes[0]![1]).to.be.greaterThan(1)
+  })
+
+  it('refuses at once what does not fit in one NATS message (max_payload): a request with 413, an answer with 500 naming the limit', async () => {
+    table.set(3, 'b')
+    syncAll()
+    const started = Date.now()
+    const tooBig = await errorOf(node('a').forwarder.forward(3, request('/big', Buffer.alloc(2 * 1024 * 1024))))
+    expect(tooBig.status).to.equal(413)
+    expect(tooBig.items[0]!.code).to.equal('body_too_large')
+    expect(node('b').ran).to.deep.equal([])
+    node('b').handler = async () => ({ status: 200, contentType: 'application/json', headers: null, body: Buffer.alloc(2 * 1024 * 1024, 0x20) })
+    const level = log.level
+    log.level = 'fatal' // the owner logs the refused answer as an error: expected here
+    const reply = await node('a').forwarder.forward(3, request('/big-answer')).finally(() => { log.level = level })
+    expect(reply.status).to.equal(500)
+    expect(JSON.parse(Buffer.from(reply.body!).toString('utf8')).message).to.match(/max_payload, 1048576 bytes/)
+    console.log(`      both refused in ${Date.now() - started} ms`)
   })
 
   it('waits when the owner\'s connection is gone, then answers at the next owner, or 503 when none comes', async () => {
