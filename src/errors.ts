@@ -58,6 +58,9 @@ export const ERRORS = {
   // Cluster mode: this node lost the key's partition while writing (its changelog append was refused or
   // not confirmed); nothing was acknowledged. The request path retries it at the partition's new owner.
   partition_moved: [503, 'The partition of this visitor or profile moved to another node; retry.'],
+  // Cluster mode: no node answered for the key's partition within the routing budget (it is changing
+  // owner, or its owner is unreachable); nothing was acknowledged. Sent with Retry-After.
+  unavailable: [503, 'No node answers for this visitor or profile right now; retry.'],
   // 500
   internal: [500, 'Unexpected server error.'],
 } as const satisfies Record<string, readonly [number, string]>

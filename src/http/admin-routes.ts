@@ -65,6 +65,11 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
   const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler): RouteDefinition =>
     ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', role, doc, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
+  /** A route about one visitor or profile (the path's second parameter): cluster mode serves it at the owner of its partition. */
+  const keyed = (kind: 'visitor' | 'profile', definition: RouteDefinition): RouteDefinition => ({
+    ...definition,
+    partitionKey: request => ({ account: param(request, 0), id: kind === 'visitor' ? visitorKey(param(request, 1)) : param(request, 1) }),
+  })
   // The first parameter of every path is the account id: a UUID, in lower case whatever the spelling.
   const param = (request: Request, index: number): string => index === 0 ? (request.params[0] ?? '').toLowerCase() : request.params[index] ?? ''
   /** The account of the path, once it is known to exist (404 account_not_found otherwise). */
@@ -361,7 +366,7 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
 
     // Privacy: everything held on a person, and its erasure (the profile and every device ever linked
     // to it: src/jobs/erasure.ts), and the erasure of one anonymous device.
-    route('get', '/admin/accounts/:account/profiles/:profileId/export', 'owner', {
+    keyed('profile', route('get', '/admin/accounts/:account/profiles/:profileId/export', 'owner', {
       summary: 'Export everything held on a person', description: 'The profile and each linked visitor (data subject access).', tag: 'People',
       ok: json(200, 'The person\'s data.', R.PersonExport), errors: ['account_not_found'],
     }, async request => {
@@ -369,8 +374,8 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       const profileId = param(request, 1)
       const { profile, visitors: devices } = await erasure.exportProfile(account, profileId)
       return ok({ profileId, profile: profileView(profileId, profile), visitors: devices.map(({ id, state }) => visitorView(id, state)) })
-    }),
-    route('del', '/admin/accounts/:account/profiles/:profileId', 'owner', {
+    })),
+    keyed('profile', route('del', '/admin/accounts/:account/profiles/:profileId', 'owner', {
       summary: 'Erase a person', tag: 'People',
       description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
       ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
@@ -380,8 +385,8 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       const erased = await erasure.eraseProfile(account, id)
       if (!erased.found) throw new ApiError('profile_not_found')
       return ok({ profileId: id, erased: { profiles: erased.profile ? 1 : 0, visitors: erased.visitors, deliveries: erased.deliveries }, keptVisitors: erased.keptVisitors })
-    }),
-    route('del', '/admin/accounts/:account/visitors/:visitorId', 'owner', {
+    })),
+    keyed('visitor', route('del', '/admin/accounts/:account/visitors/:visitorId', 'owner', {
       summary: 'Erase a visitor', tag: 'People',
       description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
       ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
@@ -391,25 +396,25 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       const erased = await erasure.eraseVisitor(account, id)
       if (erased === null) throw new ApiError('visitor_not_found')
       return ok({ visitorId: id, erased: { visitors: 1, deliveries: erased.deliveries }, unlinkedFrom: erased.profileId })
-    }),
+    })),
 
     // Everything Beacon holds on one visitor or profile (attributes, segments, tracked behaviour).
-    route('get', '/admin/accounts/:account/visitors/:visitorId', 'viewer', {
+    keyed('visitor', route('get', '/admin/accounts/:account/visitors/:visitorId', 'viewer', {
       summary: 'Everything held on a visitor', tag: 'People',
       ok: json(200, 'The visitor\'s record.', R.VisitorSnapshot), errors: ['account_not_found'],
     }, async request => {
       const account = knownAccount(request)
       const id = visitorKey(param(request, 1))
       return ok(visitorView(id, await runtime.send(visitors, account, id, { type: 'snapshot' })))
-    }),
-    route('get', '/admin/accounts/:account/profiles/:profileId', 'viewer', {
+    })),
+    keyed('profile', route('get', '/admin/accounts/:account/profiles/:profileId', 'viewer', {
       summary: 'Everything held on a profile', tag: 'People',
       ok: json(200, 'The profile\'s record.', R.ProfileSnapshot), errors: ['account_not_found'],
     }, async request => {
       const account = knownAccount(request)
       const profileId = param(request, 1)
       return ok(profileView(profileId, await runtime.send(profiles, account, profileId, { type: 'snapshot' })))
-    }),
+    })),
   ]
 }
 

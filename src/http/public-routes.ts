@@ -21,7 +21,7 @@ import type { EventBody, VisitorKind, VisitorMessage, VisitorReplies } from '../
 import type { ProfileKind, ProfileMessage, ProfileReplies } from '../../actors/profile.js'
 import * as S from './schemas.js'
 import { validator } from '../validator.js'
-import { errorReply, type Reply, type Request } from './server.js'
+import { errorReply, type EntityKey, type Reply, type Request } from './server.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
 import * as R from './reply-schemas.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
@@ -266,6 +266,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     return [
       {
         method: 'post', pattern, body: true, admit, release,
+        partitionKey: pattern.startsWith('/profiles/') ? profileKey : visitorKeyOf,
         doc: { ...doc, query: [ACCOUNT_QUERY], errors: [...doc.errors, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] },
         handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
       },
@@ -364,6 +365,21 @@ const PREFLIGHT = {
 /** The account a browser names in the query string (lower case, like the body's), or null. */
 function queryAccount (query: string): string | null {
   return query === '' ? null : new URLSearchParams(query).get('account')?.toLowerCase() ?? null
+}
+
+/**
+ * The entity a public request is about (cluster mode routes it to the owner of its partition): the
+ * account and visitorId of the body, lower-cased as admit() will, or its profileId (/profiles/...);
+ * null when the body names none (the handler refuses it).
+ */
+function visitorKeyOf (request: Request): EntityKey | null {
+  const body = request.body as { account?: unknown, visitorId?: unknown }
+  return typeof body.account === 'string' && typeof body.visitorId === 'string' ? { account: body.account.toLowerCase(), id: body.visitorId.toLowerCase() } : null
+}
+
+function profileKey (request: Request): EntityKey | null {
+  const body = request.body as { account?: unknown, profileId?: unknown }
+  return typeof body.account === 'string' && typeof body.profileId === 'string' ? { account: body.account.toLowerCase(), id: body.profileId } : null
 }
 
 /**

@@ -2,9 +2,17 @@
 // way: register onAborted first, copy what is needed out of `req` before anything async, read the body
 // with onData (bounded), then run the route's handler and write the reply inside `cork`, unless the
 // client went away.
+//
+// Cluster mode (option `cluster`): a route that declares its `partitionKey` is, when the key's partition
+// is owned by another node, not run here: once its body is read, the request is forwarded to the owner
+// (src/cluster/forwarder.ts) and the owner's answer written as is. The owner runs it through
+// `runForwarded`: the same pipeline (draining, in-flight limit, guard, body checks, admit, handler) on
+// a request made from the forwarded one, its answer captured instead of written. Without `cluster`
+// the cost is a null check when the handler is called and one when the answer is written, no allocation.
 
 import uWS from 'uWebSockets.js'
 import { ApiError, type ErrorItem } from '../errors.js'
+import type { ForwardedReply, ForwardedRequest } from '../cluster/forwarder.js'
 import { checkForbiddenKeys } from './validate.js'
 
 export interface Request {
@@ -41,6 +49,20 @@ export interface Reply {
 
 export type Handler = (request: Request) => Reply | Promise<Reply>
 
+/** The entity a request is about (a visitor or a profile of an account): what places it in a partition. */
+export interface EntityKey {
+  account: string
+  id: string
+}
+
+/** How the server reaches the other nodes (cluster mode). */
+export interface ClusterRouting {
+  /** This node serves the key's partition now. */
+  owns (key: EntityKey): boolean
+  /** The owner's answer; rejects with an ApiError (503 unavailable) when no owner answered in time. */
+  forward (key: EntityKey, request: ForwardedRequest): Promise<ForwardedReply>
+}
+
 /** Who may call an admin route: a role of the account's panel users, 'admin' (the admin key only) or 'public'. */
 export type RouteRole = 'viewer' | 'editor' | 'owner' | 'admin' | 'public'
 
@@ -70,6 +92,12 @@ export interface Route {
    */
   admit?: (request: Request) => object | null
   release?: (admitted: object) => void
+  /**
+   * The visitor or profile the request is about, from the parsed request (the body is not validated
+   * yet: return null when it names none, and the handler refuses it). In cluster mode a request whose
+   * key another node owns is forwarded there; unset: always served here.
+   */
+  partitionKey?: (request: Request) => EntityKey | null
   handler: Handler
 }
 
@@ -103,6 +131,8 @@ export interface ServerOptions<R extends Route = Route> {
    * its requests; null (or no `observe`) means that route pays nothing per request, not even a clock read.
    */
   observe?: ((route: RouteInfo) => RouteObserver | null) | null
+  /** Cluster mode: where requests for keys of other nodes go (unset: embedded mode, every request served here). */
+  cluster?: ClusterRouting | null
 }
 
 const STATUS_LINES: Record<number, string> = {
@@ -122,7 +152,8 @@ class Exchange {
   /** Counted in `inflight` (requests turned away at the door are not). */
   counted = false
   readonly server: HttpServer
-  readonly res: uWS.HttpResponse
+  /** null: a forwarded request (runForwarded), whose answer goes to `sink`. */
+  readonly res: uWS.HttpResponse | null
   readonly method: string
   readonly url: string
   readonly params: string[]
@@ -140,28 +171,68 @@ class Exchange {
   readonly framingError: string | null
   readonly observer: RouteObserver | null
   readonly startMs: number
+  /** A forwarded request's answer goes here (runForwarded); null for a request of this node's clients. */
+  readonly sink: ((reply: Reply) => void) | null
   auth: unknown = undefined
-  constructor (server: HttpServer, res: uWS.HttpResponse, req: uWS.HttpRequest, paramCount: number, observer: RouteObserver | null) {
+  /**
+   * `res` null: a forwarded request (runForwarded) read from `req`, its answer given to `sink`. Both
+   * kinds set the same fields in the same order (one object shape).
+   */
+  constructor (server: HttpServer, res: uWS.HttpResponse | null, req: uWS.HttpRequest | ForwardedRequest, paramCount: number, observer: RouteObserver | null, sink: ((reply: Reply) => void) | null) {
     this.server = server
     this.res = res
     this.observer = observer
     this.startMs = observer === null ? 0 : performance.now()
-    this.method = req.getMethod()
-    this.url = req.getUrl()
-    this.params = []
-    for (let i = 0; i < paramCount; i++) this.params.push(decodeParam(req.getParameter(i) ?? ''))
-    this.contentType = req.getHeader('content-type')
-    this.contentLength = req.getHeader('content-length')
-    this.authorization = req.getHeader('authorization')
-    this.query = req.getQuery() ?? ''
-    this.origin = req.getHeader('origin')
-    this.cookie = req.getHeader('cookie')
-    this.host = req.getHeader('host')
-    this.ifNoneMatch = req.getHeader('if-none-match')
-    this.forwardedProto = req.getHeader('x-forwarded-proto')
-    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
-    this.framingError = this.contentLength === '' && req.getHeader('transfer-encoding') === '' ? null : framingError(req)
+    if (res !== null) {
+      const r = req as uWS.HttpRequest
+      this.method = r.getMethod()
+      this.url = r.getUrl()
+      this.params = []
+      for (let i = 0; i < paramCount; i++) this.params.push(decodeParam(r.getParameter(i) ?? ''))
+      this.contentType = r.getHeader('content-type')
+      this.contentLength = r.getHeader('content-length')
+      this.authorization = r.getHeader('authorization')
+      this.query = r.getQuery() ?? ''
+      this.origin = r.getHeader('origin')
+      this.cookie = r.getHeader('cookie')
+      this.host = r.getHeader('host')
+      this.ifNoneMatch = r.getHeader('if-none-match')
+      this.forwardedProto = r.getHeader('x-forwarded-proto')
+      this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+      this.framingError = this.contentLength === '' && r.getHeader('transfer-encoding') === '' ? null : framingError(r)
+    } else {
+      const f = req as ForwardedRequest
+      const h = f.headers
+      this.method = f.method
+      this.url = f.url
+      this.params = f.params
+      this.contentType = h['content-type'] ?? ''
+      this.contentLength = f.body === null ? '' : String(f.body.byteLength)
+      this.authorization = h.authorization ?? ''
+      this.query = f.query
+      this.origin = h.origin ?? ''
+      this.cookie = h.cookie ?? ''
+      this.host = h.host ?? ''
+      this.ifNoneMatch = h['if-none-match'] ?? ''
+      this.forwardedProto = h['x-forwarded-proto'] ?? ''
+      this.remoteAddress = f.remoteAddress
+      this.framingError = null
+    }
+    this.sink = sink
   }
+}
+
+/** The headers a forwarded request carries: those a route reads (Request), only when present. */
+function forwardedHeaders (exchange: Exchange): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (exchange.contentType !== '') headers['content-type'] = exchange.contentType
+  if (exchange.authorization !== '') headers.authorization = exchange.authorization
+  if (exchange.origin !== '') headers.origin = exchange.origin
+  if (exchange.cookie !== '') headers.cookie = exchange.cookie
+  if (exchange.host !== '') headers.host = exchange.host
+  if (exchange.ifNoneMatch !== '') headers['if-none-match'] = exchange.ifNoneMatch
+  if (exchange.forwardedProto !== '') headers['x-forwarded-proto'] = exchange.forwardedProto
+  return headers
 }
 
 // Scratch of framingError's header walk (synchronous, so one set of counters serves every request).
@@ -208,6 +279,9 @@ export class HttpServer<R extends Route = Route> {
   private readonly options: ServerOptions<R>
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
   private readonly discardMaxBytes: number
+  private readonly cluster: ClusterRouting | null
+  /** Each route by "<method> <pattern>", the name a forwarded request gives (every node serves the same list). */
+  private readonly byName = new Map<string, { route: Route, paramCount: number, observer: RouteObserver | null }>()
   private listenSocket: uWS.us_listen_socket | null = null
   inflight = 0
   draining = false
@@ -216,6 +290,7 @@ export class HttpServer<R extends Route = Route> {
 
   constructor (options: ServerOptions<R>) {
     this.options = options
+    this.cluster = options.cluster ?? null
     this.discardMaxBytes = Math.max(1 << 20, 4 * options.bodySizeMaxBytes)
     this.app = uWS.App()
     const observe = options.observe ?? null
@@ -224,6 +299,7 @@ export class HttpServer<R extends Route = Route> {
       const paramCount = (route.pattern.match(/\/:/g) ?? []).length
       const observer = observe === null ? null : observe({ method: route.method, pattern: route.pattern })
       this.app[route.method](route.pattern, (res, req) => this.accept(res, req, route, paramCount, observer))
+      this.byName.set(routeName(route), { route, paramCount, observer })
       const methods = allowed.get(route.pattern) ?? []
       methods.push(route.method === 'del' ? 'DELETE' : route.method.toUpperCase())
       allowed.set(route.pattern, methods)
@@ -275,7 +351,7 @@ export class HttpServer<R extends Route = Route> {
   }
 
   private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
-    const exchange = new Exchange(this, res, req, paramCount, observer)
+    const exchange = new Exchange(this, res, req, paramCount, observer, null)
     res.onAborted(onAbort.bind(exchange))
     if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
     if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
@@ -291,7 +367,7 @@ export class HttpServer<R extends Route = Route> {
         return this.finish(exchange, errorReply(error as ApiError), route.body !== false)
       }
     }
-    if (!route.body) return this.dispatch(exchange, route, undefined)
+    if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
 
     const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
     const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
@@ -306,7 +382,10 @@ export class HttpServer<R extends Route = Route> {
       if (size > max) return this.tooLarge(exchange, max, false)
       if (route.body === 'raw') {
         (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
-        if (isLast) this.dispatch(exchange, route, Buffer.concat(chunks, size))
+        if (isLast) {
+          const bytes = Buffer.concat(chunks, size)
+          this.dispatch(exchange, route, bytes, bytes)
+        }
         return
       }
       let text: string
@@ -349,10 +428,53 @@ export class HttpServer<R extends Route = Route> {
     } catch (error) {
       return this.finish(exchange, errorReply(error as ApiError), false)
     }
-    this.dispatch(exchange, route, body)
+    this.dispatch(exchange, route, body, text)
   }
 
-  private dispatch (exchange: Exchange, route: Route, body: unknown): void {
+  /**
+   * Runs a request another node forwarded (src/cluster/forwarder.ts) through the same pipeline as a
+   * request of this node's clients, and resolves with its answer as bytes. Never rejects. While
+   * draining it answers "moved": the sender then waits for the partition's next owner.
+   */
+  runForwarded (request: ForwardedRequest): Promise<ForwardedReply> {
+    return new Promise(resolve => {
+      const entry = this.byName.get(request.route)
+      if (entry === undefined) return resolve(forwardedReply(errorReply(new ApiError('not_found'))))
+      if (this.draining) return resolve(MOVED)
+      const { route, paramCount, observer } = entry
+      const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)))
+      if (route.uncounted !== true) {
+        if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+        this.inflight++
+        exchange.counted = true
+      }
+      if (route.guard !== undefined) {
+        try {
+          exchange.auth = route.guard(exchange)
+        } catch (error) {
+          return this.finish(exchange, errorReply(error as ApiError), false)
+        }
+      }
+      if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
+      const bytes = request.body ?? EMPTY
+      const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
+      if (bytes.byteLength > max) return this.tooLarge(exchange, max, false)
+      if (route.body === 'raw') {
+        const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+        return this.dispatch(exchange, route, buffer, buffer)
+      }
+      let text: string
+      try {
+        text = decoder.decode(bytes)
+      } catch {
+        return this.finish(exchange, errorReply(new ApiError('invalid_json', 'The body is not valid UTF-8.')), false)
+      }
+      this.dispatchBody(exchange, route, text)
+    })
+  }
+
+  /** `raw`: the body as received (text of a JSON body, bytes of a raw one), what a forward sends. */
+  private dispatch (exchange: Exchange, route: Route, body: unknown, raw: string | Buffer | undefined): void {
     const request: Request = {
       method: exchange.method,
       url: exchange.url,
@@ -368,6 +490,13 @@ export class HttpServer<R extends Route = Route> {
       remoteAddress: exchange.remoteAddress,
       body,
       auth: exchange.auth,
+    }
+    if (this.cluster !== null && route.partitionKey !== undefined && exchange.sink === null) {
+      const key = route.partitionKey(request)
+      if (key !== null) {
+        if (!this.cluster.owns(key)) return this.forwardTo(this.cluster, exchange, route, request, key, raw)
+        return this.dispatchOwned(this.cluster, exchange, route, request, key, raw)
+      }
     }
     let out: Reply | Promise<Reply>
     let admitted: object | null = null
@@ -392,6 +521,56 @@ export class HttpServer<R extends Route = Route> {
     }
   }
 
+  /**
+   * Cluster mode, a key this node owns: served here, and sent to the partition's new owner when this
+   * node lost the partition while writing it (503 partition_moved: nothing was acknowledged).
+   */
+  private dispatchOwned (cluster: ClusterRouting, exchange: Exchange, route: Route, request: Request, key: EntityKey, raw: string | Buffer | undefined): void {
+    const settle = (reply: Reply): void => {
+      if (isMoved(reply)) this.forwardTo(cluster, exchange, route, request, key, raw)
+      else this.finish(exchange, reply, false)
+    }
+    let admitted: object | null = null
+    const release = (): void => { if (admitted !== null) route.release!(admitted) }
+    try {
+      if (route.admit !== undefined) admitted = route.admit(request)
+      Promise.resolve(route.handler(request)).then(reply => {
+        release()
+        settle(reply)
+      }, error => {
+        release()
+        settle(this.failure(error, request, route))
+      })
+    } catch (error) {
+      release()
+      settle(this.failure(error, request, route))
+    }
+  }
+
+  /** Cluster mode, a key another node owns: the request goes there and its answer is written as is. */
+  private forwardTo (cluster: ClusterRouting, exchange: Exchange, route: Route, request: Request, key: EntityKey, raw: string | Buffer | undefined): void {
+    const forwarded: ForwardedRequest = {
+      route: routeName(route),
+      method: exchange.method,
+      url: exchange.url,
+      query: exchange.query,
+      params: exchange.params,
+      headers: forwardedHeaders(exchange),
+      remoteAddress: exchange.remoteAddress,
+      body: raw === undefined ? null : typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw,
+    }
+    let out: Promise<ForwardedReply>
+    try {
+      out = cluster.forward(key, forwarded)
+    } catch (error) {
+      return this.finish(exchange, this.failure(error, request, route), false)
+    }
+    out.then(
+      reply => this.finish(exchange, { status: reply.status, contentType: reply.contentType, body: reply.body ?? EMPTY, ...(reply.headers === null ? {} : { headers: reply.headers }) }, false),
+      error => this.finish(exchange, this.failure(error, request, route), false)
+    )
+  }
+
   private failure (error: unknown, request: Request, route: Route): Reply {
     if (error instanceof ApiError) return errorReply(error)
     this.options.onError(error, request.method, route.pattern)
@@ -401,8 +580,10 @@ export class HttpServer<R extends Route = Route> {
   private finish (exchange: Exchange, reply: Reply, closeConnection: boolean): void {
     if (exchange.done) return
     exchange.done = true
-    if (!exchange.aborted) {
-      exchange.res.cork(() => this.write(exchange.res, reply, closeConnection))
+    if (exchange.sink !== null) exchange.sink(reply)
+    else if (!exchange.aborted) {
+      const res = exchange.res!
+      res.cork(() => this.write(res, reply, closeConnection))
     }
     if (exchange.observer !== null) exchange.observer(reply.status, performance.now() - exchange.startMs, exchange.params)
     if (exchange.counted) this.settled()
@@ -463,5 +644,31 @@ function decodeParam (raw: string): string {
 }
 
 const NO_PARAMS: readonly string[] = []
+const EMPTY = Buffer.alloc(0)
+/** What a node that may not serve a forwarded request answers (draining): the sender tries the next owner. */
+const MOVED: ForwardedReply = { status: 503, contentType: 'application/json', headers: null, body: null, moved: true }
+
+function routeName (route: Route): string {
+  return `${route.method} ${route.pattern}`
+}
+
+/** A 503 partition_moved: this node lost the key's partition while serving it, and nothing was acknowledged. */
+function isMoved (reply: Reply): boolean {
+  return reply.status === 503 && (reply.body as { errors?: { code?: unknown }[] } | undefined)?.errors?.[0]?.code === 'partition_moved'
+}
+
+/** An answer as bytes, written as is by the node that forwarded the request (see write()). */
+function forwardedReply (reply: Reply): ForwardedReply {
+  const text = reply.contentType !== undefined
+  let body: Uint8Array | null = null
+  if (reply.status !== 204 && reply.status !== 304) {
+    if (text) body = typeof reply.body === 'string' ? Buffer.from(reply.body, 'utf8') : reply.body as Buffer
+    else {
+      const json = JSON.stringify(reply.body) as string | undefined
+      body = json === undefined ? null : Buffer.from(json, 'utf8')
+    }
+  }
+  return { status: reply.status, contentType: text ? reply.contentType! : 'application/json', headers: reply.headers ?? null, body, moved: isMoved(reply) }
+}
 
 function noop (): void {}
