@@ -61,7 +61,7 @@ export class Catalogs {
     this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks]
     const byRowKind = this.byRowKind
     for (const kind of this.kinds) for (const rowKind of kind.rowKinds) byRowKind.set(rowKind, kind)
-    this.loadedAtStart = new Set(accounts.list({ cursor: '', limit: Number.MAX_SAFE_INTEGER }).items.map(account => account.account))
+    this.loadedAtStart = new Set(store.accounts.getKeys() as Iterable<string>)
     for (const { key, value } of store.config.getRange()) {
       const configKey = key as ConfigKey
       // The configuration of an account being deleted (its row gone first) is not served.

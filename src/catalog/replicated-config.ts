@@ -206,16 +206,18 @@ export class ReplicatedConfig implements ConfigWriter {
     if (row === null) return
     try {
       const db = this.dbOf(row)
-      const local = db.get(keyOf(row)) as unknown
+      // Never decided by reading the store: a put issued here a moment ago may not be committed yet.
       if (change.value === null) {
-        if (local === undefined) return
         this.store.ignoreFailure(db.remove(keyOf(row)))
         this.catalogs.apply(row, null)
         return
       }
-      // After a restart the bucket gives back what this node's store already holds and its catalogs
-      // loaded at start: nothing to apply (nor to tell: no needless recompile or re-evaluation).
-      if (!this.isReady && local !== undefined && this.loadedAtStart(row, local) && Buffer.from(packr.pack(local)).equals(change.value)) return
+      if (!this.isReady) {
+        // After a restart the bucket gives back what this node's store already held when its catalogs
+        // loaded it: nothing to apply (nor to tell: no needless recompile or re-evaluation).
+        const local = db.get(keyOf(row)) as unknown
+        if (local !== undefined && this.loadedAtStart(row, local) && Buffer.from(packr.pack(local)).equals(change.value)) return
+      }
       const value = packr.unpack(change.value) as unknown
       this.store.ignoreFailure(db.put(keyOf(row), value))
       this.catalogs.apply(row, value)

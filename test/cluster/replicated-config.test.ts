@@ -62,7 +62,7 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
   let cluster: NatsCluster
   const nodes: Node[] = []
 
-  async function startNode (server: number, dir = tempDir('beacon-config-')): Promise<Node> {
+  async function startNode (server: number, dir = tempDir('beacon-config-'), clusterName = CLUSTER): Promise<Node> {
     const store = new Store({ path: dir, durability: 'committed', secretsKey: SECRETS_KEY })
     const segmentsChanged = new Listeners<SegmentsChanged>()
     const webhookChanged = new Listeners<WebhookChanged>()
@@ -73,7 +73,7 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     webhookChanged.add((account, id, webhook) => webhookChanges.push(`${webhook === null ? 'gone' : 'set'} ${id}`))
     const urls = [cluster.urls[server]!, ...cluster.urls.filter((_, i) => i !== server)]
     const nc = await connect({ servers: urls, noRandomize: true, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
-    const replicated = await startReplicatedConfig({ nc, cluster: CLUSTER, replicas: 3, store, catalogs })
+    const replicated = await startReplicatedConfig({ nc, cluster: clusterName, replicas: 3, store, catalogs })
     const node: Node = {
       dir, store, catalogs, replicated, nc, segmentVersions, webhookChanges,
       async stop () {
@@ -243,5 +243,33 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     }
     await until('the account\'s records gone from the bucket', async () => (await left()).length === 0, 5000, 20)
     await until('its rows gone from node 3\'s store', () => [...n3.store.config.getKeys({ start: [doomed], end: [doomed, '\uffff'] })].length === 0, 5000, 5)
+  })
+
+  it('puts the first node\'s configuration into a new cluster\'s empty bucket (an embedded data folder becomes the cluster\'s)', async () => {
+    /** A data folder of embedded mode with one account and one campaign. */
+    const embeddedFolder = async (event: string): Promise<{ dir: string, account: string }> => {
+      const dir = tempDir('beacon-config-')
+      const store = new Store({ path: dir, durability: 'committed', secretsKey: SECRETS_KEY })
+      const embedded = new Catalogs({ store, clock: systemClock, segmentsChanged: new Listeners(), webhookChanged: new Listeners(), allowPrivateWebhooks: true })
+      const account = (await embedded.accounts.create('embedded')).account.account
+      await embedded.campaigns.put(account, 'hello', campaign('hello', event))
+      await store.close()
+      return { dir, account }
+    }
+    const { dir, account: own } = await embeddedFolder('hi')
+    const theirs = await embeddedFolder('yo')
+    const first = await startNode(0, dir, 'seeded')
+    await first.replicated.ready
+    expect(matched(first, own, 'hi')).to.deep.equal(['hello'])
+    // A later node with a configuration of its own does not add it: its rows give way to the cluster's.
+    const second = await startNode(2, theirs.dir, 'seeded')
+    await second.replicated.ready
+    expect(matched(second, own, 'hi')).to.deep.equal(['hello'])
+    expect(second.catalogs.accounts.knows(theirs.account)).to.equal(false)
+    await until('its own rows gone from its store', () => [...second.store.config.getKeys({ start: [theirs.account], end: [theirs.account, '\uffff'] })].length === 0, 5000, 5)
+    await stopNode(second)
+    removeDir(second.dir)
+    await stopNode(first)
+    removeDir(first.dir)
   })
 })
