@@ -6,7 +6,7 @@
 import { ApiError, type ErrorCode } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { pageOf, type Page } from '../store/paging.js'
-import type { ConfigRow } from './config-writer.js'
+import type { ConfigKey, ConfigRow } from './config-writer.js'
 import { Reservations } from './reservations.js'
 
 /** Which page of a listing: items whose key sorts after `cursor` ('' = the first page), at most `limit`. */
@@ -15,8 +15,7 @@ export interface PageRequest {
   limit: number
 }
 
-/** A key of the config db: [account, kind, name], or [account, kind] for a row of the kind as a whole. */
-export type ConfigKey = [string, string, string?]
+export type { ConfigKey } from './config-writer.js'
 
 /** What a catalog of one configuration kind does at start and when an account goes (catalogs.ts calls these). */
 export interface ConfigCatalog {

@@ -4,7 +4,8 @@
 // writer included, then applies them from the bucket's watch (Catalogs.apply). Embedded mode has no
 // writer: the catalogs write as they always did.
 
-import type { ConfigKey } from './config-rows.js'
+/** A key of the config db: [account, kind, name], or [account, kind] for a row of the kind as a whole. */
+export type ConfigKey = [string, string, string?]
 
 /** A configuration row as the local store keeps it: the accounts db (key: id), the tokens db (key: id) or the config db. */
 export type ConfigRow = { db: 'accounts', key: string } | { db: 'tokens', key: string } | { db: 'config', key: ConfigKey }
