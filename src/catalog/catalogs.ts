@@ -135,7 +135,10 @@ export class Catalogs {
   private rowsOf (account: string): ConfigRow[] {
     const rows: ConfigRow[] = []
     for (const record of this.tokens.list(account, { cursor: '', limit: Number.MAX_SAFE_INTEGER }).items) rows.push({ db: 'tokens', key: record.id })
-    for (const key of this.store.config.getKeys({ start: [account], end: [account, KEY_PART_MAX] })) rows.push({ db: 'config', key: key as ConfigKey })
+    for (const key of this.store.config.getKeys({ start: [account], end: [account, KEY_PART_MAX] })) {
+      // Only configuration: the config db also keeps rows of this node's own (a segment pass's cursor, a schedule's last run).
+      if (this.byRowKind.has((key as ConfigKey)[1])) rows.push({ db: 'config', key: key as ConfigKey })
+    }
     return rows
   }
 }

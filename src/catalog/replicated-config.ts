@@ -231,7 +231,8 @@ export class ReplicatedConfig implements ConfigWriter {
     const stale: ConfigRow[] = []
     for (const key of this.store.config.getKeys()) {
       const row: ConfigRow = { db: 'config', key: key as ConfigKey }
-      if (!this.seen.has(recordName(row))) stale.push(row)
+      // Rows of this node's own (a segment pass's cursor, a schedule's last run) are not configuration.
+      if (replicated(row) && !this.seen.has(recordName(row))) stale.push(row)
     }
     for (const key of this.store.tokens.getKeys()) if (!this.seen.has(recordName({ db: 'tokens', key: key as string }))) stale.push({ db: 'tokens', key: key as string })
     // Accounts last: their rows are still known while theirs go.
@@ -256,7 +257,10 @@ export class ReplicatedConfig implements ConfigWriter {
       const writes: RowWrite[] = []
       for (const { key, value } of this.store.accounts.getRange()) writes.push({ row: { db: 'accounts', key: key as string }, value })
       for (const { key, value } of this.store.tokens.getRange()) writes.push({ row: { db: 'tokens', key: key as string }, value })
-      for (const { key, value } of this.store.config.getRange()) writes.push({ row: { db: 'config', key: key as ConfigKey }, value })
+      for (const { key, value } of this.store.config.getRange()) {
+        const row: ConfigRow = { db: 'config', key: key as ConfigKey }
+        if (replicated(row)) writes.push({ row, value })
+      }
       for (const write of writes) await this.write(write)
       if (writes.length > 0) log.info({ rows: writes.length }, 'the cluster\'s configuration bucket was empty: this node\'s configuration was put in')
     } finally {
@@ -286,7 +290,7 @@ const ROW_OF_KIND: Readonly<Partial<Record<ConfigKind, string>>> = {
 export function recordOf (row: ConfigRow): { kind: ConfigKind, id: string } {
   if (row.db !== 'config') return { kind: row.db, id: row.key }
   const [account, rowKind, name] = row.key
-  const kind = KIND_OF_ROW[rowKind]
+  const kind = Object.hasOwn(KIND_OF_ROW, rowKind) ? KIND_OF_ROW[rowKind] : undefined
   if (kind === undefined) throw new Error(`config rows of kind ${rowKind} are not replicated`)
   return { kind, id: name === undefined ? account : `${account}/${name}` }
 }
@@ -304,8 +308,12 @@ function keyOf (row: ConfigRow): Key {
   return row.key as Key
 }
 
+/** Whether the row is configuration (in the bucket), not a row of the node's own kept in the config db. */
+function replicated (row: ConfigRow): boolean {
+  return row.db !== 'config' || Object.hasOwn(KIND_OF_ROW, row.key[1])
+}
+
 function recordName (row: ConfigRow): string {
-  if (row.db === 'config' && KIND_OF_ROW[row.key[1]] === undefined) return ''
   const { kind, id } = recordOf(row)
   return `${kind}.${id}`
 }

@@ -253,6 +253,8 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
       const embedded = new Catalogs({ store, clock: systemClock, segmentsChanged: new Listeners(), webhookChanged: new Listeners(), allowPrivateWebhooks: true })
       const account = (await embedded.accounts.create('embedded')).account.account
       await embedded.campaigns.put(account, 'hello', campaign('hello', event))
+      // A row of the node's own in the config db (a schedule's last run): never configuration.
+      await store.save(store.config, [account, 'schedule-run', 'hook'], { lastRunMs: 1 })
       await store.close()
       return { dir, account }
     }
@@ -261,12 +263,17 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     const first = await startNode(0, dir, 'seeded')
     await first.replicated.ready
     expect(matched(first, own, 'hi')).to.deep.equal(['hello'])
+    expect(first.store.config.get([own, 'schedule-run', 'hook'])).to.deep.equal({ lastRunMs: 1 })
     // A later node with a configuration of its own does not add it: its rows give way to the cluster's.
     const second = await startNode(2, theirs.dir, 'seeded')
     await second.replicated.ready
     expect(matched(second, own, 'hi')).to.deep.equal(['hello'])
     expect(second.catalogs.accounts.knows(theirs.account)).to.equal(false)
-    await until('its own rows gone from its store', () => [...second.store.config.getKeys({ start: [theirs.account], end: [theirs.account, '\uffff'] })].length === 0, 5000, 5)
+    const kv = await new Kvm(first.nc).open('BEACON_CONFIG_seeded')
+    const keys: string[] = []
+    for await (const key of await kv.keys()) keys.push(key)
+    expect(keys.sort()).to.deep.equal([`accounts.${own}`, `campaigns.${own}=2Fhello`])
+    await until('its own configuration gone from its store', () => second.store.accounts.get(theirs.account) === undefined && second.store.config.get([theirs.account, 'campaign', 'hello']) === undefined, 5000, 5)
     await stopNode(second)
     removeDir(second.dir)
     await stopNode(first)
