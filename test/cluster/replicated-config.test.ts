@@ -142,6 +142,15 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     await until('the revocation on node 1 and 2', () => n1.catalogs.tokens.get(id)?.record.revokedAt !== null && n2.catalogs.tokens.get(id)?.record.revokedAt !== null, 1000, 1)
   })
 
+  it('puts account settings and identity secrets changed through node 2 in effect on nodes 1 and 3', async () => {
+    const other = (await n2.catalogs.accounts.create('settings')).account.account
+    await n2.catalogs.accounts.update(other, { suspended: true, allowedOrigins: ['https://shop.example'] })
+    await until('the suspension on nodes 1 and 3', () => n1.catalogs.accounts.knows(other) && n1.catalogs.accounts.active(other) === undefined && n3.catalogs.accounts.active(other) === undefined, 1000, 1)
+    expect(n3.catalogs.accounts.get(other).allowedOrigins).to.deep.equal(['https://shop.example'])
+    const { account } = await n2.catalogs.accounts.rotateIdentitySecret(other, 0)
+    await until('the new identity secret on node 1', () => n1.catalogs.accounts.get(other).identitySecretSince === account.identitySecretSince, 1000, 1)
+  })
+
   it('propagates deletes, segment versions and webhooks, their secrets sealed in the bucket', async () => {
     await n2.catalogs.campaigns.delete(account, 'c3')
     expect(matched(n2, account, 'visit3')).to.deep.equal([])
