@@ -98,12 +98,12 @@ export class ReplicatedConfig implements ConfigWriter {
   }
 
   async change (scope: string, decide: () => RowWrite[]): Promise<void> {
-    const lease = await this.lock(scope)
+    const lease = await viaNats('taking the lock', this.lock(scope))
     try {
       // Every change acknowledged before the lock was taken is applied here before the check.
-      await this.waitApplied(await this.records.lastRevision())
+      await this.waitApplied(await viaNats('reading the last revision', this.records.lastRevision()))
       let last = 0
-      for (const write of decide()) last = await this.write(write)
+      for (const write of decide()) last = await viaNats('storing the change', this.write(write))
       if (last > 0) await this.waitApplied(last)
     } finally {
       this.locks.release(lease).catch((error: unknown) => log.warn({ err: error, scope }, 'a configuration lock was not given back; it lapses by itself'))
@@ -316,6 +316,17 @@ function replicated (row: ConfigRow): boolean {
 function recordName (row: ConfigRow): string {
   const { kind, id } = recordOf(row)
   return `${kind}.${id}`
+}
+
+/** A NATS failure (no responders, a timeout during an election) answers 503 config_unavailable, not 500. */
+async function viaNats<T> (what: string, step: Promise<T>): Promise<T> {
+  try {
+    return await step
+  } catch (error) {
+    if (error instanceof ApiError) throw error
+    log.warn({ err: error }, `a configuration change failed while ${what}`)
+    throw unavailable(`NATS failed while ${what}`)
+  }
 }
 
 function unavailable (why: string): ApiError {

@@ -288,4 +288,34 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     await stopNode(first)
     removeDir(first.dir)
   })
+
+  it('answers 503 config_unavailable when NATS has no quorum, and takes changes again once it has', async () => {
+    await cluster.servers[1]!.kill()
+    await cluster.servers[2]!.kill()
+    const started = performance.now()
+    let code = 'none'
+    try {
+      await n1.catalogs.campaigns.put(account, 'no-quorum', campaign('no quorum', 'nq'))
+    } catch (error) {
+      code = codeOf(error)
+    }
+    console.log(`      without a quorum: ${code} after ${(performance.now() - started).toFixed(0)} ms`)
+    expect(code).to.equal('config_unavailable')
+    expect(matched(n1, account, 'nq')).to.deep.equal([])
+    await cluster.servers[1]!.restart()
+    await cluster.servers[2]!.restart()
+    await cluster.waitForQuorum()
+    const back = performance.now()
+    for (;;) {
+      try {
+        await n1.catalogs.campaigns.put(account, 'no-quorum', campaign('no quorum', 'nq'))
+        break
+      } catch (error) {
+        expect(codeOf(error)).to.equal('config_unavailable')
+        if (performance.now() - back > 60_000) throw error
+      }
+    }
+    console.log(`      quorum back: the change taken ${(performance.now() - back).toFixed(0)} ms later`)
+    await until('the campaign on node 3', () => matched(n3, account, 'nq').length === 1, 30_000, 5)
+  })
 })
