@@ -55,6 +55,8 @@ export const ERRORS = {
   // 503
   overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],
   shutting_down: [503, 'The server is shutting down.'],
+  // Cluster mode: a configuration change could not take its account's lock, or be stored or applied, in time.
+  config_unavailable: [503, 'The cluster\'s configuration cannot be changed right now; retry shortly.'],
   // Cluster mode: this node lost the key's partition while writing (its changelog append was refused or
   // not confirmed); nothing was acknowledged. The request path retries it at the partition's new owner.
   partition_moved: [503, 'The partition of this visitor or profile moved to another node; retry.'],

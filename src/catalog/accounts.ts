@@ -11,6 +11,7 @@ import type { Key, Store } from '../store/store.js'
 import { ACCOUNTS_MAX } from '../store/limits.js'
 import { pageOf, type Page } from '../store/paging.js'
 import type { PageRequest } from './config-rows.js'
+import type { ConfigWriter, RowWrite } from './config-writer.js'
 import { Reservations } from './reservations.js'
 
 export const IDENTITY_VERIFICATION = ['required', 'off'] as const
@@ -73,6 +74,8 @@ export class AccountCatalog {
   private readonly stored = new Map<string, StoredAccount>()
   private readonly browserAccess = new Map<string, BrowserAccess>()
   private readonly reservations = new Reservations()
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor (store: Store, clock: Clock) {
     this.store = store
@@ -121,6 +124,13 @@ export class AccountCatalog {
       account: randomUUID(), name, suspended: false, createdAt: now, allowedOrigins: [], identityVerification: 'required', allowBrowserTokens: false,
       identitySecrets: { current: this.store.secrets.seal(identitySecret), currentSince: now, previous: null, previousUntil: null },
     }
+    if (this.writer !== null) {
+      await this.writer.change('', () => {
+        if (this.accounts.size >= ACCOUNTS_MAX) throw new ApiError('conflict', `An installation has at most ${ACCOUNTS_MAX.toLocaleString('en-US')} accounts.`)
+        return [accountRow(stored)]
+      })
+      return { account: this.get(stored.account), identitySecret }
+    }
     let account: Account | undefined
     await this.reservations.reserve('', stored.account, false, this.accounts.size, ACCOUNTS_MAX, 'An installation has at most %d accounts.', async () => {
       await this.store.save(this.store.accounts, stored.account, stored)
@@ -130,11 +140,19 @@ export class AccountCatalog {
   }
 
   async update (id: string, patch: AccountSettings): Promise<Account> {
-    this.get(id)
-    const { rateLimit, ...rest } = patch
-    const next: StoredAccount = { ...this.stored.get(id)!, ...rest }
-    if (rateLimit === null) delete next.rateLimit
-    else if (rateLimit !== undefined) next.rateLimit = rateLimit
+    const patched = (): StoredAccount => {
+      this.get(id)
+      const { rateLimit, ...rest } = patch
+      const next: StoredAccount = { ...this.stored.get(id)!, ...rest }
+      if (rateLimit === null) delete next.rateLimit
+      else if (rateLimit !== undefined) next.rateLimit = rateLimit
+      return next
+    }
+    if (this.writer !== null) {
+      await this.writer.change(id, () => [accountRow(patched())])
+      return this.get(id)
+    }
+    const next = patched()
     await this.store.save(this.store.accounts, id, next)
     return this.setAccount(next)
   }
@@ -144,20 +162,43 @@ export class AccountCatalog {
    * once). A secret older than that is dropped: at most two are ever valid.
    */
   async rotateIdentitySecret (id: string, graceMs: number): Promise<{ account: Account, identitySecret: string }> {
-    this.get(id)
-    const stored = this.stored.get(id)!
     const identitySecret = newIdentitySecret()
-    const nowMs = this.clock.nowMs()
-    const previous = graceMs > 0 ? stored.identitySecrets?.current ?? null : null
-    const identitySecrets: IdentitySecrets = {
-      current: this.store.secrets.seal(identitySecret),
-      currentSince: new Date(nowMs).toISOString(),
-      previous,
-      previousUntil: previous === null ? null : new Date(nowMs + graceMs).toISOString(),
+    const rotated = (): StoredAccount => {
+      this.get(id)
+      const stored = this.stored.get(id)!
+      const nowMs = this.clock.nowMs()
+      const previous = graceMs > 0 ? stored.identitySecrets?.current ?? null : null
+      const identitySecrets: IdentitySecrets = {
+        current: this.store.secrets.seal(identitySecret),
+        currentSince: new Date(nowMs).toISOString(),
+        previous,
+        previousUntil: previous === null ? null : new Date(nowMs + graceMs).toISOString(),
+      }
+      return { ...stored, identitySecrets }
     }
-    const next: StoredAccount = { ...stored, identitySecrets }
+    if (this.writer !== null) {
+      await this.writer.change(id, () => [accountRow(rotated())])
+      return { account: this.get(id), identitySecret }
+    }
+    const next = rotated()
     await this.store.save(this.store.accounts, id, next)
     return { account: this.setAccount(next), identitySecret }
+  }
+
+  /**
+   * Cluster mode: the account's record changed in the replicated configuration (null: deleted); true
+   * when it is new here (Catalogs.apply then loads its configuration rows).
+   */
+  apply (id: string, stored: unknown): boolean {
+    if (stored === null) {
+      this.accounts.delete(id)
+      this.stored.delete(id)
+      this.browserAccess.delete(id)
+      return false
+    }
+    const known = this.accounts.has(id)
+    this.setAccount(stored as StoredAccount)
+    return !known
   }
 
   /** The account's compiled browser rules (origins, identity); the caller checks it is active. */
@@ -195,3 +236,7 @@ export class AccountCatalog {
 }
 
 function valueOf<V> (_key: string, value: V): V { return value }
+
+function accountRow (stored: StoredAccount): RowWrite {
+  return { row: { db: 'accounts', key: stored.account }, value: stored }
+}

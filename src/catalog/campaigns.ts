@@ -7,6 +7,7 @@ import type { Page } from '../store/paging.js'
 import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+import type { ConfigWriter } from './config-writer.js'
 
 /** A campaign build runs in slices of this much work, the event loop serving requests in between. */
 export const COMPILE_SLICE_MS = 5
@@ -29,6 +30,8 @@ export class CampaignCatalog implements ConfigCatalog {
   private readonly accounts: AccountCatalog
   private readonly rows: ConfigRows<CampaignDef>
   private readonly sets = new Map<string, CompiledCampaigns>()
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor (store: Store, accounts: AccountCatalog) {
     this.accounts = accounts
@@ -50,6 +53,17 @@ export class CampaignCatalog implements ConfigCatalog {
   forget (account: string): void {
     this.rows.forget(account)
     this.sets.delete(account)
+  }
+
+  /** Cluster mode: the campaign changed in the replicated configuration; built again as after a write here. */
+  apply ([account, , id]: ConfigKey, value: unknown): void {
+    if (value === null) {
+      if (!this.rows.has(account, id!)) return
+      this.rows.delete(account, id!)
+    } else {
+      this.rows.set(account, id!, value as CampaignDef)
+    }
+    this.rebuild(account)
   }
 
   /**
@@ -82,6 +96,14 @@ export class CampaignCatalog implements ConfigCatalog {
   }
 
   async put (account: string, id: string, def: CampaignDef): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        this.rows.checkLimit(account, id)
+        return [{ row: this.rows.row(account, id), value: def }]
+      })
+      return
+    }
     this.accounts.get(account)
     this.setOf(account)
     await this.rows.reserve(account, id, async () => {
@@ -92,6 +114,13 @@ export class CampaignCatalog implements ConfigCatalog {
   }
 
   async delete (account: string, id: string): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.get(account, id)
+        return [{ row: this.rows.row(account, id), value: null }]
+      })
+      return
+    }
     this.get(account, id)
     await this.rows.remove(account, id)
     this.rows.delete(account, id)

@@ -6,12 +6,15 @@
 
 import type { Clock } from '../clock.js'
 import type { Listeners } from '../listeners.js'
-import type { Key, Store } from '../store/store.js'
+import { KEY_PART_MAX, type Key, type Store } from '../store/store.js'
+import type { TokenRecord } from '../auth/tokens.js'
+import { log } from '../log.js'
 import { sealStoredSecrets, type SecretRows } from '../store/seal-secrets.js'
 import type { WebhookChanged } from '../webhooks/lookup.js'
 import { AccountCatalog } from './accounts.js'
 import { CampaignCatalog } from './campaigns.js'
 import type { ConfigCatalog, ConfigKey } from './config-rows.js'
+import type { ConfigRow, ConfigWriter } from './config-writer.js'
 import { EventTypeCatalog } from './event-types.js'
 import { SegmentCatalog, type SegmentsChanged } from './segments.js'
 import { TokenCatalog } from './tokens.js'
@@ -40,8 +43,14 @@ export class Catalogs {
   readonly webhooks: WebhookCatalog
   /** The per-account configuration kinds, each loading its rows of the config db. */
   private readonly kinds: readonly ConfigCatalog[]
+  private readonly byRowKind = new Map<string, ConfigCatalog>()
+  private readonly store: Store
+  /** The accounts loaded from the local store at start, with all their rows (cluster mode compares against them). */
+  readonly loadedAtStart: ReadonlySet<string>
+  private writer: ConfigWriter | null = null
 
   constructor ({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks }: CatalogsOptions) {
+    this.store = store
     sealStoredSecrets(store, CONFIG_SECRET_ROWS)
     const accounts = this.accounts = new AccountCatalog(store, clock)
     this.tokens = new TokenCatalog(store, clock, accounts)
@@ -50,8 +59,9 @@ export class Catalogs {
     this.segments = new SegmentCatalog({ store, clock, accounts, changed: segmentsChanged })
     this.webhooks = new WebhookCatalog({ store, accounts, segments: this.segments, changed: webhookChanged, allowPrivate: allowPrivateWebhooks })
     this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks]
-    const byRowKind = new Map<string, ConfigCatalog>()
+    const byRowKind = this.byRowKind
     for (const kind of this.kinds) for (const rowKind of kind.rowKinds) byRowKind.set(rowKind, kind)
+    this.loadedAtStart = new Set(store.accounts.getKeys() as Iterable<string>)
     for (const { key, value } of store.config.getRange()) {
       const configKey = key as ConfigKey
       // The configuration of an account being deleted (its row gone first) is not served.
@@ -66,9 +76,69 @@ export class Catalogs {
    * background removal of its data, which resumes after a restart); at once nothing of it is served.
    */
   async forgetAccount (id: string, jobKey: Key, job: unknown): Promise<void> {
+    if (this.writer !== null) {
+      // Cluster mode: the account's record goes from the replicated configuration (every node stops
+      // serving it), then the job's record is written here (this node's background removal), then the
+      // records of its tokens and configuration go from the bucket in the background. Interrupted, those
+      // stay in the bucket unserved (no node serves rows of an unknown account).
+      const writer = this.writer
+      let rows: ConfigRow[] = []
+      await writer.change(id, () => {
+        this.accounts.get(id)
+        rows = this.rowsOf(id)
+        return [{ row: { db: 'accounts', key: id }, value: null }]
+      })
+      await this.store.save(this.store.meta, jobKey, job)
+      writer.removeAll(rows).catch((error: unknown) => log.error({ err: error, account: id }, 'removing a deleted account\'s configuration from the cluster failed'))
+      return
+    }
     const write = this.accounts.forget(id, jobKey, job)
     this.tokens.forget(id)
     for (const kind of this.kinds) kind.forget(id)
     await write
+  }
+
+  /**
+   * Cluster mode: from here on every change is written through `writer` (the replicated configuration)
+   * and comes back through `apply`. Called once, before any request is served.
+   */
+  replicate (writer: ConfigWriter): void {
+    this.writer = writer
+    for (const catalog of [this.accounts, this.tokens, this.eventTypes, this.campaigns, this.segments, this.webhooks]) catalog.writer = writer
+  }
+
+  /**
+   * Cluster mode: a row changed in the replicated configuration (value null: deleted) and was written to
+   * the local store; update memory and tell the listeners, as a write through this node does. Rows of
+   * an account this node does not know (deleted, or not yet seen) are only kept on disk.
+   */
+  apply (row: ConfigRow, value: unknown): void {
+    if (row.db === 'accounts') {
+      if (value !== null) {
+        this.accounts.apply(row.key, value)
+      } else if (this.accounts.knows(row.key)) {
+        this.accounts.apply(row.key, null)
+        this.tokens.forget(row.key)
+        for (const kind of this.kinds) kind.forget(row.key)
+      }
+      return
+    }
+    if (row.db === 'tokens') {
+      const account = value === null ? this.tokens.get(row.key)?.record.account : (value as TokenRecord).account
+      if (account !== undefined && this.accounts.knows(account)) this.tokens.apply(row.key, value)
+      return
+    }
+    if (this.accounts.knows(row.key[0])) this.byRowKind.get(row.key[1])?.apply(row.key, value)
+  }
+
+  /** Every configuration row of the account: its tokens and its config rows (what deleting it removes). */
+  private rowsOf (account: string): ConfigRow[] {
+    const rows: ConfigRow[] = []
+    for (const record of this.tokens.list(account, { cursor: '', limit: Number.MAX_SAFE_INTEGER }).items) rows.push({ db: 'tokens', key: record.id })
+    for (const key of this.store.config.getKeys({ start: [account], end: [account, KEY_PART_MAX] })) {
+      // Only configuration: the config db also keeps rows of this node's own (a segment pass's cursor, a schedule's last run).
+      if (this.byRowKind.has((key as ConfigKey)[1])) rows.push({ db: 'config', key: key as ConfigKey })
+    }
+    return rows
   }
 }

@@ -6,6 +6,7 @@
 import { ApiError, type ErrorCode } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { pageOf, type Page } from '../store/paging.js'
+import type { ConfigKey, ConfigRow } from './config-writer.js'
 import { Reservations } from './reservations.js'
 
 /** Which page of a listing: items whose key sorts after `cursor` ('' = the first page), at most `limit`. */
@@ -14,8 +15,7 @@ export interface PageRequest {
   limit: number
 }
 
-/** A key of the config db: [account, kind, name], or [account, kind] for a row of the kind as a whole. */
-export type ConfigKey = [string, string, string?]
+export type { ConfigKey } from './config-writer.js'
 
 /** What a catalog of one configuration kind does at start and when an account goes (catalogs.ts calls these). */
 export interface ConfigCatalog {
@@ -27,6 +27,11 @@ export interface ConfigCatalog {
   loaded (): void
   /** Drop everything of an account being deleted (its rows go with the account's background removal). */
   forget (account: string): void
+  /**
+   * Cluster mode: a row of a known account changed in the replicated configuration (value null: deleted);
+   * update memory and tell the same listeners as a write through this node does (replicated-config.ts).
+   */
+  apply (key: ConfigKey, value: unknown): void
 }
 
 export interface ConfigRowsOptions {
@@ -59,6 +64,19 @@ export class ConfigRows<V> {
 
   /** The row's key in the config db. */
   key (account: string, name: string): string[] { return [account, this.kind, name] }
+
+  /** The row, as a replicated change names it (cluster mode). */
+  row (account: string, name: string): ConfigRow { return { db: 'config', key: [account, this.kind, name] } }
+
+  /**
+   * Refuse a new name past the kind's limit (cluster mode: called under the account's cluster-wide
+   * lock, with every earlier change applied, so the count is the cluster's).
+   */
+  checkLimit (account: string, name: string): void {
+    const items = this.byAccount.get(account)
+    if (items === undefined || items.has(name) || items.size < this.max) return
+    throw new ApiError('conflict', this.limitMessage.replace('%d', this.max.toLocaleString('en-US')))
+  }
 
   /** The account's items by name (undefined: none ever set). */
   of (account: string): ReadonlyMap<string, V> | undefined { return this.byAccount.get(account) }

@@ -7,6 +7,7 @@ import { EVENT_TYPES_MAX } from '../store/limits.js'
 import type { Page } from '../store/paging.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+import type { ConfigWriter } from './config-writer.js'
 
 export interface EventType {
   name: string
@@ -27,6 +28,8 @@ export class EventTypeCatalog implements ConfigCatalog {
   readonly rowKinds = ['event-type']
   private readonly accounts: AccountCatalog
   private readonly rows: ConfigRows<EventType>
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor (store: Store, accounts: AccountCatalog) {
     this.accounts = accounts
@@ -38,6 +41,11 @@ export class EventTypeCatalog implements ConfigCatalog {
   load ([account]: ConfigKey, value: unknown): void { this.rows.set(account, (value as EventType).name, value as EventType) }
   loaded (): void {}
   forget (account: string): void { this.rows.forget(account) }
+
+  apply ([account, , name]: ConfigKey, value: unknown): void {
+    if (value === null) this.rows.delete(account, name!)
+    else this.rows.set(account, name!, value as EventType)
+  }
 
   get (account: string, name: string): EventType | undefined {
     return BUILT_IN_EVENTS.get(name) ?? this.rows.find(account, name)
@@ -51,6 +59,15 @@ export class EventTypeCatalog implements ConfigCatalog {
   }
 
   async put (account: string, type: EventType): Promise<EventType> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        if (BUILT_IN_EVENTS.has(type.name)) throw new ApiError('conflict', `"${type.name}" is a built-in event type and cannot be changed.`, '/name')
+        this.rows.checkLimit(account, type.name)
+        return [{ row: this.rows.row(account, type.name), value: type }]
+      })
+      return type
+    }
     this.accounts.get(account)
     if (BUILT_IN_EVENTS.has(type.name)) throw new ApiError('conflict', `"${type.name}" is a built-in event type and cannot be changed.`, '/name')
     await this.rows.reserve(account, type.name, async () => {
@@ -61,6 +78,15 @@ export class EventTypeCatalog implements ConfigCatalog {
   }
 
   async delete (account: string, name: string): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        if (BUILT_IN_EVENTS.has(name)) throw new ApiError('conflict', `"${name}" is a built-in event type and cannot be deleted.`)
+        this.rows.get(account, name)
+        return [{ row: this.rows.row(account, name), value: null }]
+      })
+      return
+    }
     this.accounts.get(account)
     if (BUILT_IN_EVENTS.has(name)) throw new ApiError('conflict', `"${name}" is a built-in event type and cannot be deleted.`)
     this.rows.get(account, name)

@@ -12,6 +12,7 @@ import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/se
 import type { SegmentDef } from '../segments/rules.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+import type { ConfigWriter, RowWrite } from './config-writer.js'
 
 /** Told of the account's new segments version, once its row is written. */
 export type SegmentsChanged = (account: string, version: number) => void
@@ -40,6 +41,8 @@ export class SegmentCatalog implements ConfigCatalog {
   private readonly changed: Listeners<SegmentsChanged>
   private readonly rows: ConfigRows<SegmentDef>
   private readonly sets = new Map<string, AccountSegments>()
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor ({ store, clock, accounts, changed }: SegmentCatalogOptions) {
     this.store = store
@@ -66,6 +69,28 @@ export class SegmentCatalog implements ConfigCatalog {
     this.sets.delete(account)
   }
 
+  /**
+   * Cluster mode: a segment or the account's segments version changed in the replicated configuration.
+   * A change is written as its segment's row, then the new version's row (one change, in that order):
+   * the version's row tells the listeners, as a write through this node does.
+   */
+  apply ([account, kind, name]: ConfigKey, value: unknown): void {
+    const entry = this.setOf(account)
+    if (kind === VERSION_KIND) {
+      if (value !== null) this.versionChanged(account, entry, value as number)
+      return
+    }
+    if (value === null) this.rows.delete(account, name!)
+    else this.rows.set(account, name!, value as SegmentDef)
+    entry.compiled = null
+  }
+
+  /** Cluster mode: the row of the account's next segments version, written with the change that causes it. */
+  versionRow (account: string): RowWrite {
+    const version = Math.max((this.sets.get(account)?.version ?? 0) + 1, this.clock.nowMs())
+    return { row: { db: 'config', key: [account, VERSION_KIND] }, value: version }
+  }
+
   /** The account's compiled segments (compiled on first use after a change). */
   compiledSet (account: string): SegmentSet {
     const entry = this.sets.get(account)
@@ -85,6 +110,14 @@ export class SegmentCatalog implements ConfigCatalog {
   }
 
   async put (account: string, name: string, def: SegmentDef): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        this.rows.checkLimit(account, name)
+        return [{ row: this.rows.row(account, name), value: def }, this.versionRow(account)]
+      })
+      return
+    }
     this.accounts.get(account)
     const entry = this.setOf(account)
     await this.rows.reserve(account, name, async () => {
@@ -96,6 +129,13 @@ export class SegmentCatalog implements ConfigCatalog {
   }
 
   async delete (account: string, name: string): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.get(account, name)
+        return [{ row: this.rows.row(account, name), value: null }, this.versionRow(account)]
+      })
+      return
+    }
     this.get(account, name)
     const entry = this.setOf(account)
     this.store.config.remove(this.rows.key(account, name)).catch(noop)

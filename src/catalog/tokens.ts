@@ -9,6 +9,7 @@ import { TOKENS_MAX } from '../store/limits.js'
 import { pageOf, type Page } from '../store/paging.js'
 import type { AccountCatalog } from './accounts.js'
 import type { PageRequest } from './config-rows.js'
+import type { ConfigWriter } from './config-writer.js'
 import { Reservations } from './reservations.js'
 
 export interface LiveToken {
@@ -24,6 +25,8 @@ export class TokenCatalog {
   /** Token ids by account (listing and counting one account's tokens without scanning every token). */
   private readonly tokenIds = new Map<string, Map<string, string>>()
   private readonly reservations = new Reservations()
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor (store: Store, clock: Clock, accounts: AccountCatalog) {
     this.store = store
@@ -34,7 +37,6 @@ export class TokenCatalog {
   }
 
   async create (account: string, spec: { name: string, attributes: string[], access: Access, ratePerSecond?: number }): Promise<{ record: TokenRecord, token: string }> {
-    this.accounts.get(account)
     const { id, token, hash } = newToken()
     const record: TokenRecord = {
       id,
@@ -47,6 +49,15 @@ export class TokenCatalog {
       createdAt: new Date(this.clock.nowMs()).toISOString(),
       revokedAt: null,
     }
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        if (this.activeTokens(account) >= TOKENS_MAX) throw new ApiError('conflict', `An account has at most ${TOKENS_MAX.toLocaleString('en-US')} tokens that are not revoked; revoke some first.`)
+        return [{ row: { db: 'tokens', key: id }, value: record }]
+      })
+      return { record, token }
+    }
+    this.accounts.get(account)
     await this.reservations.reserve(account + ' token', id, false, this.activeTokens(account), TOKENS_MAX, 'An account has at most %d tokens that are not revoked; revoke some first.', async () => {
       await this.store.save(this.store.tokens, id, record)
       this.addLiveToken(record)
@@ -60,6 +71,17 @@ export class TokenCatalog {
   }
 
   async revoke (account: string, id: string): Promise<TokenRecord> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        const live = this.tokens.get(id)
+        if (live === undefined || live.record.account !== account) throw new ApiError('token_not_found')
+        if (live.record.revokedAt !== null) return []
+        return [{ row: { db: 'tokens', key: id }, value: { ...live.record, revokedAt: new Date(this.clock.nowMs()).toISOString() } }]
+      })
+      const revoked = this.tokens.get(id)
+      if (revoked === undefined) throw new ApiError('token_not_found')
+      return revoked.record
+    }
     const live = this.tokens.get(id)
     if (live === undefined || live.record.account !== account) throw new ApiError('token_not_found')
     if (live.record.revokedAt !== null) return live.record
@@ -77,6 +99,21 @@ export class TokenCatalog {
   forget (account: string): void {
     for (const [tokenId, live] of this.tokens) if (live.record.account === account) this.tokens.delete(tokenId)
     this.tokenIds.delete(account)
+  }
+
+  /** Cluster mode: a token of a known account changed in the replicated configuration (null: deleted). */
+  apply (id: string, record: unknown): void {
+    const live = this.tokens.get(id)
+    if (record === null) {
+      if (live === undefined) return
+      this.tokens.delete(id)
+      this.tokenIds.get(live.record.account)?.delete(id)
+      return
+    }
+    const next = record as TokenRecord
+    // A revocation keeps the token's rate limiter (its record is all that changes).
+    if (live !== undefined && live.record.ratePerSecond === next.ratePerSecond) live.record = next
+    else this.addLiveToken(next)
   }
 
   private activeTokens (account: string): number {

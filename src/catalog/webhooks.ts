@@ -12,6 +12,7 @@ import { compileWebhook, mapSecrets, redactWebhook, restoreSecrets, type Compile
 import type { WebhookChanged, WebhookLookup } from '../webhooks/lookup.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
+import type { ConfigWriter, RowWrite } from './config-writer.js'
 import type { SegmentCatalog } from './segments.js'
 
 /** Event types of updates, as event-driven webhooks select them. */
@@ -57,6 +58,8 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
   private readonly allowPrivate: boolean
   private readonly rows: ConfigRows<CompiledWebhook>
   private readonly indexes = new Map<string, WebhookIndex>()
+  /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
+  writer: ConfigWriter | null = null
 
   constructor ({ store, accounts, segments, changed, allowPrivate }: WebhookCatalogOptions) {
     this.store = store
@@ -78,6 +81,27 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
   }
 
   loaded (): void {}
+
+  /**
+   * Cluster mode: the webhook changed in the replicated configuration: compiled, indexed and told as a
+   * write through this node is. A change of the segments whose members are indexed came with a new
+   * segments version in the same change (the writer's), which the segment catalog applies.
+   */
+  apply ([account, , id]: ConfigKey, value: unknown): void {
+    if (value === null) {
+      if (!this.rows.has(account, id!)) return
+      this.rows.delete(account, id!)
+      this.reindex(account)
+      this.tell(account, id!, null)
+      return
+    }
+    const config = mapSecrets(value as WebhookConfig, secret => this.store.secrets.open(secret))
+    // Validated by the node that took the write; the sender checks every connection's address anyway.
+    const compiled = compileWebhook(id!, account, config, { allowPrivate: true })
+    this.rows.set(account, id!, compiled)
+    this.reindex(account)
+    this.tell(account, id!, compiled)
+  }
 
   /** Drop the account's webhooks: their workers are told to go. */
   forget (account: string): void {
@@ -133,6 +157,19 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
 
   /** Validate, compile and save; secrets sent back as "[redacted]" keep their saved values. */
   async put (account: string, id: string, body: unknown): Promise<CompiledWebhook> {
+    if (this.writer !== null) {
+      let compiled: CompiledWebhook | undefined
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        const previous = this.rows.find(account, id)
+        compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
+        this.rows.checkLimit(account, id)
+        const writes: RowWrite[] = [{ row: this.rows.row(account, id), value: mapSecrets(compiled.config, secret => this.store.secrets.seal(secret)) }]
+        if (this.listedSegmentsChange(account, id, compiled)) writes.push(this.segments.versionRow(account))
+        return writes
+      })
+      return compiled!
+    }
     this.accounts.get(account)
     const previous = this.rows.find(account, id)
     const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
@@ -146,6 +183,15 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
   }
 
   async delete (account: string, id: string): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.webhook(account, id)
+        const writes: RowWrite[] = [{ row: this.rows.row(account, id), value: null }]
+        if (this.listedSegmentsChange(account, id, null)) writes.push(this.segments.versionRow(account))
+        return writes
+      })
+      return
+    }
     this.webhook(account, id)
     await this.rows.remove(account, id)
     this.rows.delete(account, id)
@@ -160,24 +206,42 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
   /** Recompute what the hot path reads of the account's webhooks; true when the listed segments changed. */
   private reindex (account: string): boolean {
     const listedBefore = this.indexes.get(account)?.listedSegments ?? NO_NAMES
-    const index: WebhookIndex = { wantedEvents: new Set(), wantedChanges: new Set(), listedSegments: new Set(), syncTimeoutMs: 0, attributeNames: new Set() }
-    for (const webhook of this.webhooksOf(account)) {
-      if (!webhook.enabled) continue
-      for (const template of [webhook.url, webhook.payload, ...webhook.headerTemplates.map(header => header.value)]) {
-        for (const name of template.attributeNames()) index.attributeNames.add(name)
-      }
-      const trigger = webhook.trigger
-      if (trigger.kind === 'event') for (const type of trigger.events) index.wantedEvents.add(type)
-      if (trigger.kind === 'audience') {
-        for (const segment of trigger.segments) {
-          if (trigger.onEnter) index.wantedChanges.add('enter ' + segment)
-          if (trigger.onExit) index.wantedChanges.add('exit ' + segment)
-        }
-      }
-      if (trigger.kind === 'schedule') for (const segment of trigger.segments) index.listedSegments.add(segment)
-      if (webhook.mode === 'sync') index.syncTimeoutMs = Math.max(index.syncTimeoutMs, webhook.timeoutMs)
-    }
+    const index = indexOf(this.webhooksOf(account))
     this.indexes.set(account, index)
-    return listedBefore.size !== index.listedSegments.size || [...listedBefore].some(segment => !index.listedSegments.has(segment))
+    return !sameNames(listedBefore, index.listedSegments)
   }
+
+  /** Whether setting (null: deleting) webhook `id` would change the segments whose members are indexed. */
+  private listedSegmentsChange (account: string, id: string, next: CompiledWebhook | null): boolean {
+    const webhooks = new Map(this.rows.of(account) ?? [])
+    if (next === null) webhooks.delete(id)
+    else webhooks.set(id, next)
+    return !sameNames(this.indexes.get(account)?.listedSegments ?? NO_NAMES, indexOf(webhooks.values()).listedSegments)
+  }
+}
+
+function sameNames (a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every(name => b.has(name))
+}
+
+/** What the hot path reads of these webhooks (the enabled ones). */
+function indexOf (webhooks: Iterable<CompiledWebhook>): WebhookIndex {
+  const index: WebhookIndex = { wantedEvents: new Set(), wantedChanges: new Set(), listedSegments: new Set(), syncTimeoutMs: 0, attributeNames: new Set() }
+  for (const webhook of webhooks) {
+    if (!webhook.enabled) continue
+    for (const template of [webhook.url, webhook.payload, ...webhook.headerTemplates.map(header => header.value)]) {
+      for (const name of template.attributeNames()) index.attributeNames.add(name)
+    }
+    const trigger = webhook.trigger
+    if (trigger.kind === 'event') for (const type of trigger.events) index.wantedEvents.add(type)
+    if (trigger.kind === 'audience') {
+      for (const segment of trigger.segments) {
+        if (trigger.onEnter) index.wantedChanges.add('enter ' + segment)
+        if (trigger.onExit) index.wantedChanges.add('exit ' + segment)
+      }
+    }
+    if (trigger.kind === 'schedule') for (const segment of trigger.segments) index.listedSegments.add(segment)
+    if (webhook.mode === 'sync') index.syncTimeoutMs = Math.max(index.syncTimeoutMs, webhook.timeoutMs)
+  }
+  return index
 }

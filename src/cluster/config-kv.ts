@@ -7,7 +7,8 @@
 // character outside [A-Za-z0-9_-] as `=` and two upper-case hex digits per UTF-8 byte ("a.b" → "a=2Eb"):
 // readable for common ids, one id per key, reversible.
 
-import type { NatsConnection } from '@nats-io/transport-node'
+import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
@@ -41,12 +42,12 @@ export interface ConfigStoreOptions {
 const KINDS = new Set<string>(CONFIG_KINDS)
 
 export class ConfigStore {
-  private constructor (private readonly kv: KV) {}
+  private constructor (private readonly kv: KV, private readonly js: JetStreamClient, private readonly bucket: string) {}
 
   static async open (options: ConfigStoreOptions): Promise<ConfigStore> {
     positiveInteger('replicas', options.replicas)
     const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, replicas: options.replicas }))
-    return new ConfigStore(kv)
+    return new ConfigStore(kv, jetstream(options.nc), options.bucket)
   }
 
   /** Writes a record; resolves with its revision once JetStream stored it (on a quorum with R3). */
@@ -54,15 +55,24 @@ export class ConfigStore {
     return this.kv.put(configKey(kind, id), value)
   }
 
-  async delete (kind: ConfigKind, id: string): Promise<void> {
-    await this.kv.delete(configKey(kind, id))
+  /** Deletes a record (a delete marker, what KV delete writes); resolves with its revision once stored. */
+  async delete (kind: ConfigKind, id: string): Promise<number> {
+    const h = headers()
+    h.set('KV-Operation', 'DEL')
+    // Published by hand rather than through kv.delete, which does not answer the marker's revision.
+    return (await this.js.publish(`$KV.${this.bucket}.${configKey(kind, id)}`, Empty, { headers: h })).seq
+  }
+
+  /** The bucket's last revision, as its stream leader answers it: every write acknowledged so far is at or below it. */
+  async lastRevision (): Promise<number> {
+    return (await this.kv.status()).streamInfo.state.last_seq
   }
 
   /** Current records, then every change. stop() ends the watch. */
   async watch (handlers: ConfigWatchHandlers): Promise<{ stop (): void }> {
     // The watch delivers the records in revision order: it has caught up once it reached the
     // stream's last revision at the time it started.
-    const lastRevision = (await this.kv.status()).streamInfo.state.last_seq
+    const lastRevision = await this.lastRevision()
     const iterator = await this.kv.watch({ key: '>' })
     let ready = false
     const becomeReady = (): void => {
