@@ -119,7 +119,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
   })
   await deliveries.start()
-  if (cluster !== null) await cluster.start()
+  if (cluster !== null) await cluster.start(catalogs)
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
 
@@ -177,7 +177,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ], access, audit)),
     onError: (error, method, route) => log.error({ err: error, method, route }, 'request failed'),
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
+    // Cluster mode: a visitor's or profile's request goes to its partition's owner (src/cluster/forwarder.ts).
+    cluster: cluster?.forwarder.routing() ?? null,
   })
+  cluster?.forwarder.serve(request => server.runForwarded(request))
   const port = await server.listen()
   reports.start()
 

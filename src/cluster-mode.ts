@@ -1,7 +1,9 @@
 // Cluster mode's wiring (BEACON_CLUSTER set), called by src/app.ts: its own NATS connection, the
-// cluster node (leases, members, ownership: src/cluster/node.ts) and the entity log the visitor and
-// profile kinds write through (actors/entity-log.ts), joined as docs/cluster.md "Wiring" says. Nothing
-// here runs in embedded mode.
+// cluster node (leases, members, ownership: src/cluster/node.ts), the entity log the visitor and
+// profile kinds write through (actors/entity-log.ts), the replicated configuration the catalogs write
+// through (src/catalog/replicated-config.ts) and the forwarder that routes requests to their
+// partition's owner (src/cluster/forwarder.ts), joined as docs/cluster.md says. Nothing here runs in
+// embedded mode.
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { redactUrl, type Config } from './config.js'
@@ -14,13 +16,22 @@ import { EntityLog, type PartitionRefused } from '../actors/entity-log.js'
 import type { ActorRuntime } from '../actors/runtime.js'
 import { connectNats } from './delivery/jetstream/connect.js'
 import type { Metrics } from './ops/metrics.js'
+import { Forwarder } from './cluster/forwarder.js'
+import type { Catalogs } from './catalog/catalogs.js'
+import { startReplicatedConfig, type ReplicatedConfig } from './catalog/replicated-config.js'
 
 export interface ClusterMode {
   node: ClusterNode
   /** The kinds' `writes`. */
   entityLog: EntityLog
-  /** Joins and starts taking partitions (after the delivery hub started: recovery resends outbox rows). */
-  start (): Promise<void>
+  /** The HTTP server's routing (`cluster: forwarder.routing()`, then `forwarder.serve(…)` once it exists). */
+  forwarder: Forwarder
+  /**
+   * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
+   * joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
+   * and the hub hears of the webhooks the configuration brings.
+   */
+  start (catalogs: Catalogs): Promise<void>
   /** Hands every partition over (in-flight writes finished, leases released), leaves, closes NATS. */
   stop (): Promise<void>
 }
@@ -63,15 +74,27 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       onSnapshotError: (partition, error) => log.warn({ err: error, partition }, 'partition snapshot failed'),
     })
     metrics?.watchCluster(node)
+    const forwarder = new Forwarder({
+      nc, cluster, ownership: node,
+      observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
+    })
+    let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
       entityLog,
-      async start () {
+      forwarder,
+      async start (catalogs) {
+        replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
+        await replicatedConfig.ready
         await node.start(entityLog)
+        forwarder.sync()
         log.info({ cluster, node: nodeId, partitions: config.partitions, recovering: node.status().recovering.length }, 'cluster node joined')
       },
       async stop () {
+        // Handing over: requests forwarded here meanwhile are answered, or "moved" once a partition went.
         await node.close()
+        await forwarder.close()
+        replicatedConfig?.close()
         entityLog.close()
         await nc.close().catch(() => {})
       },

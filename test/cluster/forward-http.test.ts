@@ -58,7 +58,7 @@ describe('Routing through the HTTP server (two HttpServers, forwarders on a real
     expect(patched.status).to.equal(200)
     for (let p = 0; p < PARTITIONS; p++) table.set(p, 'owner')
 
-    const routes = owner.beacon.routes as Route[]
+    const routes: Route[] = [...owner.beacon.routes]
     const options = { host: '127.0.0.1', port: 0, bodySizeMaxBytes: 64 * 1024, inflightMax: 1000, routes, onError: (error: unknown) => { console.error(error) } }
     // The owner's side: the same routes (the owner's actors and catalogs) run for forwarded requests.
     const ownerSide = new HttpServer(options)
