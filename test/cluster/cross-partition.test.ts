@@ -8,7 +8,7 @@
 import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
 import { partitionOf } from '../../src/cluster/partition.js'
-import { admin, identified, post } from '../helpers/beacon.js'
+import { admin, identified, post, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
 import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
 
 interface Person { profileId: string, visitors: string[] }
@@ -17,21 +17,27 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
   this.timeout(300_000)
   let cluster: BeaconCluster
   let owners: Map<number, string>
+  /** The embedded mode on the same tenant, for the same answers. */
+  let embedded: BeaconProcess
 
   before(async () => {
     cluster = await startBeaconCluster(3)
     owners = await cluster.settled()
     const { account } = cluster.tenant
+    embedded = await startBeacon({ dataDir: await cluster.seededDir() })
     const gold = {
       name: 'Gold members', status: 'active', priority: 1,
       trigger: { events: ['pageView'] },
       rule: { all: [{ fact: 'attribute.tier', op: 'eq', value: 'gold' }] },
       content: { banner: 'gold.png' },
     }
-    const put = await admin(cluster.live()[0]!.url, 'PUT', `/admin/accounts/${account}/campaigns/gold`, gold)
-    expect(put.status, JSON.stringify(put.body)).to.equal(200)
+    for (const url of [cluster.live()[0]!.url, embedded.url]) {
+      const put = await admin(url, 'PUT', `/admin/accounts/${account}/campaigns/gold`, gold)
+      expect(put.status, JSON.stringify(put.body)).to.equal(200)
+    }
   })
   after(async () => {
+    await embedded?.kill()
     await cluster?.close()
   })
 
@@ -80,5 +86,62 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     const profile = await profileOf(profileId)
     expect(profile.visitors).to.deep.equal([visitorId])
     expect(profile.devices[visitorId!].behaviour.pageViews).to.equal(1)
+  })
+
+  /**
+   * One person's story through `urls` (in turn): profile attributes, events of three devices with the
+   * profileId (a page view, purchases with a repeated order, a product view), a device attribute, then
+   * a device moving to another profile. Answers what a client sees, comparable across modes.
+   */
+  async function story (urls: () => string, one: Person, other: string): Promise<Record<string, unknown>> {
+    const { account, token } = cluster.tenant
+    const [v1, v2, v3] = one.visitors as [string, string, string]
+    const ok = (res: { status: number, body: any }): any => {
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+      return res.body
+    }
+    ok(await post(urls(), '/profiles/attributes', { account, token, profileId: one.profileId, attributes: { tier: 'gold' } }))
+    const campaigns = (body: any): string[] => body.campaigns.map((c: { id: string }) => c.id)
+    const first = campaigns(ok(await event(v1, one.profileId, {}, urls())))
+    const orders: string[][] = []
+    for (const [orderId, orderTotal] of [['o1', 10], ['o2', 20.5], ['o2', 20.5], ['o3', 30]] as const) {
+      orders.push(campaigns(ok(await event(v2, one.profileId, { event: 'purchase', orderId: `${v2}-${orderId}`, orderTotal, purchasedItems: ['sku-1'] }, urls()))))
+    }
+    ok(await event(v3, one.profileId, { event: 'productView', sku: 'sku-9', category: 'shoes' }, urls()))
+    ok(await post(urls(), '/visitors/attributes', { account, token, visitorId: v3, attributes: { color: 'red' } }))
+    const unified = ok(await post(urls(), '/profiles/query', { account, token, profileId: one.profileId }))
+    const device = ok(await post(urls(), '/visitors/query', { account, token, visitorId: v3 }))
+    const before = await profileOf(one.profileId, urls())
+    // v1 moves to the other profile: unlinked from this one, remembered in its moves.
+    ok(await event(v1, other, {}, urls()))
+    const after = await profileOf(one.profileId, urls())
+    const otherProfile = await profileOf(other, urls())
+    const behaviour = (profile: any): Record<string, unknown> => Object.fromEntries(Object.entries(profile.devices as Record<string, any>).map(([id, d]) => {
+      const { firstSeen: _f, lastSeen: _l, ...rest } = d.behaviour
+      return [id === v1 ? 'v1' : id === v2 ? 'v2' : 'v3', { ...rest, attributes: d.attributes, segments: d.segments }]
+    }))
+    const name = (id: string): string => id === v1 ? 'v1' : id === v2 ? 'v2' : id === v3 ? 'v3' : id
+    return {
+      first, orders,
+      unified: unified.attributes, device: { profileId: device.profileId === one.profileId, attributes: device.attributes },
+      before: { visitors: before.visitors.map(name), devices: behaviour(before), attributes: before.attributes },
+      after: { visitors: after.visitors.map(name), moves: after.moves.map((m: { visitorId: string }) => name(m.visitorId)) },
+      other: { visitors: otherProfile.visitors.map(name) },
+    }
+  }
+
+  it('gives the same answers as the embedded mode: stitching, the profile\'s attributes in the devices\' campaigns, purchases summed exactly, a move', async () => {
+    const one = person(3)
+    const other = person(0).profileId
+    const startMs = Date.now()
+    const clustered = await story(nextUrl, one, other)
+    const clusterMs = Date.now() - startMs
+    const alone = await story(() => embedded.url, one, other)
+    console.log(`      the story took ${clusterMs} ms through the cluster, ${Date.now() - startMs - clusterMs} ms embedded`)
+    expect(clustered).to.deep.equal(alone)
+    expect(clustered.first).to.deep.equal(['gold'])
+    const devices = (clustered.before as any).devices
+    expect(devices.v2).to.include({ purchases: 3, totalSpent: 60.5 })
+    expect(devices.v3.attributes).to.deep.equal({ color: 'red' })
   })
 })
