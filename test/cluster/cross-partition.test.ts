@@ -48,14 +48,17 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     return live[turn++ % live.length]!.url
   }
 
-  /** A profile owned by `profileOwner` (any when null) and `count` visitors, each owned by another node. */
-  function person (count: number, profileOwner: string | null = null): Person {
+  /**
+   * A profile owned by `profileOwner` (any when null, or any but `visitorOwner`) and `count` visitors,
+   * each owned by another node than the profile (by `visitorOwner` when given).
+   */
+  function person (count: number, profileOwner: string | null = null, visitorOwner: string | null = null): Person {
     let profileId = `p-${randomUUID()}@example.com`
-    while (ownerOf(profileId) !== (profileOwner ?? ownerOf(profileId))) profileId = `p-${randomUUID()}@example.com`
+    while (ownerOf(profileId) !== (profileOwner ?? ownerOf(profileId)) || ownerOf(profileId) === visitorOwner) profileId = `p-${randomUUID()}@example.com`
     const visitors: string[] = []
     while (visitors.length < count) {
       const id = randomUUID()
-      if (ownerOf(id) !== ownerOf(profileId)) visitors.push(id)
+      if (ownerOf(id) !== ownerOf(profileId) && ownerOf(id) === (visitorOwner ?? ownerOf(id))) visitors.push(id)
     }
     return { profileId, visitors }
   }
@@ -143,5 +146,102 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     const devices = (clustered.before as any).devices
     expect(devices.v2).to.include({ purchases: 3, totalSpent: 60.5 })
     expect(devices.v3.attributes).to.deep.equal({ color: 'red' })
+  })
+
+  it('exports a profile through every node with its devices in other partitions, and erases them through any node', async () => {
+    const { account } = cluster.tenant
+    const one = person(3)
+    for (const [i, visitorId] of one.visitors.entries()) {
+      const res = await event(visitorId, one.profileId, { event: 'purchase', orderId: `${visitorId}-o`, orderTotal: i + 1 })
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    }
+    const exportPath = `/admin/accounts/${account}/profiles/${encodeURIComponent(one.profileId)}/export`
+    for (const member of cluster.live()) {
+      const res = await admin(member.url, 'GET', exportPath)
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+      expect(res.body.visitors.map((v: { visitorId: string }) => v.visitorId).sort(), `export through ${member.id}`).to.deep.equal([...one.visitors].sort())
+      expect(res.body.visitors.map((v: { purchases: number }) => v.purchases)).to.deep.equal([1, 1, 1])
+    }
+    // Through a node that owns neither the profile nor (if it can be) the first device.
+    const through = cluster.live().find(member => member.id !== ownerOf(one.profileId) && member.id !== ownerOf(one.visitors[0]!)) ?? cluster.live()[0]!
+    const erased = await admin(through.url, 'DELETE', `/admin/accounts/${account}/profiles/${encodeURIComponent(one.profileId)}`)
+    expect(erased.status, JSON.stringify(erased.body)).to.equal(200)
+    expect(erased.body).to.deep.include({ profileId: one.profileId, keptVisitors: 0 })
+    expect(erased.body.erased).to.include({ profiles: 1, visitors: 3 })
+    for (const visitorId of one.visitors) {
+      for (const member of cluster.live()) {
+        const visitor = await visitorOf(visitorId, member.url)
+        expect(visitor, `${visitorId} (owned by ${ownerOf(visitorId)}) read through ${member.id}`).to.deep.include({ profileId: null, purchases: 0, attributes: {} })
+      }
+    }
+    const after = await admin(nextUrl(), 'GET', exportPath)
+    expect(after.body.visitors).to.deep.equal([])
+    expect(after.body.profile.visitors).to.deep.equal([])
+  })
+
+  it('erases a device in another partition than its profile through any node: the profile forgets it', async () => {
+    const { account } = cluster.tenant
+    const one = person(2)
+    for (const visitorId of one.visitors) expect((await event(visitorId, one.profileId, {})).status).to.equal(200)
+    const through = cluster.live().find(member => member.id !== ownerOf(one.visitors[0]!)) ?? cluster.live()[0]!
+    const erased = await admin(through.url, 'DELETE', `/admin/accounts/${account}/visitors/${one.visitors[0]}`)
+    expect(erased.status, JSON.stringify(erased.body)).to.equal(200)
+    expect(erased.body.unlinkedFrom).to.equal(one.profileId)
+    const profile = await profileOf(one.profileId)
+    expect(profile.visitors).to.deep.equal([one.visitors[1]])
+    expect(profile.moves).to.deep.equal([])
+  })
+
+  it('SIGKILL of the owner of profiles (and of devices of other profiles) under concurrent purchases: every acknowledged purchase counted once, in the visitors and in the profiles', async () => {
+    const victim = cluster.members[1]!.id
+    // Profiles the victim owns (their devices elsewhere), and devices it owns (their profiles elsewhere).
+    const people = [...Array.from({ length: 4 }, () => person(3, victim)), ...Array.from({ length: 2 }, () => person(3, null, victim))]
+    const ORDERS = 30
+    let killed = false
+    let acknowledged = 0
+    let refused = 0
+    let slowestMs = 0
+    const refusals = new Map<string, number>()
+    const worker = async (profileId: string, visitorId: string): Promise<void> => {
+      for (let k = 0; k < ORDERS; k++) {
+        const fields = { event: 'purchase', orderId: `${visitorId}-${k}`, orderTotal: k + 1, purchasedItems: [`sku-${k}`] }
+        const startMs = Date.now()
+        // Retried with the same order id until acknowledged, as a client would.
+        for (;;) {
+          const res = await event(visitorId, profileId, fields).catch((error: Error) => ({ status: 0, body: { message: error.message } }))
+          if (res.status === 200) break
+          refused++
+          const code = res.body?.errors?.[0]?.code ?? String(res.status)
+          refusals.set(code, (refusals.get(code) ?? 0) + 1)
+          await new Promise(resolve => setTimeout(resolve, 100))
+        }
+        acknowledged++
+        slowestMs = Math.max(slowestMs, Date.now() - startMs)
+        if (!killed && acknowledged >= people.length * 3 * 5) {
+          killed = true
+          console.log(`      SIGKILL ${victim} after ${acknowledged} acknowledged purchases`)
+          void cluster.kill(1)
+        }
+      }
+    }
+    const startMs = Date.now()
+    await Promise.all(people.flatMap(one => one.visitors.map(visitorId => worker(one.profileId, visitorId))))
+    console.log(`      ${acknowledged} purchases acknowledged in ${Date.now() - startMs} ms; ${refused} refused and retried (${JSON.stringify(Object.fromEntries(refusals))}); slowest ${slowestMs} ms`)
+    expect(killed).to.equal(true)
+    owners = await cluster.settled()
+    const total = (ORDERS * (ORDERS + 1)) / 2
+    for (const one of people) {
+      const readMs = Date.now()
+      const profile = await profileOf(one.profileId)
+      expect([...profile.visitors].sort()).to.deep.equal([...one.visitors].sort())
+      for (const visitorId of one.visitors) {
+        const visitor = await visitorOf(visitorId)
+        expect(visitor, visitorId).to.include({ purchases: ORDERS, totalSpent: total, profileId: one.profileId })
+        expect(profile.devices[visitorId].behaviour, `${visitorId} in ${one.profileId}`).to.include({ purchases: ORDERS, totalSpent: total })
+      }
+      console.log(`      ${one.profileId.slice(0, 12)}… read back in ${Date.now() - readMs} ms, now owned by ${ownerOf(one.profileId)}`)
+    }
+    await cluster.restart(1)
+    owners = await cluster.settled()
   })
 })
