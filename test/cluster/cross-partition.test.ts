@@ -36,6 +36,14 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
       expect(put.status, JSON.stringify(put.body)).to.equal(200)
     }
   })
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return
+    // What the nodes logged at warn or above, to see why.
+    for (const member of cluster.live()) {
+      const lines = member.process!.output().split('\n').filter(line => /"level":(40|50|60)/.test(line) && !line.includes('checks the expected last subject sequence'))
+      console.log(`      ${member.id}, ${lines.length} warnings:\n${lines.slice(-30).map(line => line.slice(0, 600)).join('\n')}`)
+    }
+  })
   after(async () => {
     await embedded?.kill()
     await cluster?.close()
@@ -146,6 +154,43 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     const devices = (clustered.before as any).devices
     expect(devices.v2).to.include({ purchases: 3, totalSpent: 60.5 })
     expect(devices.v3.attributes).to.deep.equal({ color: 'red' })
+  })
+
+  it('measures what a message to the profile\'s owner costs, and that the profile shows each acknowledged event at once', async () => {
+    const { account } = cluster.tenant
+    const member = cluster.live()[0]!
+    /** Visitors `member` owns, their profile on `member` (same node) or on another node. */
+    const pick = (sameNode: boolean): Person => {
+      for (;;) {
+        const one = person(0)
+        if ((ownerOf(one.profileId) === member.id) !== sameNode) continue
+        while (one.visitors.length < 1) {
+          const id = randomUUID()
+          if (ownerOf(id) === member.id) one.visitors.push(id)
+        }
+        return one
+      }
+    }
+    const timings: Record<string, number[]> = { 'profile on the same node': [], 'profile on another node': [] }
+    let shownLate = 0
+    for (let round = 0; round < 60; round++) {
+      for (const sameNode of [true, false]) {
+        const one = pick(sameNode)
+        const startMs = performance.now()
+        const res = await event(one.visitors[0]!, one.profileId, { event: 'purchase', orderId: `m-${round}`, orderTotal: 2 }, member.url)
+        timings[sameNode ? 'profile on the same node' : 'profile on another node']!.push(performance.now() - startMs)
+        expect(res.status, JSON.stringify(res.body)).to.equal(200)
+        // Read right after the acknowledgement, through the profile's owner: already counted.
+        const profile = await admin(member.url, 'GET', `/admin/accounts/${account}/profiles/${encodeURIComponent(one.profileId)}`)
+        if (profile.body.devices?.[one.visitors[0]!]?.behaviour?.purchases !== 1) shownLate++
+      }
+    }
+    for (const [what, list] of Object.entries(timings)) {
+      list.sort((x, y) => x - y)
+      console.log(`      event with profileId, ${what}: p50 ${list[Math.floor(list.length / 2)]!.toFixed(1)} ms, p95 ${list[Math.floor(list.length * 0.95)]!.toFixed(1)} ms (${list.length} events, sent to the visitor's owner)`)
+    }
+    console.log(`      profile copies not showing the acknowledged purchase when read right after: ${shownLate} of 120`)
+    expect(shownLate).to.equal(0)
   })
 
   it('exports a profile through every node with its devices in other partitions, and erases them through any node', async () => {
