@@ -289,4 +289,56 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     await cluster.restart(1)
     owners = await cluster.settled()
   })
+
+  it('SIGKILL of a profile\'s owner while devices move between it and another profile: each move recorded once, every device linked where its last event put it', async () => {
+    const victim = cluster.members[2]!.id
+    // A: owned by the victim; B: owned by another node; the devices by neither.
+    let a: string
+    let b: string
+    do a = `a-${randomUUID()}@example.com`
+    while (ownerOf(a) !== victim)
+    do b = `b-${randomUUID()}@example.com`
+    while (ownerOf(b) === victim)
+    const devices: string[] = []
+    while (devices.length < 4) {
+      const id = randomUUID()
+      if (ownerOf(id) !== victim && ownerOf(id) !== ownerOf(b)) devices.push(id)
+    }
+    const EVENTS = 20
+    let acknowledged = 0
+    let killed = false
+    let refused = 0
+    const worker = async (visitorId: string): Promise<void> => {
+      for (let i = 0; i < EVENTS; i++) {
+        for (;;) {
+          const res = await event(visitorId, i % 2 === 0 ? a : b, {}).catch(() => ({ status: 0, body: null }))
+          if (res.status === 200) break
+          refused++
+          await new Promise(resolve => setTimeout(resolve, 100))
+        }
+        if (++acknowledged >= devices.length * 4 && !killed) {
+          killed = true
+          void cluster.kill(2)
+        }
+      }
+    }
+    const startMs = Date.now()
+    await Promise.all(devices.map(worker))
+    console.log(`      ${acknowledged} moving events acknowledged in ${Date.now() - startMs} ms, ${refused} refused and retried`)
+    expect(killed).to.equal(true)
+    owners = await cluster.settled()
+    const profileA = await profileOf(a)
+    const profileB = await profileOf(b)
+    // The last event (i = 19) linked each device to B; A lost it 10 times, B 9 times.
+    expect([...profileB.visitors].sort()).to.deep.equal([...devices].sort())
+    expect(profileA.visitors).to.deep.equal([])
+    const movesOf = (profile: any, id: string): number => profile.moves.filter((m: { visitorId: string }) => m.visitorId === id).length
+    for (const id of devices) {
+      expect(movesOf(profileA, id), `moves of ${id} away from A`).to.equal(EVENTS / 2)
+      expect(movesOf(profileB, id), `moves of ${id} away from B`).to.equal(EVENTS / 2 - 1)
+      expect((await visitorOf(id)).profileId).to.equal(b)
+    }
+    await cluster.restart(2)
+    owners = await cluster.settled()
+  })
 })
