@@ -19,6 +19,7 @@ import type { Metrics } from './ops/metrics.js'
 import { Forwarder } from './cluster/forwarder.js'
 import type { Catalogs } from './catalog/catalogs.js'
 import { startReplicatedConfig, type ReplicatedConfig } from './catalog/replicated-config.js'
+import { ActorRouter } from '../actors/actor-router.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -26,6 +27,8 @@ export interface ClusterMode {
   entityLog: EntityLog
   /** The HTTP server's routing (`cluster: forwarder.routing()`, then `forwarder.serve(…)` once it exists). */
   forwarder: Forwarder
+  /** Messages between actors of partitions other nodes own (the kinds' and erasure's `peers`; `serve(kinds)` once they exist). */
+  actors: ActorRouter
   /**
    * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
    * joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
@@ -78,22 +81,26 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       nc, cluster, ownership: node,
       observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
     })
+    const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
       entityLog,
       forwarder,
+      actors,
       async start (catalogs) {
         replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
         await replicatedConfig.ready
         await node.start(entityLog)
         forwarder.sync()
+        actors.sync()
         log.info({ cluster, node: nodeId, partitions: config.partitions, recovering: node.status().recovering.length }, 'cluster node joined')
       },
       async stop () {
         // Handing over: requests forwarded here meanwhile are answered, or "moved" once a partition went.
         await node.close()
         await forwarder.close()
+        await actors.close()
         replicatedConfig?.close()
         entityLog.close()
         await nc.close().catch(() => {})
