@@ -24,7 +24,7 @@
 //   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
 //   BENCH_WRK                the wrk binary (default wrk)
 
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -586,12 +586,11 @@ function table (rows: Row[]): string {
   return [fmt(header), rule, ...out.slice(1).map(fmt)].join('\n')
 }
 
+/** The first line a program prints for its version (wrk -v exits with 1 after printing it). */
 function version (file: string, args: string[]): string {
-  try {
-    return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim().split('\n')[0]!
-  } catch (error) {
-    return `(${file} ${args.join(' ')} failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})`
-  }
+  const run = spawnSync(file, args, { encoding: 'utf8' })
+  if (run.error !== undefined) return `(${file} ${args.join(' ')} failed: ${run.error.message})`
+  return `${run.stdout}${run.stderr}`.trim().split('\n')[0]!
 }
 
 async function main (): Promise<void> {
@@ -600,7 +599,7 @@ async function main (): Promise<void> {
   const selected = (phase: typeof PHASES[number]): boolean => ONLY.length === 0 || ONLY.includes(phase)
   const build = version('git', ['-C', ROOT, 'describe', '--always', '--dirty'])
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
-    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk'}, ${version(NATS_SERVER_BIN, ['--version'])}`
+    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ${version(NATS_SERVER_BIN, ['--version'])}`
   process.stderr.write(`bench:cluster — build ${build}; ${machine}\n` +
     `${CONNECTIONS} connections, ${DURATION_S} s per row (+${WARMUP_S} s warm-up), ${VISITORS} visitors, ` +
     `${PARTITIONS} partitions, lease ${LEASE_MS} ms, takeover of ${TAKEOVER_VISITORS} visitors\n`)
