@@ -23,6 +23,7 @@
 //   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; takeover runs on (c)'s cluster)
 //   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
 //   BENCH_WRK                the wrk binary (default wrk)
+//   BENCH_NODE_ARGS          extra node flags for the Beacon processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -49,6 +50,7 @@ const VISITORS = intEnv('BENCH_VISITORS', 10_000)
 const TAKEOVER_VISITORS = intEnv('BENCH_TAKEOVER_VISITORS', 10_000)
 const LEASE_MS = intEnv('BENCH_LEASE_MS', 1500)
 const WRK = process.env.BENCH_WRK || 'wrk'
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
 const PHASES = ['a', 'b', 'c', 'takeover'] as const
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
 
@@ -105,7 +107,7 @@ interface Node {
 async function startNode (id: string, env: Record<string, string>): Promise<Node> {
   const dataDir = mkdtempSync(join(tmpdir(), 'beacon-bench-cluster-'))
   tempDirs.add(dataDir)
-  const child = track(spawn(process.execPath, [BEACON_MAIN], {
+  const child = track(spawn(process.execPath, [...NODE_ARGS, BEACON_MAIN], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',

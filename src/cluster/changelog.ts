@@ -10,7 +10,8 @@
 //
 // Batching: one publish in flight per partition (the next one needs the previous one's sequence), so
 // appends made while it flies wait and go out together as one message (group commit), each resolved
-// with that message's sequence once JetStream acknowledged it.
+// with that message's sequence once JetStream acknowledged it. A partition with nothing in flight sends
+// at the end of the event-loop turn, with the other partitions' appends of that turn (one socket write).
 //
 // Compaction: `snapshot()` publishes the owner's state with `Nats-Rollup: sub`, which makes JetStream
 // drop every earlier message of that subject; a reader recovers the snapshot plus what followed it.
@@ -93,6 +94,8 @@ export class Changelog {
   private readonly appendTimeoutMs: number
   private readonly onAppended: ((durationMs: number) => void) | null
   private readonly writers = new Map<number, Writer>()
+  /** Writers with appends waiting for the end of this event-loop turn (flushSoon). */
+  private due: Writer[] = []
   /** Message ids are `<instance>-<counter>`: unique per process run, so no restart reuses one within the duplicate window. */
   private readonly instance = nuid.next()
   private messageIds = 0
@@ -283,8 +286,25 @@ export class Changelog {
   private enqueue (writer: Writer, kind: Pending['kind'], parts: Uint8Array[], bytes: number, count: number): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       writer.queue.push({ kind, parts, bytes, count, resolve, reject })
-      if (!writer.flying) void this.flush(writer)
+      if (!writer.flying) this.flushSoon(writer)
     })
+  }
+
+  /**
+   * Flushes the writer at the end of this event-loop turn, with every other writer that got appends in
+   * it: their publishes then leave in one socket write (nats.js writes what was queued in one run of
+   * code together), instead of one write per request, and a partition's appends of the turn in one message.
+   */
+  private flushSoon (writer: Writer): void {
+    writer.flying = true
+    this.due.push(writer)
+    if (this.due.length === 1) setImmediate(this.flushDue)
+  }
+
+  private readonly flushDue = (): void => {
+    const due = this.due
+    this.due = []
+    for (const writer of due) void this.flush(writer)
   }
 
   /** Sends the queue's head as one message (consecutive entries batched), then the rest, one at a time. */
