@@ -149,10 +149,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     // Accounts deleted through other nodes (or while this one was away, told as the configuration came in).
     for (const { account, name } of removedAccounts.splice(0)) accountDeletions.deletedElsewhere(account, name)
     catalogs.accountRemoved = (account, name) => accountDeletions.deletedElsewhere(account, name)
-    cluster.owned.add(partition => {
+    const eraseDeleted = (partition: number): void => {
       accountDeletions.partitionOwned(partition).catch((error: unknown) => log.error({ err: error, partition }, 'erasing deleted accounts in a partition taken over failed'))
-    })
-    for (const partition of cluster.node.status().owned) void accountDeletions.partitionOwned(partition)
+    }
+    cluster.owned.add(eraseDeleted)
+    for (const partition of cluster.node.status().owned) eraseDeleted(partition)
   }
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
