@@ -210,7 +210,8 @@ export class DeliveryHub {
     await this.store.root.committed
     for (const group of groups) {
       for (const item of group.items) {
-        const record = readRecordById(this.store, account, id, item.id)
+        // A record another node relayed (JetStream) is known here only as fed (live).
+        const record = readRecordById(this.store, account, id, item.id) ?? this.live.get(item.id)
         if (record !== undefined) this.enqueue(record)
       }
     }
