@@ -137,7 +137,15 @@ export class ReplicatedConfig implements ConfigWriter {
     const deadline = performance.now() + CONFIG_LOCK_WAIT_MS
     let pauseMs = 1
     for (;;) {
-      const lease = await this.locks.acquire(slot)
+      let lease: Lease | null
+      try {
+        lease = await this.locks.acquire(slot)
+      } catch (error) {
+        // A lock bucket created a moment ago: its subjects may not reach every server yet ("no
+        // responders", never stored, so safe to try again). Seen at the start of a new cluster.
+        if (!isNoResponders(error) || performance.now() > deadline) throw error
+        lease = null
+      }
       if (lease !== null) return lease
       if (performance.now() > deadline) throw unavailable('another node holds the lock of this account\'s configuration')
       await new Promise(resolve => setTimeout(resolve, pauseMs))
@@ -331,4 +339,8 @@ async function viaNats<T> (what: string, step: Promise<T>): Promise<T> {
 
 function unavailable (why: string): ApiError {
   return new ApiError('config_unavailable', `The cluster's configuration cannot be changed right now (${why}); retry shortly.`, undefined, { 'Retry-After': '1' })
+}
+
+function isNoResponders (error: unknown): boolean {
+  return error instanceof Error && (error.name === 'JetStreamNotEnabled' || /no responders/.test(error.message))
 }
