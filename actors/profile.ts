@@ -28,6 +28,11 @@ export interface DeviceSummary {
   segments: string[]
   windows: Windows
   metrics: VisitorMetrics
+  /**
+   * The summary's version (never lower than the visitor's clock when it sent it; absent in rows of
+   * earlier releases): an older copy than the one held is not applied (actors/actor-router.ts).
+   */
+  seq?: number
 }
 
 export interface ProfileState extends EntityState {
@@ -36,6 +41,8 @@ export interface ProfileState extends EntityState {
   devices: Record<string, DeviceSummary>
   /** Links that moved a device away from this profile: [visitorId, movedAtMs], most recent last, bounded. */
   moves: [string, number][]
+  /** Ids of the recent non-idempotent messages applied (unlink), oldest first, bounded: a repeat is skipped. */
+  applied: string[]
 }
 
 /** What a linked visitor's campaigns see of its profile. */
@@ -48,7 +55,7 @@ export type ProfileMessage =
   | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
   | { type: 'segments', assign: string[], remove: string[] }
   | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number }
-  | { type: 'unlink', visitorId: string, nowMs: number, forget?: boolean }
+  | { type: 'unlink', visitorId: string, nowMs: number, forget?: boolean, msgId?: string }
   | { type: 'evaluate', nowMs: number }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
@@ -96,7 +103,7 @@ function lowerCaseDevices (state: ProfileState): ProfileState {
 }
 
 export function emptyProfile (): ProfileState {
-  return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, indexed: [], visitors: [], devices: {}, moves: [] }
+  return { attributes: {}, segments: [], computed: [], segmentsVersion: 0, expiresAtMs: 0, indexed: [], visitors: [], devices: {}, moves: [], applied: [] }
 }
 
 export interface ProfileDeps {
@@ -115,6 +122,8 @@ export interface ProfileDeps {
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const MOVES_MAX = 100
+/** Message ids a profile remembers (actors/actor-router.ts: a repeat within them is not applied again). */
+export const APPLIED_MAX = 256
 
 export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null }: ProfileDeps): ProfileKind {
   const db = store.profiles
@@ -167,6 +176,9 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           save(actor, NO_EVENT, clock.nowMs(), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
           return allSegments(state, deviceSegments(state))
         case 'device': {
+          // A copy older than the one held (a late repeat): nothing changes, the answer is as before.
+          const held = state.devices[message.visitorId]
+          if (held?.seq !== undefined && message.summary.seq !== undefined && message.summary.seq < held.seq) return view(state)
           const at = state.visitors.indexOf(message.visitorId)
           if (at >= 0) state.visitors.splice(at, 1)
           // Into the uncapped index (with the state write, in this event turn): the capped list below
@@ -179,8 +191,13 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           return view(state)
         }
         case 'unlink': {
+          if (message.msgId !== undefined && state.applied.includes(message.msgId)) return undefined
           const at = state.visitors.indexOf(message.visitorId)
           if (at < 0) return undefined
+          if (message.msgId !== undefined) {
+            state.applied.push(message.msgId)
+            if (state.applied.length > APPLIED_MAX) state.applied.shift()
+          }
           state.visitors.splice(at, 1)
           delete state.devices[message.visitorId]
           // An erased device leaves no trace here; a device that moved to another profile is remembered.

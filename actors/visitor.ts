@@ -14,6 +14,7 @@ import {
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
 import type { EntityWrites } from './entity-writes.js'
+import type { ActorSender } from './actor-router.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
 export const VIEWED_SKUS_MAX = 50
@@ -44,6 +45,8 @@ export interface VisitorState extends EntityState {
   windows: Windows
   /** When each attribute was last written (the profile's unified view takes the latest). */
   attributeTimes: Record<string, number>
+  /** The version of the last summary sent to the profile (DeviceSummary.seq; 0: none yet). */
+  profileSeq: number
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -133,6 +136,7 @@ export function emptyVisitor (): VisitorState {
     impressions: {},
     windows: {},
     attributeTimes: {},
+    profileSeq: 0,
     computed: [],
     segmentsVersion: 0,
     expiresAtMs: 0,
@@ -155,14 +159,17 @@ export interface VisitorDeps {
   membership?: MembershipCounter | null
   /** Cluster mode: writes go through the partition changelog (entity-log.ts). Absent: LMDB, as configured. */
   writes?: EntityWrites | null
+  /** Cluster mode: messages to the profile go through the router (actor-router.ts). Absent: the runtime. */
+  peers?: ActorSender | null
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
+  const profilesAt: ActorSender = peers ?? runtime
 
   /** Evaluate segments, then write outbox rows, expiry and state in this one event turn. */
   function save (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet): void {
@@ -236,12 +243,16 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   async function syncProfile (actor: Actor<VisitorState>, profileId: string, event: EventBody | null, nowMs: number, segs: SegmentSet): Promise<ProfileView> {
     const state = actor.state
     const previous = state.profileId
+    // A version never lower than this node's clock: a state rolled back to its last durable write (the
+    // owner died) still sends copies newer than those its lost writes sent (actor-router.ts).
+    const seq = state.profileSeq = Math.max(state.profileSeq + 1, clock.nowMs())
     if (previous !== null && previous !== profileId) {
-      await runtime.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs })
+      await profilesAt.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs, msgId: `${actor.id}/${seq}/unlink` })
       state.profileId = null
     }
     const summary = deviceSummary(state, segs, nowMs)
-    const view = await runtime.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
+    summary.seq = seq
+    const view = await profilesAt.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
     state.profileId = profileId
     return view
   }

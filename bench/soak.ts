@@ -5,7 +5,15 @@
 // second) and, in this process, a webhook receiver (node:http, answering 1 % of requests 503 so
 // retries run too) and a load generator at a steady rate over a pool of visitors: page and product
 // views, purchases (some with a repeated orderId), attribute and segment updates, profile links and
-// reads. Computed segments with 1-minute windows make visitors enter and leave all the time, by events
+// reads.
+//
+// The pool churns, as a site's audience does: each visitor slot gets a new visitor after
+// SOAK_VISITOR_MINUTES on average, each known person slot a new person after SOAK_PROFILE_MINUTES.
+// So the load is stationary: what Beacon holds for the visitors in play (recent SKUs, order ids,
+// window buckets, a profile's devices: each bounded) stops growing within a lifetime, and memory that
+// still grows after the warm-up is Beacon's, not the workload's. (A fixed pool is not stationary: its
+// visitors' histories fill towards their caps for hours. The 60-minute run of 2026-11-24 grew 62 % that
+// way; heap snapshots put all of the growth in those per-visitor lists, bench/results/2026-11-25-soak.md.) Computed segments with 1-minute windows make visitors enter and leave all the time, by events
 // and by the sweep; an event webhook (purchases) and an audience webhook (every enter and exit) deliver
 // to the receiver.
 //
@@ -21,9 +29,11 @@
 //
 // Environment:
 //   SOAK_MINUTES         length of the run (default 30)
-//   SOAK_WARMUP_MINUTES  minutes not judged (default: a sixth of the run, at least 1)
+//   SOAK_WARMUP_MINUTES  minutes not judged (default: a third of the run, at least 1)
 //   SOAK_RATE            requests per second (default 300)
 //   SOAK_VISITORS        visitors in the pool (default 20000)
+//   SOAK_VISITOR_MINUTES a visitor's mean time in the pool (default 5)
+//   SOAK_PROFILE_MINUTES a known person's mean time in the pool of 2,000 (default 10)
 //   SOAK_NODE_ARGS       extra node flags for Beacon, e.g. "--heapsnapshot-signal=SIGUSR2" to take heap
 //                        snapshots (kill -USR2 <pid>; written to the current folder) and compare them
 
@@ -36,16 +46,19 @@ import { createHmac, randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 30)
-const WARMUP_MINUTES = Number(process.env.SOAK_WARMUP_MINUTES ?? Math.max(1, Math.round(MINUTES / 6)))
+const WARMUP_MINUTES = Number(process.env.SOAK_WARMUP_MINUTES ?? Math.max(1, Math.round(MINUTES / 3)))
 const RATE = Number(process.env.SOAK_RATE ?? 300)
 const VISITORS = Number(process.env.SOAK_VISITORS ?? 20_000)
+const VISITOR_MINUTES = Number(process.env.SOAK_VISITOR_MINUTES ?? 5)
+const PROFILE_MINUTES = Number(process.env.SOAK_PROFILE_MINUTES ?? 10)
+const PROFILES = 2000
 const INFLIGHT_MAX = 256
 const RSS_GROWTH_MAX = 0.10
 const LOOP_P99_MAX_MS = 50
 const ADMIN_KEY = 'soak-admin-key-0123456789'
 const MAIN = new URL('../dist/src/main.js', import.meta.url).pathname
 
-for (const [name, value] of [['SOAK_MINUTES', MINUTES], ['SOAK_WARMUP_MINUTES', WARMUP_MINUTES], ['SOAK_RATE', RATE], ['SOAK_VISITORS', VISITORS]] as const) {
+for (const [name, value] of [['SOAK_MINUTES', MINUTES], ['SOAK_WARMUP_MINUTES', WARMUP_MINUTES], ['SOAK_RATE', RATE], ['SOAK_VISITORS', VISITORS], ['SOAK_VISITOR_MINUTES', VISITOR_MINUTES], ['SOAK_PROFILE_MINUTES', PROFILE_MINUTES]] as const) {
   if (!Number.isFinite(value) || value <= 0 || (name === 'SOAK_WARMUP_MINUTES' && value >= MINUTES)) {
     throw new Error(`${name}=${value}: expected a positive number${name === 'SOAK_WARMUP_MINUTES' ? ' below SOAK_MINUTES' : ''}`)
   }
@@ -115,8 +128,21 @@ async function setup (): Promise<{ account: string, token: string, identitySecre
 
 const { account, token, identitySecret } = await setup()
 const visitors = Array.from({ length: VISITORS }, () => randomUUID())
+let people = 0
+const profiles = Array.from({ length: PROFILES }, () => `person-${++people}@example.com`)
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!
 let orders = 0
+
+/** Replaces, on average, `perTick` random slots of the pool (fractions carried over). */
+function churner<T> (pool: T[], minutes: number, next: () => T): () => void {
+  const perTick = pool.length / (minutes * 600)
+  let due = 0
+  return () => {
+    for (due += perTick; due >= 1; due--) pool[Math.floor(Math.random() * pool.length)] = next()
+  }
+}
+const churnVisitors = churner(visitors, VISITOR_MINUTES, () => randomUUID())
+const churnProfiles = churner(profiles, PROFILE_MINUTES, () => `person-${++people}@example.com`)
 
 function nextRequest (): [string, unknown] {
   const visitorId = pick(visitors)
@@ -128,7 +154,7 @@ function nextRequest (): [string, unknown] {
   if (r < 0.75) return event({ event: 'purchase', orderId: `o-${Math.random() < 0.2 ? Math.max(0, orders - 1) : ++orders}`, orderTotal: 40 })
   if (r < 0.82) {
     // A profileId goes with its signature, as a site's backend makes it (verified identity, docs/sdk.md).
-    const profileId = `person-${Math.floor(Math.random() * 2000)}@example.com`
+    const profileId = pick(profiles)
     return event({ event: 'pageView', profileId, profileIdSignature: createHmac('sha256', identitySecret).update(profileId).digest('hex') })
   }
   if (r < 0.9) return ['/visitors/attributes', { account, token, visitorId, attributes: { plan: pick(['free', 'pro', 'team']), score: Math.floor(Math.random() * 100) } }]
@@ -143,6 +169,8 @@ let inflight = 0
 let sent = 0
 let skipped = 0
 const tick = setInterval(() => {
+  churnVisitors()
+  churnProfiles()
   for (let i = 0; i < RATE / 10; i++) {
     if (inflight >= INFLIGHT_MAX) {
       skipped++
@@ -180,7 +208,7 @@ async function sample (minute: number): Promise<Sample> {
   }
 }
 
-console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors, beacon pid ${child.pid}`)
+console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors (each ~${VISITOR_MINUTES} min) and ${PROFILES} people (each ~${PROFILE_MINUTES} min), beacon pid ${child.pid}`)
 await sample(0) // resets the loop-delay histogram: the first minute starts clean
 for (let minute = 1; minute <= MINUTES; minute++) {
   await new Promise(resolve => setTimeout(resolve, 60_000))

@@ -105,7 +105,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const membership = config.reports ? reports.membership : null
   const writes = cluster?.entityLog ?? null
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, peers: cluster?.actors ?? null })
+  cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
     store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs,
     // Cluster mode: sweeps and passes touch only the partitions this node owns.
@@ -191,7 +192,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions,
-        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled() }),
+        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),
       ...auditRoutes({ catalogs, audit }),

@@ -22,6 +22,7 @@ import type { Catalogs } from './catalog/catalogs.js'
 import { startReplicatedConfig, type ReplicatedConfig } from './catalog/replicated-config.js'
 import { ScheduleClaims } from './cluster/schedule-claims.js'
 import type { ScheduleCluster } from './delivery/schedules.js'
+import { ActorRouter } from '../actors/actor-router.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -37,6 +38,8 @@ export interface ClusterMode {
   keysIn (partition: number, account: string): Iterable<{ kind: 'visitors' | 'profiles', id: string }>
   /** The HTTP server's routing (`cluster: forwarder.routing()`, then `forwarder.serve(…)` once it exists). */
   forwarder: Forwarder
+  /** Messages between actors of partitions other nodes own (the kinds' and erasure's `peers`; `serve(kinds)` once they exist). */
+  actors: ActorRouter
   /**
    * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
    * joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
@@ -93,6 +96,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     })
     const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })
     const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
+    const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
@@ -119,17 +123,20 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         },
       },
       forwarder,
+      actors,
       async start (catalogs) {
         replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
         await replicatedConfig.ready
         await node.start(entityLog)
         forwarder.sync()
+        actors.sync()
         log.info({ cluster, node: nodeId, partitions: config.partitions, recovering: node.status().recovering.length }, 'cluster node joined')
       },
       async stop () {
         // Handing over: requests forwarded here meanwhile are answered, or "moved" once a partition went.
         await node.close()
         await forwarder.close()
+        await actors.close()
         replicatedConfig?.close()
         entityLog.close()
         await nc.close().catch(() => {})

@@ -87,9 +87,11 @@ function setup (thread)
   threads[thread_count] = thread
 end
 
---- The random sequence of this thread (call from init()).
+--- The random sequence of this thread (call from init()). BENCH_THREAD_OFFSET (default 0) shifts the
+--- thread index, so that several wrk processes (one per node in bench/cluster.ts) draw different sequences
+--- over the same pool of ids.
 function M.thread_rng ()
-  local index = thread_index or 1
+  local index = (thread_index or 1) + tonumber(env("BENCH_THREAD_OFFSET", "0"))
   return M.rng(tonumber(env("BENCH_SEED", "20240601")) * 7 + index * 7919)
 end
 

@@ -17,6 +17,7 @@ import { Packr } from 'msgpackr'
 import { ConfigStore, type ConfigChange, type ConfigKind } from '../cluster/config-kv.js'
 import { LeaseTable, type Lease } from '../cluster/leases.js'
 import { partitionOf } from '../cluster/partition.js'
+import { retryWhileElecting } from '../cluster/retry.js'
 import { ApiError } from '../errors.js'
 import { log } from '../log.js'
 import type { Key, Store } from '../store/store.js'
@@ -137,15 +138,7 @@ export class ReplicatedConfig implements ConfigWriter {
     const deadline = performance.now() + CONFIG_LOCK_WAIT_MS
     let pauseMs = 1
     for (;;) {
-      let lease: Lease | null
-      try {
-        lease = await this.locks.acquire(slot)
-      } catch (error) {
-        // A lock bucket created a moment ago: its subjects may not reach every server yet ("no
-        // responders", never stored, so safe to try again). Seen at the start of a new cluster.
-        if (!isNoResponders(error) || performance.now() > deadline) throw error
-        lease = null
-      }
+      const lease = await this.locks.acquire(slot)
       if (lease !== null) return lease
       if (performance.now() > deadline) throw unavailable('another node holds the lock of this account\'s configuration')
       await new Promise(resolve => setTimeout(resolve, pauseMs))
@@ -257,11 +250,15 @@ export class ReplicatedConfig implements ConfigWriter {
    * find it so puts its own configuration in (a data folder of embedded mode becomes the cluster's).
    * Every other node replaces its rows with the bucket's.
    */
+  /**
+   * Runs right after the buckets were opened, when a new cluster's buckets may still be electing their
+   * leaders (no responders, timeouts): those steps are retried (puts are idempotent), never skipped.
+   */
   private async seedIfEmpty (): Promise<void> {
-    if (await this.records.lastRevision() > 0) return
-    const lease = await this.lock('')
+    if (await retryWhileElecting(() => this.records.lastRevision()) > 0) return
+    const lease = await retryWhileElecting(() => this.lock(''))
     try {
-      if (await this.records.lastRevision() > 0) return
+      if (await retryWhileElecting(() => this.records.lastRevision()) > 0) return
       const writes: RowWrite[] = []
       for (const { key, value } of this.store.accounts.getRange()) writes.push({ row: { db: 'accounts', key: key as string }, value })
       for (const { key, value } of this.store.tokens.getRange()) writes.push({ row: { db: 'tokens', key: key as string }, value })
@@ -269,7 +266,7 @@ export class ReplicatedConfig implements ConfigWriter {
         const row: ConfigRow = { db: 'config', key: key as ConfigKey }
         if (replicated(row)) writes.push({ row, value })
       }
-      for (const write of writes) await this.write(write)
+      for (const write of writes) await retryWhileElecting(() => this.write(write))
       if (writes.length > 0) log.info({ rows: writes.length }, 'the cluster\'s configuration bucket was empty: this node\'s configuration was put in')
     } finally {
       await this.locks.release(lease).catch(() => {})
@@ -339,8 +336,4 @@ async function viaNats<T> (what: string, step: Promise<T>): Promise<T> {
 
 function unavailable (why: string): ApiError {
   return new ApiError('config_unavailable', `The cluster's configuration cannot be changed right now (${why}); retry shortly.`, undefined, { 'Retry-After': '1' })
-}
-
-function isNoResponders (error: unknown): boolean {
-  return error instanceof Error && (error.name === 'JetStreamNotEnabled' || /no responders/.test(error.message))
 }

@@ -3,10 +3,17 @@
 // (store.links: every visitor ever linked), together with the profile's own list (profiles linked
 // before the index existed). A device linked to another profile since belongs to that person: it is
 // kept, only its link to the erased profile goes.
+//
+// Cluster mode: the devices may sit in partitions other nodes own; every message goes through the actor
+// router (`peers`, actors/actor-router.ts), which runs it at the owner of its key. The request itself
+// runs at the profile's owner (the route is keyed by the profile), so the links index read here is that
+// node's: it holds the links made while this node owned the profile, and the profile's own list (its
+// latest devices, in the replicated state) covers the rest.
 
 import type { Store } from '../store/store.js'
 import type { Clock } from '../clock.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
+import type { ActorSender } from '../../actors/actor-router.js'
 import type { VisitorKind, VisitorState } from '../../actors/visitor.js'
 import type { ProfileKind, ProfileState } from '../../actors/profile.js'
 import type { DeliveryHub } from '../delivery/hub.js'
@@ -23,6 +30,8 @@ export interface ErasureDeps {
   clock: Clock
   /** Resolves once the links index holds the links of earlier releases too (src/store/links-backfill.ts). */
   linksReady: () => Promise<void>
+  /** Cluster mode: the actor router (messages run at their key's owner). Absent: the runtime. */
+  peers?: ActorSender | null
 }
 
 export interface ProfileErased {
@@ -38,9 +47,11 @@ export interface ProfileErased {
 
 export class Erasure {
   private readonly deps: ErasureDeps
+  private readonly actors: ActorSender
 
   constructor (deps: ErasureDeps) {
     this.deps = deps
+    this.actors = deps.peers ?? deps.runtime
   }
 
   /** Every visitor id ever linked to the profile: the index and the profile's own list. */
@@ -57,7 +68,8 @@ export class Erasure {
 
   /** The profile, and every device still linked to it: what export shows. */
   async exportProfile (account: string, profileId: string): Promise<{ profile: ProfileState, visitors: { id: string, state: VisitorState }[] }> {
-    const { runtime, visitors, profiles } = this.deps
+    const { visitors, profiles } = this.deps
+    const runtime = this.actors
     const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' })
     const devices: { id: string, state: VisitorState }[] = []
     for (const id of await this.linkedVisitors(account, profileId, profile.visitors)) {
@@ -68,7 +80,8 @@ export class Erasure {
   }
 
   async eraseProfile (account: string, profileId: string): Promise<ProfileErased> {
-    const { store, runtime, visitors, profiles, deliveries } = this.deps
+    const { store, visitors, profiles, deliveries } = this.deps
+    const runtime = this.actors
     const profile = await runtime.send(profiles, account, profileId, { type: 'snapshot' })
     // Devices first: one erased later could otherwise send its data to the profile again.
     const erased = new Set<string>()
@@ -92,7 +105,8 @@ export class Erasure {
 
   /** Erase one device; a linked one is also dropped from its profile's copy. Null: never seen. */
   async eraseVisitor (account: string, visitorId: string): Promise<{ profileId: string | null, deliveries: number } | null> {
-    const { runtime, visitors, profiles, deliveries, clock } = this.deps
+    const { visitors, profiles, deliveries, clock } = this.deps
+    const runtime = this.actors
     const result = await runtime.send(visitors, account, visitorId, { type: 'erase' })
     if (!result.existed) return null
     if (result.profileId !== null) {

@@ -117,7 +117,10 @@ describe('Forwarder (one nats-server, three nodes, table ownership)', function (
     node('b').handler = async () => ({ status: 204, contentType: 'application/json', headers: null, body: null })
     const empty = await node('b').forwarder.forward(3, request('/two'))
     expect(empty).to.deep.equal({ status: 204, contentType: 'application/json', headers: null, body: null })
-    expect(outcomes.map(([outcome, attempts]) => [outcome, attempts])).to.deep.equal([['answered', 1], ['answered', 1]])
+    // One send each, unless the machine is so busy that an answer took longer than the attempt time (1 s):
+    // then the repeat joined the first execution (each handler ran once, above).
+    expect(outcomes.map(([outcome]) => outcome)).to.deep.equal(['answered', 'answered'])
+    for (const [, attempts] of outcomes) expect(attempts).to.be.at.least(1)
   })
 
   it('answers 503 unavailable with Retry-After: 1 when no node owns the partition within the budget (5 s)', async () => {

@@ -1,0 +1,677 @@
+// `npm run bench:cluster`: what cluster mode costs. The same wrk load as bench:http (pageView events on
+// /campaigns/query, attribute writes on /visitors/attributes, over a pool of visitor ids: bench/wrk/)
+// against (a) embedded mode, (b) one node in cluster mode on one nats-server (R1) and (c) three nodes on
+// a 3-server NATS cluster (R3), wrk spreading the connections over the three; all in one run, throughput
+// reported as ratios against (a). For every row: the CPU per request of the Beacon processes and of the
+// nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
+// the requests), and the share of requests forwarded to their partition's owner
+// (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
+// visitors: its owner SIGKILLed, timed from the kill until another node answers a read of one of them.
+//
+// It builds nothing: the npm script runs `npm run build` first. Real processes only: dist/src/main.js,
+// /usr/sbin/nats-server (test/helpers/nats-server.ts, nats-cluster.ts), wrk. On a 2-core machine three
+// nodes and three NATS servers share the two cores with wrk: three nodes cannot be faster here, which is
+// why the CPU per request is the figure to read (docs/cluster.md turns it into a capacity model).
+//
+// Environment (like bench/http.ts):
+//   BENCH_CONNECTIONS        wrk connections in all (default 48; split evenly over the nodes in (c))
+//   BENCH_DURATION_S         measured seconds per row (default 10)
+//   BENCH_WARMUP_S           warm-up seconds per row, every response checked (default 3)
+//   BENCH_VISITORS           distinct visitor ids the Lua scripts rotate over (default 10000)
+//   BENCH_TAKEOVER_VISITORS  visitors written into the partition that is taken over (default 10000)
+//   BENCH_LEASE_MS           BEACON_LEASE_MS of the cluster nodes (default 1500, as the cluster tests)
+//   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; takeover runs on (c)'s cluster)
+//   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
+//   BENCH_WRK                the wrk binary (default wrk)
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { partitionOf } from '../src/cluster/partition.js'
+import { NATS_SERVER_BIN, startNatsServer } from '../test/helpers/nats-server.js'
+import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const WRK_DIR = join(ROOT, 'bench', 'wrk')
+const BEACON_MAIN = join(ROOT, 'dist', 'src', 'main.js')
+const ADMIN_KEY = 'bench-admin-key-0123456789abcdef'
+const PARTITIONS = 64
+/** Every node of a cluster needs the same secrets key (the node that takes a write seals, every node opens). */
+const SECRETS_KEY = randomBytes(32).toString('base64')
+
+const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 48)
+const DURATION_S = intEnv('BENCH_DURATION_S', 10)
+const WARMUP_S = intEnv('BENCH_WARMUP_S', 3)
+const VISITORS = intEnv('BENCH_VISITORS', 10_000)
+const TAKEOVER_VISITORS = intEnv('BENCH_TAKEOVER_VISITORS', 10_000)
+const LEASE_MS = intEnv('BENCH_LEASE_MS', 1500)
+const WRK = process.env.BENCH_WRK || 'wrk'
+const PHASES = ['a', 'b', 'c', 'takeover'] as const
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
+
+/** The targets of issue 17. */
+const CLUSTER_RATIO_TARGET = 0.5
+const CPU_GROWTH_TARGET = 1.5
+const TAKEOVER_TARGET_MS = 2000
+
+const WORKLOADS = [
+  { name: 'pageView', script: 'pageview.lua', path: '/campaigns/query' },
+  { name: 'attributes', script: 'attributes.lua', path: '/visitors/attributes' },
+] as const
+type Workload = typeof WORKLOADS[number]
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: every one is killed when this process exits, however it exits (nats-servers have
+// their own hook in test/helpers/nats-server.ts).
+
+const children = new Set<ChildProcess>()
+const tempDirs = new Set<string>()
+
+function cleanup (): void {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  children.clear()
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
+  tempDirs.clear()
+}
+
+process.on('exit', cleanup)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\nbench:cluster: ${signal}, stopping\n`)
+    cleanup()
+    process.exit(130)
+  })
+}
+
+function track (child: ChildProcess): ChildProcess {
+  children.add(child)
+  child.once('exit', () => children.delete(child))
+  return child
+}
+
+interface Node {
+  id: string
+  url: string
+  pid: number
+  output: () => string
+  kill: () => Promise<void>
+  stop: () => Promise<void>
+}
+
+/** A Beacon process (dist/src/main.js) on a random port and a fresh data folder. */
+async function startNode (id: string, env: Record<string, string>): Promise<Node> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'beacon-bench-cluster-'))
+  tempDirs.add(dataDir)
+  const child = track(spawn(process.execPath, [BEACON_MAIN], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
+      BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY, BEACON_LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }))
+  let output = ''
+  // The takeover lines are looked for in the output: keep the last 256 KiB.
+  const append = (chunk: string): void => { output = (output + chunk).slice(-256 * 1024) }
+  child.stdout!.setEncoding('utf8').on('data', append)
+  child.stderr!.setEncoding('utf8').on('data', append)
+  const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${id} did not start within 60 s:\n${output.slice(-4000)}`)), 60_000)
+    const onData = (): void => {
+      const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
+      if (match === null) return
+      clearTimeout(timer)
+      child.stdout!.off('data', onData)
+      resolve(Number(match[1]))
+    }
+    child.stdout!.on('data', onData)
+    child.once('exit', code => { clearTimeout(timer); reject(new Error(`${id} exited with ${code} before starting:\n${output.slice(-4000)}`)) })
+  })
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name)
+    await exited
+  }
+  return {
+    id, url: `http://127.0.0.1:${port}`, pid: child.pid!, output: () => output,
+    kill: () => signal('SIGKILL'),
+    async stop () {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await signal('SIGTERM')
+      clearTimeout(timer)
+    },
+  }
+}
+
+async function call (url: string, method: string, path: string, body?: unknown, admin = true): Promise<{ status: number, body: any }> {
+  const headers: Record<string, string> = {}
+  if (admin) headers.authorization = `Bearer ${ADMIN_KEY}`
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const text = await res.text()
+  let parsed: unknown = text
+  try { parsed = text === '' ? null : JSON.parse(text) } catch { /* not JSON: keep the text (metrics) */ }
+  return { status: res.status, body: parsed }
+}
+
+interface Tenant { account: string, token: string }
+
+/** An account and a read-write token, created through `node`; resolves once every node serves them. */
+async function createTenant (node: Node, all: Node[]): Promise<Tenant> {
+  const created = await call(node.url, 'POST', '/admin/accounts', { name: 'Bench site' })
+  if (created.status !== 201) throw new Error(`account creation: ${created.status} ${JSON.stringify(created.body)}`)
+  const account = created.body.account as string
+  const token = await call(node.url, 'POST', `/admin/accounts/${account}/tokens`, { name: 'bench', attributes: ['*'], access: 'read-write' })
+  if (token.status !== 201) throw new Error(`token creation: ${token.status} ${JSON.stringify(token.body)}`)
+  const tenant = { account, token: token.body.token as string }
+  const deadline = Date.now() + 15_000
+  for (const other of all) {
+    for (;;) {
+      const answer = await call(other.url, 'POST', '/visitors/query', { account, token: tenant.token, visitorId: randomUUID() }, false)
+      if (answer.status === 200) break
+      if (Date.now() > deadline) throw new Error(`${other.id} does not serve the new account: ${answer.status} ${JSON.stringify(answer.body)}`)
+      await sleep(50)
+    }
+  }
+  return tenant
+}
+
+interface ClusterAnswer { joined: boolean, owned: number[], recovering: number[], unowned: number[], nodes: Array<{ id: string, partitions: number[] }> }
+
+/** Resolves once every node has joined and is ready and the nodes own all partitions between them. */
+async function settled (nodes: Node[], timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  for (;;) {
+    try {
+      const answers = await Promise.all(nodes.map(async node => (await call(node.url, 'GET', '/admin/cluster')).body as ClusterAnswer))
+      const ready = await Promise.all(nodes.map(async node => (await call(node.url, 'GET', '/readyz', undefined, false)).status))
+      const owned = answers.reduce((sum, answer) => sum + answer.owned.length, 0)
+      const busy = answers.some(answer => !answer.joined || answer.recovering.length > 0 || answer.unowned.length > 0)
+      if (!busy && owned === PARTITIONS && ready.every(status => status === 200) && answers.every(answer => answer.owned.length > 0)) return
+      last = `owned ${owned} of ${PARTITIONS}, readyz ${ready.join('/')}`
+    } catch (error) {
+      last = String(error)
+    }
+    if (Date.now() > deadline) throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${last}`)
+    await sleep(100)
+  }
+}
+
+/** The value of a metric (summed over its labels) in a node's /metrics; 0 when absent. */
+async function metric (node: Node, name: string): Promise<number> {
+  const answer = await call(node.url, 'GET', '/metrics')
+  if (answer.status !== 200) throw new Error(`${node.id} GET /metrics: ${answer.status}`)
+  let sum = 0
+  for (const line of String(answer.body).split('\n')) {
+    const match = /^(\S+?)(?:\{[^}]*\})? (\S+)$/.exec(line)
+    if (match !== null && match[1] === name) sum += Number(match[2])
+  }
+  return sum
+}
+
+async function metricSum (nodes: Node[], name: string): Promise<number> {
+  return (await Promise.all(nodes.map(node => metric(node, name)))).reduce((a, b) => a + b, 0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// wrk and CPU
+
+interface WrkResult {
+  requests: number
+  duration_us: number
+  errors: { connect: number, read: number, write: number, status: number, timeout: number }
+  latency_us: { p50: number, p99: number, max: number }
+  check: { responses: number, non2xx: number, sample: string | null } | null
+}
+
+/** One wrk process per node, the connections split evenly, all at once. */
+async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean): Promise<{ runs: WrkResult[] }> {
+  const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length))
+  const runs = await Promise.all(nodes.map(async (node, i) => {
+    const args = ['-t', '1', '-c', String(per), '-d', `${seconds}s`, '-s', join(WRK_DIR, workload.script), node.url + workload.path]
+    const child = track(spawn(WRK, args, {
+      cwd: ROOT,
+      env: {
+        ...process.env, BENCH_WRK_DIR: WRK_DIR, BENCH_CHECK: check ? '1' : '0', BENCH_VISITORS: String(VISITORS),
+        BENCH_ACCOUNT: tenant.account, BENCH_TOKEN: tenant.token, BENCH_THREAD_OFFSET: String(i * 101),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }))
+    let output = ''
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    const code = await new Promise<number | null>((resolve, reject) => { child.once('error', reject); child.once('exit', resolve) })
+    const line = /^BENCH_WRK_JSON (.*)$/m.exec(output)
+    if (code !== 0 || line === null) throw new Error(`wrk ${args.join(' ')} exited with ${code}:\n${output}`)
+    return JSON.parse(line[1]!) as WrkResult
+  }))
+  return { runs }
+}
+
+/** utime + stime of a process (all its threads), in seconds (USER_HZ 100); 0 once it is gone. */
+function processCpu (pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return 0
+  }
+}
+
+/** cutime + cstime of this process: the CPU of its children that ended and were waited for, in seconds. */
+function reapedChildrenCpu (): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[13]) + Number(fields[14])) / 100
+}
+
+/** Busy CPU seconds of the whole machine: everything but idle and iowait. */
+function machineCpu (): number {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number)
+  return (ticks[0]! + ticks[1]! + ticks[2]! + ticks[5]! + ticks[6]! + (ticks[7] ?? 0)) / 100
+}
+
+const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + processCpu(pid), 0)
+
+// ---------------------------------------------------------------------------------------------
+// The rows
+
+interface Row {
+  phase: 'a' | 'b' | 'c'
+  label: string
+  workload: Workload['name']
+  requests: number
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  /** CPU microseconds per request. */
+  beaconUs: number
+  natsUs: number
+  /** Cores' worth of CPU over the run: wrk, and everything else on the machine. */
+  wrkCores: number
+  otherCores: number
+  forwardedShare: number | null
+  failed: string | null
+}
+
+const LABELS = {
+  a: '(a) embedded, 1 process',
+  b: '(b) cluster, 1 node, 1 NATS (R1)',
+  c: '(c) cluster, 3 nodes, 3 NATS (R3)',
+}
+
+async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant): Promise<Row> {
+  const row: Row = {
+    phase, label: LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
+    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, failed: null,
+  }
+  process.stderr.write(`  ${LABELS[phase]} ${workload.name}: warm-up ${WARMUP_S} s`)
+  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true)
+  const checked = warm.runs.reduce((sum, run) => sum + (run.check?.responses ?? 0), 0)
+  const bad = warm.runs.reduce((sum, run) => sum + (run.check?.non2xx ?? 0) + socketErrors(run), 0)
+  if (checked === 0 || bad > 0) {
+    row.failed = `warm-up: ${checked} responses, ${bad} non-2xx or socket errors; first: ${warm.runs.find(run => run.check?.sample)?.check?.sample ?? '—'}`
+    process.stderr.write(' — FAILED\n')
+    return row
+  }
+  process.stderr.write(`, measuring ${DURATION_S} s`)
+  const clustered = phase !== 'a'
+  const forwardedBefore = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
+  const beaconPids = nodes.map(node => node.pid)
+  const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
+  const reapedBefore = reapedChildrenCpu()
+  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false)
+  // wrk's CPU: the only children of this process that end during the run.
+  const wrkCpu = reapedChildrenCpu() - reapedBefore
+  const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
+  const forwardedAfter = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
+  const requests = runs.reduce((sum, run) => sum + run.requests, 0)
+  const seconds = Math.max(...runs.map(run => run.duration_us)) / 1e6
+  const wall = (after.at - before.at) / 1000
+  Object.assign(row, {
+    requests,
+    rps: requests / seconds,
+    p50Ms: Math.max(...runs.map(run => run.latency_us.p50)) / 1000,
+    p99Ms: Math.max(...runs.map(run => run.latency_us.p99)) / 1000,
+    beaconUs: requests === 0 ? 0 : (after.beacon - before.beacon) / requests * 1e6,
+    natsUs: requests === 0 ? 0 : (after.nats - before.nats) / requests * 1e6,
+    wrkCores: wrkCpu / wall,
+    otherCores: Math.max(0, (after.machine - before.machine - (after.beacon - before.beacon) - (after.nats - before.nats) - wrkCpu) / wall),
+    forwardedShare: clustered && requests > 0 ? (forwardedAfter - forwardedBefore) / requests : null,
+  })
+  const status = runs.reduce((sum, run) => sum + run.errors.status, 0)
+  const sockets = runs.reduce((sum, run) => sum + socketErrors(run), 0)
+  if (status > 0 || sockets > 0) row.failed = `${status} responses with status >= 400, ${sockets} socket errors`
+  else if (requests === 0) row.failed = 'no requests completed'
+  process.stderr.write(row.failed === null ? ` — ${Math.round(row.rps)} req/s\n` : ` — FAILED (${row.failed})\n`)
+  return row
+}
+
+function socketErrors (run: WrkResult): number {
+  return run.errors.connect + run.errors.read + run.errors.write + run.errors.timeout
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+function clusterEnv (name: string, urls: string[], replicas: number, id: string): Record<string, string> {
+  return {
+    BEACON_CLUSTER: name, BEACON_NATS_URL: urls.join(','), BEACON_NODE_ID: id, BEACON_REPLICAS: String(replicas),
+    BEACON_LEASE_MS: String(LEASE_MS), BEACON_PARTITIONS: String(PARTITIONS), BEACON_SECRETS_KEY: SECRETS_KEY,
+  }
+}
+
+async function phaseEmbedded (rows: Row[]): Promise<void> {
+  const node = await startNode('embedded', {})
+  try {
+    const tenant = await createTenant(node, [node])
+    for (const workload of WORKLOADS) rows.push(await measure('a', workload, [node], [], tenant))
+  } finally {
+    await node.stop()
+  }
+}
+
+async function phaseOneNode (rows: Row[]): Promise<void> {
+  const nats = await startNatsServer()
+  let node: Node | null = null
+  try {
+    node = await startNode('node-1', clusterEnv('bench1', [nats.url], 1, 'node-1'))
+    await settled([node])
+    const tenant = await createTenant(node, [node])
+    for (const workload of WORKLOADS) rows.push(await measure('b', workload, [node], [nats.pid!], tenant))
+  } finally {
+    await node?.stop()
+    await nats.close()
+  }
+}
+
+interface Takeover {
+  partition: number
+  visitors: number
+  writeRps: number
+  /** Changelog entries of the partition since its last snapshot, as its owner reported before the kill. */
+  changelogEntries: number | null
+  /** From the SIGKILL until a read of one of its visitors through another node was answered 200. */
+  killToServedMs: number
+  /** Reads answered 503 while polling (each waits up to the forwarder's 5 s budget first). */
+  refusedPolls: number
+  /** Reads answered 200 without the acknowledged write (must be 0: an acknowledged write missing). */
+  emptyReads: number
+  /** The new owner's own account (log line `partition taken over`): lease seen gone → recovered. */
+  takeoverMs: number | null
+  recoveryMs: number | null
+  /** Every takeover after this kill, by beacon_cluster_takeover_seconds on the survivors: count and mean. */
+  takeovers: number
+  meanTakeoverMs: number | null
+  /** Visitors of the partition read back with their last attributes after the takeover. */
+  readBack: number
+  wrong: number
+}
+
+async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<Takeover | null> {
+  const cluster: NatsCluster = await startNatsCluster()
+  const nodes: Node[] = []
+  try {
+    const ids = ['node-1', 'node-2', 'node-3']
+    // node-1 first, the two others once it is up: three nodes starting together on a new cluster can
+    // fail (a node's first config-lock put answered "no responders" while the new R3 bucket elects its
+    // leader: "beacon: failed to start: jetstream is not enabled", seen here on 2026-11-25).
+    nodes.push(await startNode(ids[0]!, clusterEnv('bench3', cluster.urls, 3, ids[0]!)))
+    await settled(nodes)
+    nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
+    await settled(nodes)
+    const tenant = await createTenant(nodes[0]!, nodes)
+    const natsPids = cluster.servers.map(server => server.pid!)
+    if (runRows) for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
+    return runTakeover ? await takeoverOf(nodes, tenant) : null
+  } finally {
+    await Promise.all(nodes.map(node => node.kill()))
+    await cluster.close()
+  }
+}
+
+/**
+ * Writes TAKEOVER_VISITORS visitors into one partition of node-3, SIGKILLs node-3 and reads one of them
+ * through node-1 until it is answered; then reads every one of them back.
+ */
+async function takeoverOf (nodes: Node[], tenant: Tenant): Promise<Takeover> {
+  const victim = nodes[2]!
+  const survivors = nodes.slice(0, 2)
+  await settled(nodes)
+  const status = (await call(victim.url, 'GET', '/admin/cluster')).body as ClusterAnswer & { changelogEntries: number[] }
+  const partition = status.owned[0]!
+  process.stderr.write(`  takeover: writing ${TAKEOVER_VISITORS} visitors into partition ${partition} (owned by ${victim.id})`)
+  const visitors: string[] = []
+  while (visitors.length < TAKEOVER_VISITORS) {
+    const id = randomUUID()
+    if (partitionOf(tenant.account, id, PARTITIONS) === partition) visitors.push(id)
+  }
+  const started = performance.now()
+  let next = 0
+  const write = async (worker: number): Promise<void> => {
+    for (;;) {
+      const i = next++
+      if (i >= visitors.length) return
+      const node = nodes[(i + worker) % nodes.length]!
+      const answer = await call(node.url, 'POST', '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: visitors[i], attributes: { n: i, plan: 'pro' } }, false)
+      if (answer.status !== 200) throw new Error(`write of visitor ${i} through ${node.id}: ${answer.status} ${JSON.stringify(answer.body)}`)
+    }
+  }
+  await Promise.all(Array.from({ length: 48 }, (_, worker) => write(worker)))
+  const writeRps = visitors.length / ((performance.now() - started) / 1000)
+  process.stderr.write(` (${Math.round(writeRps)}/s)`)
+  const after = (await call(victim.url, 'GET', '/admin/cluster')).body as ClusterAnswer & { changelogEntries: number[] }
+  const index = after.owned.indexOf(partition)
+  const changelogEntries = index < 0 ? null : after.changelogEntries?.[index] ?? null
+  const takeoverCountBefore = await metricSum(survivors, 'beacon_cluster_takeover_seconds_count')
+  const takeoverSumBefore = await metricSum(survivors, 'beacon_cluster_takeover_seconds_sum')
+  const probe = visitors.length - 1
+
+  process.stderr.write(', SIGKILL')
+  const killedAt = performance.now()
+  await victim.kill()
+  let refusedPolls = 0
+  let emptyReads = 0
+  let killToServedMs = 0
+  for (;;) {
+    const answer = await call(survivors[0]!.url, 'POST', '/visitors/query', { account: tenant.account, token: tenant.token, visitorId: visitors[probe] }, false)
+    if (answer.status === 200 && attributeN(answer.body) === probe) { killToServedMs = performance.now() - killedAt; break }
+    if (answer.status === 200) emptyReads++
+    else refusedPolls++
+    if (performance.now() - killedAt > 60_000) throw new Error(`partition ${partition} not served 60 s after the kill: ${answer.status} ${JSON.stringify(answer.body)}`)
+    await sleep(10)
+  }
+  process.stderr.write(` — served ${Math.round(killToServedMs)} ms after the kill\n`)
+
+  await settled(survivors)
+  let takeoverMs: number | null = null
+  let recoveryMs: number | null = null
+  for (const node of survivors) {
+    for (const line of node.output().split('\n')) {
+      if (!line.includes('"msg":"partition taken over"')) continue
+      const entry = JSON.parse(line) as { partition: number, takeoverMs: number, recoveryMs: number }
+      if (entry.partition === partition) { takeoverMs = entry.takeoverMs; recoveryMs = entry.recoveryMs }
+    }
+  }
+  const takeovers = await metricSum(survivors, 'beacon_cluster_takeover_seconds_count') - takeoverCountBefore
+  const takeoverSeconds = await metricSum(survivors, 'beacon_cluster_takeover_seconds_sum') - takeoverSumBefore
+
+  // Every acknowledged write of the partition is there.
+  let readBack = 0
+  let wrong = 0
+  let cursor = 0
+  const read = async (worker: number): Promise<void> => {
+    for (;;) {
+      const i = cursor++
+      if (i >= visitors.length) return
+      const answer = await call(survivors[(i + worker) % 2]!.url, 'POST', '/visitors/query', { account: tenant.account, token: tenant.token, visitorId: visitors[i] }, false)
+      if (answer.status === 200 && attributeN(answer.body) === i) readBack++
+      else wrong++
+    }
+  }
+  await Promise.all(Array.from({ length: 32 }, (_, worker) => read(worker)))
+  if (wrong > 0 || emptyReads > 0) {
+    // Evidence for whoever looks into it: every node's log, the killed one's included.
+    for (const node of nodes) writeFileSync(join(tmpdir(), `bench-cluster-${node.id}.log`), node.output())
+    process.stderr.write(`  takeover: ${emptyReads} reads answered 200 without the write, ${wrong} visitors missing or wrong; node logs in ${join(tmpdir(), 'bench-cluster-node-*.log')}\n`)
+  }
+  return {
+    partition, visitors: visitors.length, writeRps, changelogEntries, killToServedMs, refusedPolls, emptyReads, takeoverMs, recoveryMs,
+    takeovers, meanTakeoverMs: takeovers > 0 ? takeoverSeconds / takeovers * 1000 : null, readBack, wrong,
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+interface Target { name: string, value: string, met: boolean }
+
+function judge (rows: Row[], takeover: Takeover | null): Target[] {
+  const targets: Target[] = []
+  const find = (phase: Row['phase'], workload: string): Row | undefined => rows.find(row => row.phase === phase && row.workload === workload && row.failed === null)
+  for (const { name } of WORKLOADS) {
+    const a = find('a', name)
+    const b = find('b', name)
+    const c = find('c', name)
+    if (a !== undefined && b !== undefined) {
+      const ratio = b.rps / a.rps
+      targets.push({ name: `${name}: (b) req/s >= ${CLUSTER_RATIO_TARGET}x (a)`, value: `${ratio.toFixed(2)}x`, met: ratio >= CLUSTER_RATIO_TARGET })
+    }
+    if (b !== undefined && c !== undefined) {
+      const growth = (c.beaconUs + c.natsUs) / (b.beaconUs + b.natsUs)
+      targets.push({ name: `${name}: CPU per request (c) <= ${CPU_GROWTH_TARGET}x (b) (Beacon + NATS)`, value: `${growth.toFixed(2)}x`, met: growth <= CPU_GROWTH_TARGET })
+    }
+  }
+  if (takeover !== null) {
+    targets.push({ name: `takeover of a partition of ${takeover.visitors} visitors <= ${TAKEOVER_TARGET_MS} ms (SIGKILL → served)`, value: `${Math.round(takeover.killToServedMs)} ms`, met: takeover.killToServedMs <= TAKEOVER_TARGET_MS })
+    targets.push({ name: 'every visitor of that partition read back after the takeover', value: `${takeover.readBack} of ${takeover.visitors}`, met: takeover.wrong === 0 })
+    targets.push({ name: 'no read answered without an acknowledged write during the takeover', value: `${takeover.emptyReads}`, met: takeover.emptyReads === 0 })
+  }
+  return targets
+}
+
+function table (rows: Row[]): string {
+  const header = ['setup', 'load', 'req/s', 'ratio to (a)', 'p50 ms', 'p99 ms', 'CPU µs/req Beacon', 'NATS', 'total', 'vs (b)', 'forwarded', 'wrk / other cores', 'errors']
+  const out = [header]
+  for (const row of rows) {
+    const a = rows.find(r => r.phase === 'a' && r.workload === row.workload && r.failed === null)
+    const b = rows.find(r => r.phase === 'b' && r.workload === row.workload && r.failed === null)
+    const ok = row.failed === null
+    const total = row.beaconUs + row.natsUs
+    out.push([
+      row.label, row.workload,
+      ok ? Math.round(row.rps).toLocaleString('en-US') : '—',
+      ok && a !== undefined ? `${(row.rps / a.rps).toFixed(2)}x` : '—',
+      ok ? row.p50Ms.toFixed(2) : '—',
+      ok ? row.p99Ms.toFixed(2) : '—',
+      ok ? row.beaconUs.toFixed(0) : '—',
+      ok ? row.natsUs.toFixed(0) : '—',
+      ok ? total.toFixed(0) : '—',
+      ok && b !== undefined && row.phase !== 'a' ? `${(total / (b.beaconUs + b.natsUs)).toFixed(2)}x` : '—',
+      row.forwardedShare === null ? '—' : `${(row.forwardedShare * 100).toFixed(1)}%`,
+      ok ? `${row.wrkCores.toFixed(2)} / ${row.otherCores.toFixed(2)}` : '—',
+      ok ? 'none' : 'FAILED',
+    ])
+  }
+  const widths = header.map((_, c) => Math.max(...out.map(r => r[c]!.length)))
+  const left = new Set([0, 1, 12])
+  const fmt = (r: string[]): string => '| ' + r.map((cell, c) => left.has(c) ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join(' | ') + ' |'
+  const rule = '|' + widths.map((w, c) => left.has(c) ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':').join('|') + '|'
+  return [fmt(header), rule, ...out.slice(1).map(fmt)].join('\n')
+}
+
+/** The first line a program prints for its version (wrk -v exits with 1 after printing it). */
+function version (file: string, args: string[]): string {
+  const run = spawnSync(file, args, { encoding: 'utf8' })
+  if (run.error !== undefined) return `(${file} ${args.join(' ')} failed: ${run.error.message})`
+  return `${run.stdout}${run.stderr}`.trim().split('\n')[0]!
+}
+
+async function main (): Promise<void> {
+  const unknown = ONLY.filter(name => !(PHASES as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown phase ${unknown.join(', ')}; known: ${PHASES.join(', ')}`)
+  const selected = (phase: typeof PHASES[number]): boolean => ONLY.length === 0 || ONLY.includes(phase)
+  const build = version('git', ['-C', ROOT, 'describe', '--always', '--dirty'])
+  const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
+    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ${version(NATS_SERVER_BIN, ['--version'])}`
+  process.stderr.write(`bench:cluster — build ${build}; ${machine}\n` +
+    `${CONNECTIONS} connections, ${DURATION_S} s per row (+${WARMUP_S} s warm-up), ${VISITORS} visitors, ` +
+    `${PARTITIONS} partitions, lease ${LEASE_MS} ms, takeover of ${TAKEOVER_VISITORS} visitors\n`)
+  const loadBefore = machineCpu()
+  await sleep(1000)
+  const busyBefore = machineCpu() - loadBefore
+  if (busyBefore > 0.25) process.stderr.write(`warning: the machine is already busy (${busyBefore.toFixed(2)} cores in use before the run)\n`)
+
+  const rows: Row[] = []
+  let takeover: Takeover | null = null
+  const failures: string[] = []
+  const attempt = async (name: string, run: () => Promise<void>): Promise<void> => {
+    try {
+      await run()
+    } catch (error) {
+      failures.push(`${name}: ${(error instanceof Error ? error.message : String(error)).slice(0, 3000)}`)
+      process.stderr.write(` — FAILED\n${name}: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+    }
+  }
+  if (selected('a')) await attempt('(a)', () => phaseEmbedded(rows))
+  if (selected('b')) await attempt('(b)', () => phaseOneNode(rows))
+  if (selected('c') || selected('takeover')) {
+    await attempt('(c)', async () => {
+      takeover = await phaseThreeNodes(rows, selected('c'), selected('takeover'))
+    })
+  }
+
+  const targets = judge(rows, takeover)
+  process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
+  process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
+  process.stdout.write(table(rows) + '\n\n')
+  for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)
+  const t = takeover as Takeover | null
+  if (t !== null) {
+    process.stdout.write(`Takeover: partition ${t.partition} with ${t.visitors} visitors (written at ${Math.round(t.writeRps)}/s through the 3 nodes; ` +
+      `${t.changelogEntries ?? '?'} changelog entries since its last snapshot), its owner SIGKILLed:\n` +
+      `  SIGKILL → a read of one of them answered through another node: ${Math.round(t.killToServedMs)} ms (${t.refusedPolls} reads refused 503 meanwhile` +
+      `${t.emptyReads > 0 ? `, ${t.emptyReads} ANSWERED 200 WITHOUT THE ACKNOWLEDGED WRITE` : ''})\n` +
+      `  the new owner's account (lease seen gone → recovered): ${t.takeoverMs ?? '?'} ms, of which recovery (claim, replay, local rewrite) ${t.recoveryMs ?? '?'} ms\n` +
+      `  beacon_cluster_takeover_seconds on the survivors: ${t.takeovers} takeovers, mean ${t.meanTakeoverMs === null ? '?' : Math.round(t.meanTakeoverMs)} ms\n` +
+      `  read back afterwards: ${t.readBack} of ${t.visitors} with their write${t.wrong > 0 ? `, ${t.wrong} MISSING OR WRONG` : ''}\n\n`)
+  }
+  process.stdout.write('Targets:\n')
+  for (const target of targets) process.stdout.write(`  ${target.met ? 'PASS' : 'FAIL'} ${target.name}: ${target.value}\n`)
+  for (const failure of failures) process.stdout.write(`FAILED ${failure}\n`)
+  process.stdout.write('BENCH_JSON=' + JSON.stringify({
+    date: new Date().toISOString(), build, machine, busyBefore, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S,
+    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, takeover, targets, failures,
+  }) + '\n')
+  const failedRows = rows.some(row => row.failed !== null)
+  if (failures.length > 0 || failedRows || (process.env.BENCH_STRICT === '1' && targets.some(target => !target.met))) process.exitCode = 1
+}
+
+/** The value of attribute `n` in a /visitors/query answer (attributes are lists of { value }). */
+function attributeN (body: any): unknown {
+  return body?.attributes?.n?.[0]?.value
+}
+
+function sleep (ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms))
+}
+
+function intEnv (name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name}=${JSON.stringify(raw)}: expected a whole number >= 1`)
+  return n
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench:cluster failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+  cleanup()
+  process.exitCode = 1
+})
