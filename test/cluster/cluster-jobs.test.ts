@@ -33,6 +33,10 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
   const putWebhook = async (id: string, body: Record<string, unknown>): Promise<void> => {
     const res = await admin(urlOf(0), 'PUT', `/admin/accounts/${account()}/webhooks/${id}`, body)
     expect(res.status, JSON.stringify(res.body)).to.be.oneOf([200, 201])
+    // In effect on every node (the replicated configuration, a few ms): rows written before are not its.
+    for (const member of cluster.live()) {
+      await until(`webhook ${id} on ${member.id}`, async () => (await admin(member.url, 'GET', `/admin/accounts/${account()}/webhooks/${id}`)).status === 200, 5_000, 10)
+    }
   }
   const requestsTo = (path: string): Receiver['requests'] => receiver.requests.filter(r => r.url === path)
 
@@ -47,7 +51,10 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
       const res = await post(urlOf(i), '/campaigns/query', { account: account(), visitorId: v, platform: 'web', event: 'purchase', orderId: `o-${i}` })
       expect(res.status, JSON.stringify(res.body)).to.equal(200)
     }
-    await until('60 purchases delivered', () => new Set(requestsTo('/purchases').map(r => JSON.parse(r.body).who)).size === 60, 60_000, 20)
+    const delivered = (): number => new Set(requestsTo('/purchases').map(r => JSON.parse(r.body).who)).size
+    await until('60 purchases delivered', () => delivered() === 60, 60_000, 20).catch((error: Error) => {
+      throw new Error(`${error.message} (${delivered()} delivered)`)
+    })
     const ids = requestsTo('/purchases').map(r => String(r.headers['webhook-id']))
     const byWho = new Map<string, Set<string>>()
     for (const r of requestsTo('/purchases')) {
