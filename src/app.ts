@@ -46,7 +46,7 @@ import { tryRoutes } from './http/try-routes.js'
 import { reportRoutes } from './http/report-routes.js'
 import { ReportCounters } from './reports/counters.js'
 import { AccountLimits } from './http/account-limits.js'
-import { openClusterMode } from './cluster-mode.js'
+import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
 
 export interface Beacon {
@@ -89,9 +89,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (metrics !== null) durableObserved.add(metrics.observeCommitMs)
   // Cluster mode (BEACON_CLUSTER): this process is a node owning partitions; visitors and profiles write
   // through their partition's changelog (src/cluster-mode.ts). Null in the embedded mode.
-  const cluster = config.cluster === null
+  const cluster: ClusterMode | null = config.cluster === null
     ? null
-    : await openClusterMode({ config, store, runtime, outboxAppended, metrics, relayedThrough: () => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
+    : await openClusterMode({ config, store, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)
@@ -107,19 +107,27 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
   const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, peers: cluster?.actors ?? null })
   cluster?.actors.serve([visitors, profiles])
-  const maintenance = new SegmentMaintenance({ store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs })
+  const maintenance = new SegmentMaintenance({
+    store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs,
+    // Cluster mode: sweeps and passes touch only the partitions this node owns.
+    owns: cluster?.ownsKey ?? null,
+  })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   maintenance.start()
   const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, config.natsAckPendingMax)
-  const deliveries = new DeliveryHub({
+  const deliveries: DeliveryHub = new DeliveryHub({
     store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
       if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
+    cluster: cluster?.deliveries ?? null,
   })
   await deliveries.start()
+  // Cluster mode: accounts the replicated configuration removes before the deletions exist (below).
+  const removedAccounts: Array<{ account: string, name: string }> = []
+  if (cluster !== null) catalogs.accountRemoved = (account, name) => { removedAccounts.push({ account, name }) }
   if (cluster !== null) await cluster.start(catalogs)
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
@@ -128,8 +136,26 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const users = new Users(store, clock, sessions)
   const accountDeletions = new AccountDeletions({
     store, catalogs, clock, entitiesIdle: account => maintenance.idle(account), forgetUsers: account => users.removeAccount(account),
+    // Cluster mode: visitors and profiles are erased through their partitions' owners (the changelog knows).
+    cluster: cluster === null
+      ? null
+      : {
+          owns: cluster.ownsKey,
+          erase: (kind, account, id) => kind === 'visitors' ? runtime.send(visitors, account, id, { type: 'erase' }) : runtime.send(profiles, account, id, { type: 'erase' }),
+          keysIn: (partition, account) => cluster.keysIn(partition, account),
+        },
   })
   accountDeletions.start()
+  if (cluster !== null) {
+    // Accounts deleted through other nodes (or while this one was away, told as the configuration came in).
+    for (const { account, name } of removedAccounts.splice(0)) accountDeletions.deletedElsewhere(account, name)
+    catalogs.accountRemoved = (account, name) => accountDeletions.deletedElsewhere(account, name)
+    const eraseDeleted = (partition: number): void => {
+      accountDeletions.partitionOwned(partition).catch((error: unknown) => log.error({ err: error, partition }, 'erasing deleted accounts in a partition taken over failed'))
+    }
+    cluster.owned.add(eraseDeleted)
+    for (const partition of cluster.node.status().owned) eraseDeleted(partition)
+  }
   const audit = new AuditLog(store, clock)
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 

@@ -9,7 +9,8 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import { redactUrl, type Config } from './config.js'
 import { log } from './log.js'
 import { Listeners } from './listeners.js'
-import type { OutboxAppended, Store } from './store/store.js'
+import { KEY_PART_MAX, type OutboxAppended, type Store } from './store/store.js'
+import { partitionIndex } from '../actors/entity-log-format.js'
 import { Changelog, changelogStreamName } from './cluster/changelog.js'
 import { ClusterNode } from './cluster/node.js'
 import { EntityLog, type PartitionRefused } from '../actors/entity-log.js'
@@ -19,12 +20,22 @@ import type { Metrics } from './ops/metrics.js'
 import { Forwarder } from './cluster/forwarder.js'
 import type { Catalogs } from './catalog/catalogs.js'
 import { startReplicatedConfig, type ReplicatedConfig } from './catalog/replicated-config.js'
+import { ScheduleClaims } from './cluster/schedule-claims.js'
+import type { ScheduleCluster } from './delivery/schedules.js'
 import { ActorRouter } from '../actors/actor-router.js'
 
 export interface ClusterMode {
   node: ClusterNode
   /** The kinds' `writes`. */
   entityLog: EntityLog
+  /** The delivery hub's cluster side: delivery ids with this node's id, schedule runs claimed once per cluster. */
+  deliveries: { idOrigin: string, schedules: ScheduleCluster }
+  /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
+  ownsKey (account: string, id: string): boolean
+  /** Told each time a partition becomes owned here (recovered). */
+  owned: Listeners<(partition: number) => void>
+  /** The ids of an account's visitors and profiles this node's store lists in a partition. */
+  keysIn (partition: number, account: string): Iterable<{ kind: 'visitors' | 'profiles', id: string }>
   /** The HTTP server's routing (`cluster: forwarder.routing()`, then `forwarder.serve(…)` once it exists). */
   forwarder: Forwarder
   /** Messages between actors of partitions other nodes own (the kinds' and erasure's `peers`; `serve(kinds)` once they exist). */
@@ -57,6 +68,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   if (cluster === null || natsUrl === null) throw new Error('cluster mode needs BEACON_CLUSTER and BEACON_NATS_URL')
   const nodeId = config.nodeId ?? store.nodeId
   const nc = await connect(natsUrl)
+  const owned = new Listeners<(partition: number) => void>()
   try {
     const node = await ClusterNode.open({
       nc, cluster, nodeId, partitions: config.partitions, replicas: config.replicas, leaseMs: config.leaseMs,
@@ -64,6 +76,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         log.info({ ...takeover }, 'partition taken over')
         metrics?.recordTakeover(takeover.takeoverMs)
       },
+      onOwned: partition => { for (const listener of owned.list) listener(partition) },
     })
     const changelog = await Changelog.open({
       nc, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}`, replicas: config.replicas, owner: nodeId,
@@ -81,11 +94,34 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       nc, cluster, ownership: node,
       observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
     })
+    const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })
+    const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
     const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
       entityLog,
+      ownsKey,
+      owned,
+      * keysIn (partition, account) {
+        const index = partitionIndex(store)
+        for (const tag of ['v', 'p'] as const) {
+          for (const key of index.getKeys({ start: [partition, tag, account], end: [partition, tag, account, KEY_PART_MAX] })) {
+            yield { kind: tag === 'v' ? 'visitors' : 'profiles', id: (key as [number, string, string, string])[3] }
+          }
+        }
+      },
+      deliveries: {
+        // The data folder's id: unique per folder, so a node given a fresh folder under the same
+        // BEACON_NODE_ID (its outbox counting from 1 again) does not reuse ids either.
+        idOrigin: store.nodeId,
+        schedules: {
+          owns: ownsKey,
+          partitionOf: (account, id) => node.partitionOf(account, id),
+          claim: (account, webhookId, runMs, part) => claims.claim(account, webhookId, runMs, part, nodeId),
+          staleAfterMs: claims.ttlMs / 2,
+        },
+      },
       forwarder,
       actors,
       async start (catalogs) {

@@ -99,6 +99,13 @@ export class Catalogs {
   }
 
   /**
+   * Cluster mode: told when an account's record left the replicated configuration (deleted through any
+   * node, or while this node was away), after it stopped being served: the wiring starts this node's
+   * share of the deletion (src/jobs/account-deletion.ts).
+   */
+  accountRemoved: ((account: string, name: string) => void) | null = null
+
+  /**
    * Cluster mode: from here on every change is written through `writer` (the replicated configuration)
    * and comes back through `apply`. Called once, before any request is served.
    */
@@ -117,7 +124,9 @@ export class Catalogs {
       if (value !== null) {
         this.accounts.apply(row.key, value)
       } else if (this.accounts.knows(row.key)) {
+        const { name } = this.accounts.get(row.key)
         this.accounts.apply(row.key, null)
+        this.accountRemoved?.(row.key, name)
         this.tokens.forget(row.key)
         for (const kind of this.kinds) kind.forget(row.key)
       }

@@ -51,6 +51,8 @@ export interface ClusterNodeOptions {
   clock?: Clock
   /** Told of each takeover of a partition another node held before (metrics, logs). */
   onTakeover?: (takeover: Takeover) => void
+  /** Told each time a partition becomes owned here (recovered, lease held), takeover or not. */
+  onOwned?: (partition: number) => void
 }
 
 export interface NodeView {
@@ -93,6 +95,7 @@ export class ClusterNode implements Ownership {
   private readonly members: Members
   private readonly clock: Clock
   private readonly onTakeover: (takeover: Takeover) => void
+  private readonly onOwned: (partition: number) => void
   private keeper: PartitionKeeper | null = null
   /** Recovered partitions, each with the recovery that made it so (a newer one replaces it). */
   private readonly recovered = new Set<number>()
@@ -106,6 +109,7 @@ export class ClusterNode implements Ownership {
     this.cluster = options.cluster
     this.clock = options.clock ?? systemClock
     this.onTakeover = options.onTakeover ?? (() => {})
+    this.onOwned = options.onOwned ?? (() => {})
     this.members = members
     this.balancer = new Balancer({
       table, members, partitions: options.partitions, clock: this.clock,
@@ -227,6 +231,7 @@ export class ClusterNode implements Ownership {
       this.recovering.delete(partition)
       if (!this.balancer.holds(partition)) return
       this.recovered.add(partition)
+      this.onOwned(partition)
       const doneAtMs = this.clock.nowMs()
       if (freeSinceMs !== null) this.onTakeover({ partition, takeoverMs: doneAtMs - Math.min(freeSinceMs, startedAtMs), recoveryMs: doneAtMs - startedAtMs })
       else log.debug({ partition, recoveryMs: doneAtMs - startedAtMs }, 'partition acquired (no earlier lease of it seen here: not counted as a takeover)')

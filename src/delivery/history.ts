@@ -8,8 +8,8 @@ import { KEY_PART_MAX, type Store } from '../store/store.js'
 import type { HubWrites } from './hub-writes.js'
 import { LIST_PAGE_MAX, PRUNE_BATCH_MAX, PRUNE_INTERVAL_MS } from './limits.js'
 import type { DeliveryQueue } from './queue.js'
-import { seqOf, withMaskedErrors, type DeliveryRecord, type DeliveryStatus } from './record.js'
-import { readRecord, recordsIn, recordsOf, removeRecord } from './records-db.js'
+import { withMaskedErrors, type DeliveryRecord, type DeliveryStatus } from './record.js'
+import { readRecordById, recordsIn, recordsOf, removeRecord } from './records-db.js'
 import { storedRow } from './relay.js'
 
 export interface DeliveryHistoryOptions {
@@ -111,8 +111,8 @@ export class DeliveryHistory {
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
       for (const id of ids) {
-        const record = readRecord(this.store, account, webhookId, seqOf(id))
-        if (record === undefined || record.id !== id) throw new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
+        const record = readRecordById(this.store, account, webhookId, id)
+        if (record === undefined) throw new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
     } else {

@@ -22,10 +22,10 @@ import { HubWrites } from './hub-writes.js'
 import { HUB_WRITE_DELAY_MS, RELAY_DELAY_MS, RETENTION_DEFAULT_MS } from './limits.js'
 import { Overflow } from './overflow.js'
 import type { DeliveryQueue, FeedAnswer } from './queue.js'
-import { seqOf, slot, type DeliveryOutcome, type DeliveryRecord, type DeliveryStatus, type OutcomeRow } from './record.js'
-import { readRecord } from './records-db.js'
+import { slot, type DeliveryOutcome, type DeliveryRecord, type DeliveryStatus, type OutcomeRow } from './record.js'
+import { readRecordById } from './records-db.js'
 import { Relay } from './relay.js'
-import { Schedules } from './schedules.js'
+import { Schedules, type ScheduleCluster } from './schedules.js'
 import { SyncWaits } from './sync-waits.js'
 import { DeliveryWorker, systemScheduler, type NextAttempt } from './worker.js'
 
@@ -52,6 +52,11 @@ export interface DeliveryHubOptions {
   /** HUB_WRITE_DELAY_MS and RELAY_DELAY_MS (longer in tests). */
   writeDelayMs?: number
   relayDelayMs?: number
+  /**
+   * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
+   * counting from 1), and schedules run once per cluster (schedules.ts). Null in embedded mode.
+   */
+  cluster?: { idOrigin: string, schedules: ScheduleCluster } | null
 }
 
 export class DeliveryHub {
@@ -80,8 +85,9 @@ export class DeliveryHub {
 
   constructor ({
     store, registry, webhookChanged, outboxAppended, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax,
-    retentionMs = RETENTION_DEFAULT_MS, writeDelayMs = HUB_WRITE_DELAY_MS, relayDelayMs = RELAY_DELAY_MS,
+    retentionMs = RETENTION_DEFAULT_MS, writeDelayMs = HUB_WRITE_DELAY_MS, relayDelayMs = RELAY_DELAY_MS, cluster = null,
   }: DeliveryHubOptions) {
+    const idOrigin = cluster?.idOrigin ?? null
     this.store = store
     this.registry = registry
     this.webhookChanged = webhookChanged
@@ -94,8 +100,8 @@ export class DeliveryHub {
     const onFailure = logFailure
     this.writes = new HubWrites({ store, queue: this.queue, delayMs: writeDelayMs, onFailure })
     this.syncWaits = new SyncWaits({ store, registry, writes: this.writes, onFailure })
-    this.relay = new Relay({ store, registry, clock, queue: this.queue, writes: this.writes, listener: this.syncWaits, delayMs: relayDelayMs, onFailure })
-    this.schedules = new Schedules({ store, registry, clock, queue: this.queue, writes: this.writes, membersReady, onFailure })
+    this.relay = new Relay({ store, registry, clock, queue: this.queue, writes: this.writes, listener: this.syncWaits, delayMs: relayDelayMs, onFailure, idOrigin })
+    this.schedules = new Schedules({ store, registry, clock, queue: this.queue, writes: this.writes, membersReady, onFailure, idOrigin, cluster: cluster?.schedules ?? null })
     const isLive = (id: string): boolean => this.live.has(id)
     this.overflow = new Overflow({
       store, writes: this.writes, isLive, onFailure,
@@ -204,7 +210,8 @@ export class DeliveryHub {
     await this.store.root.committed
     for (const group of groups) {
       for (const item of group.items) {
-        const record = readRecord(this.store, account, id, seqOf(item.id))
+        // A record another node relayed (JetStream) is known here only as fed (live).
+        const record = readRecordById(this.store, account, id, item.id) ?? this.live.get(item.id)
         if (record !== undefined) this.enqueue(record)
       }
     }
@@ -250,7 +257,7 @@ export class DeliveryHub {
     // The records of a batch usually had the same past: one outcome row (written as the same bytes) for them all.
     let shared: OutcomeRow | null = null
     for (const item of items) {
-      const record = this.live.get(item.id) ?? readRecord(this.store, webhook.account, webhook.id, seqOf(item.id))
+      const record = this.live.get(item.id) ?? readRecordById(this.store, webhook.account, webhook.id, item.id)
       if (record === undefined) continue
       const fresh = replaceAttempts || record.attempts.length === 0
       const attempt = nextAttempt ?? record.attempt + 1

@@ -1,5 +1,7 @@
 // A delivery record: one delivery of one outbox row (or one schedule run) to one webhook, with what
-// its attempts changed. Its id is `<seq>.<webhook id>`, so its key in the deliveries db is derivable.
+// its attempts changed. Its id is `<seq>.<webhook id>` (embedded mode) or `<origin node>:<seq>.<webhook id>`
+// (cluster mode, where every node's outbox counts from 1 and all publish to one delivery stream), so
+// its key in the deliveries db is derivable from it.
 
 import type { OutboxRow } from '../store/record-codec.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
@@ -33,6 +35,11 @@ export interface DeliveryRecord {
   replayedAtMs: number | null
   /** The node (data folder, Store.nodeId) whose store holds the record; absent on records of older releases. */
   node?: string
+  /**
+   * Cluster mode: the node (data folder id) whose outbox seq the id carries, `<origin>:<seq>.<webhook>`.
+   * Absent in embedded mode (and on records of earlier releases): the id is `<seq>.<webhook>`.
+   */
+  origin?: string
 }
 
 /** What an attempt changes of a record: written on its own, next to the record, when an attempt ends. */
@@ -48,7 +55,7 @@ export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
 }
 
 /** The record of an outbox row for one webhook, pending its first attempt. */
-export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string): DeliveryRecord {
+export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string, origin: string | null = null): DeliveryRecord {
   const context: DeliveryContext = { account: row.account }
   if (row.visitorId !== undefined) context.visitorId = row.visitorId
   if (row.profileId !== undefined) context.profileId = row.profileId
@@ -61,8 +68,8 @@ export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook
     context.change = row.change!
   }
   if (row.attributes !== undefined) context.attributes = row.attributes
-  const id = `${seq}.${webhook.id}`
-  return {
+  const id = deliveryId(seq, webhook.id, origin)
+  const record: DeliveryRecord = {
     id,
     account: row.account,
     webhookId: webhook.id,
@@ -77,21 +84,32 @@ export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook
     replayedAtMs: null,
     node,
   }
+  if (origin !== null) record.origin = origin
+  return record
 }
 
 /** The record of one member (or of the account) in a schedule run. */
-export function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number, node: string): DeliveryRecord {
-  const id = `${seq}.${webhook.id}`
-  return {
+export function scheduledRecord (seq: number, webhook: CompiledWebhook, context: DeliveryContext, runMs: number, nowMs: number, node: string, origin: string | null = null): DeliveryRecord {
+  const id = deliveryId(seq, webhook.id, origin)
+  const record: DeliveryRecord = {
     id, account: webhook.account, webhookId: webhook.id, seq, status: 'pending',
     item: { id, occurredAtMs: runMs, context },
     attempt: 1, attempts: [], dueMs: 0, createdAtMs: nowMs, updatedAtMs: nowMs, replayedAtMs: null, node,
   }
+  if (origin !== null) record.origin = origin
+  return record
 }
 
-/** Delivery ids are `<outbox seq>.<webhook id>`: the record's key is derivable from the id. */
+/** A delivery's id: `<seq>.<webhook id>`, prefixed with `<origin>:` in cluster mode (node ids hold no `:` or `.`). */
+export function deliveryId (seq: number, webhookId: string, origin: string | null | undefined): string {
+  return origin === null || origin === undefined ? `${seq}.${webhookId}` : `${origin}:${seq}.${webhookId}`
+}
+
+/** The outbox seq a delivery id carries (its node's, in cluster mode): the record's key is derivable from the id. */
 export function seqOf (id: string): number {
-  return Number(id.slice(0, id.indexOf('.')))
+  const dot = id.indexOf('.')
+  const colon = id.lastIndexOf(':', dot)
+  return Number(id.slice(colon + 1, dot))
 }
 
 /** Excerpts stored by releases that did not mask them are masked as they are shown. */

@@ -3,7 +3,7 @@
 
 import { decodeRecord } from '../store/record-codec.js'
 import type { Key, Store } from '../store/store.js'
-import type { DeliveryRecord, OutcomeRow } from './record.js'
+import { seqOf, type DeliveryRecord, type OutcomeRow } from './record.js'
 
 /**
  * The last element of an outcome row's key. The record's key is a prefix of it, so the outcome sorts
@@ -54,4 +54,13 @@ export function removeRecord (store: Store, account: string, webhookId: string, 
  */
 function recordOf (value: unknown): DeliveryRecord | undefined {
   return value instanceof Uint8Array ? decodeRecord(value) as DeliveryRecord : value as DeliveryRecord | undefined
+}
+
+/**
+ * The delivery record of an id, when this node's store holds that record: in cluster mode an id of
+ * another node carries that node's seq, which here may be the key of another record.
+ */
+export function readRecordById (store: Store, account: string, webhookId: string, id: string): DeliveryRecord | undefined {
+  const record = readRecord(store, account, webhookId, seqOf(id))
+  return record?.id === id ? record : undefined
 }

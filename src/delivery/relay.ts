@@ -2,7 +2,7 @@
 // deliveries db and published to the queue; then the rows go (with the hub's next writes).
 
 import type { Clock } from '../clock.js'
-import { asStored, decodeRow, encodeRecord, recordOfRow, recordPrefix, type OutboxRow } from '../store/record-codec.js'
+import { asStored, decodeRow, encodeRecord, originBytes, recordOfRow, recordPrefix, type OutboxRow } from '../store/record-codec.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
 import type { Store } from '../store/store.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
@@ -36,9 +36,13 @@ export interface RelayOptions {
   /** How long appended rows wait for more (RELAY_DELAY_MS). */
   delayMs: number
   onFailure: (error: unknown) => void
+  /** Cluster mode: this node's id in every delivery id it makes (`<origin>:<seq>.<webhook>`); null in embedded mode. */
+  idOrigin?: string | null
 }
 
 export class Relay {
+  private readonly idOrigin: string | null
+  private readonly originBytes: Uint8Array | null
   private readonly store: Store
   private readonly registry: WebhookLookup
   private readonly clock: Clock
@@ -67,7 +71,9 @@ export class Relay {
   private readonly prefixes = new WeakMap<CompiledWebhook, Uint8Array>()
   private stopped = false
 
-  constructor ({ store, registry, clock, queue, writes, listener, delayMs, onFailure }: RelayOptions) {
+  constructor ({ store, registry, clock, queue, writes, listener, delayMs, onFailure, idOrigin = null }: RelayOptions) {
+    this.idOrigin = idOrigin
+    this.originBytes = idOrigin === null ? null : originBytes(idOrigin)
     this.store = store
     this.registry = registry
     this.clock = clock
@@ -172,8 +178,8 @@ export class Relay {
       for (const { key, value: row, bytes: rowBytes } of rows) {
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
-          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId)
-          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs)
+          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId, this.idOrigin)
+          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs, this.originBytes)
           last = this.store.deliveries.put([record.account, record.webhookId, record.seq], asStored(bytes))
           created.push(record)
           encoded.push(bytes)

@@ -2,6 +2,9 @@
 // members, one delivery per member (the worker batches them by batchSize), or, without segments, one
 // call carrying the account and the time. The last run is kept in the config db, so a restart goes on
 // from it.
+// Cluster mode (`cluster`): every node runs each schedule's runs, but sends a run's members only of the
+// partitions it owns, each partition's part once its claim for (webhook, run, partition) succeeded,
+// and the call without segments once its claim for (webhook, run) did: one node in the cluster each.
 
 import type { Clock } from '../clock.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
@@ -23,6 +26,21 @@ export interface SchedulesOptions {
   /** Resolves when the account's members index is complete (no re-indexing pass under way). */
   membersReady: (account: string) => Promise<void>
   onFailure: (error: unknown) => void
+  /** Cluster mode: this node's id in every delivery id it makes; null in embedded mode. */
+  idOrigin?: string | null
+  /** Cluster mode: ownership and run claims (src/cluster/schedule-claims.ts); null in embedded mode. */
+  cluster?: ScheduleCluster | null
+}
+
+/** What a node of a cluster tells the schedules. */
+export interface ScheduleCluster {
+  /** Whether this node owns (account, id)'s partition now, and which partition that is. */
+  owns: (account: string, id: string) => boolean
+  partitionOf: (account: string, id: string) => number
+  /** True for the one node of the cluster that claims this part of this run first. */
+  claim: (account: string, webhookId: string, runMs: number, part: number | 'all') => Promise<boolean>
+  /** Runs due longer ago than this are skipped, not made (their claims may have lapsed). */
+  staleAfterMs: number
 }
 
 export class Schedules {
@@ -33,13 +51,17 @@ export class Schedules {
   private readonly writes: HubWrites
   private readonly membersReady: (account: string) => Promise<void>
   private readonly onFailure: (error: unknown) => void
+  private readonly idOrigin: string | null
+  private readonly cluster: ScheduleCluster | null
   /** Per schedule webhook, the time of its next run (before its delay). */
   private readonly nextRuns = new Map<string, number>()
   private scheduling: Promise<number> | null = null
   private timer: NodeJS.Timeout | null = null
   private stopped = false
 
-  constructor ({ store, registry, clock, queue, writes, membersReady, onFailure }: SchedulesOptions) {
+  constructor ({ store, registry, clock, queue, writes, membersReady, onFailure, idOrigin = null, cluster = null }: SchedulesOptions) {
+    this.idOrigin = idOrigin
+    this.cluster = cluster
     this.store = store
     this.registry = registry
     this.clock = clock
@@ -88,7 +110,8 @@ export class Schedules {
         this.nextRuns.set(key, dueMs)
       }
       if (nowMs < dueMs + webhook.delayMs) continue
-      await this.runSchedule(webhook, trigger.segments, dueMs)
+      // Cluster mode: a run this late (a node back after a long stop) was the others' to make.
+      if (this.cluster === null || nowMs - dueMs - webhook.delayMs <= this.cluster.staleAfterMs) await this.runSchedule(webhook, trigger.segments, dueMs)
       await this.store.save(this.store.config, [webhook.account, 'schedule-run', webhook.id], { lastRunMs: dueMs })
       // Runs missed while down are not repeated one by one: a full sync supersedes them.
       this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
@@ -102,11 +125,15 @@ export class Schedules {
     const flush = async (): Promise<void> => {
       if (contexts.length === 0) return
       const nowMs = this.clock.nowMs()
-      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs, this.store.nodeId))
+      const records = contexts.splice(0).map(context => scheduledRecord(this.store.allocateSeq(), webhook, context, runMs, nowMs, this.store.nodeId, this.idOrigin))
       await this.store.durable(this.writes.writeRecords(records)!)
       await this.queue.publish(records)
     }
+    const cluster = this.cluster
+    /** Cluster mode: per partition met, whether this node claimed its part of this run. */
+    const claimed = new Map<number, boolean>()
     if (segments.length === 0) {
+      if (cluster !== null && !await cluster.claim(webhook.account, webhook.id, runMs, 'all')) return
       contexts.push({ account: webhook.account, event: 'schedule' })
     } else {
       // A schedule webhook saved just now starts the indexing of its segments' members: wait for it.
@@ -116,6 +143,17 @@ export class Schedules {
       for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {
         const [account, seg, kind, id] = key as [string, string, string, string]
         if (account !== webhook.account || seg !== segment) break
+        if (cluster !== null) {
+          // Another node's partition (this row is stale here), or a part another node claimed.
+          if (!cluster.owns(account, id)) continue
+          const partition = cluster.partitionOf(account, id)
+          let mine = claimed.get(partition)
+          if (mine === undefined) {
+            mine = await cluster.claim(account, webhook.id, runMs, partition)
+            claimed.set(partition, mine)
+          }
+          if (!mine) continue
+        }
         const context: DeliveryContext = { account, audience: segment, event: 'schedule' }
         if (kind === 'visitor') context.visitorId = id
         else context.profileId = id

@@ -249,7 +249,7 @@ const Attempt = Type.Object({
 })
 
 export const DeliveryRecord = Type.Object({
-  id: Type.String({ description: '<outbox seq>.<webhook id>: the webhook-id header of its requests.' }),
+  id: Type.String({ description: '<outbox seq>.<webhook id> (cluster mode: <node>:<outbox seq>.<webhook id>): the webhook-id header of its requests.' }),
   webhookId: Type.String(),
   status: literals(['pending', 'failed', 'delivered', 'dead']),
   occurredAt: IsoOrNull,

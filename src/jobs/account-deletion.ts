@@ -2,6 +2,12 @@
 // transaction), then everything keyed by it is removed in the background, one db after the other, a
 // bounded batch a transaction with the event loop free between batches. The job's record (in meta)
 // carries its cursor and counts, written with each batch, so a restart resumes where it stood.
+// Cluster mode (`cluster`): every node runs the job on its own store, started by the request on the node
+// that took it and, on every other node, by the account's record leaving the replicated configuration
+// (`deletedElsewhere`). Visitors and profiles of partitions this node owns are erased through their
+// actors, so the partition's changelog records the deletion and no recovery brings them back; rows of
+// partitions owned elsewhere are stale copies, removed here only. A partition this node gains later is
+// searched for every deleted account's keys (`partitionOwned`), which are erased the same way.
 
 import { KEY_PART_MAX, type Key, type Store } from '../store/store.js'
 import type { Catalogs } from '../catalog/catalogs.js'
@@ -49,11 +55,25 @@ export interface AccountDeletionsDeps {
   entitiesIdle: (account: string) => Promise<void>
   /** Removes the account's panel users and ends their sessions (they are not keyed by account). */
   forgetUsers: (account: string) => Promise<unknown>
+  /** Cluster mode: erasing through the partitions' owners; null in embedded mode. */
+  cluster?: DeletionCluster | null
+}
+
+/** What a cluster node gives the deletions. */
+export interface DeletionCluster {
+  /** Whether this node owns (account, id)'s partition now. */
+  owns: (account: string, id: string) => boolean
+  /** Erases the entity through its actor (its write goes through the partition's changelog). */
+  erase: (kind: 'visitors' | 'profiles', account: string, id: string) => Promise<unknown>
+  /** The ids of the account's visitors and profiles this node's store lists in a partition. */
+  keysIn: (partition: number, account: string) => Iterable<{ kind: 'visitors' | 'profiles', id: string }>
 }
 
 export class AccountDeletions {
   private readonly deps: AccountDeletionsDeps
   private readonly running = new Map<string, Promise<void>>()
+  /** Accounts whose deletion this node's `delete` is starting (its own config change comes back meanwhile). */
+  private readonly deleting = new Set<string>()
   private stopped = false
 
   constructor (deps: AccountDeletionsDeps) {
@@ -73,12 +93,50 @@ export class AccountDeletions {
     const existing = this.job(account)
     if (existing !== undefined) return view(existing)
     const { name } = this.deps.catalogs.accounts.get(account)
-    const job: DeletionJob = {
-      account, name, state: 'running', startedAtMs: this.deps.clock.nowMs(), finishedAtMs: null, phase: 0, after: null, removed: zeroCounts(),
+    const job = this.newJob(account, name)
+    this.deleting.add(account)
+    try {
+      await this.deps.catalogs.forgetAccount(account, jobKey(account), job)
+    } finally {
+      this.deleting.delete(account)
     }
-    await this.deps.catalogs.forgetAccount(account, jobKey(account), job)
     this.run(job)
     return view(job)
+  }
+
+  /**
+   * Cluster mode: the account's record left the replicated configuration (deleted through another node,
+   * or while this node was away): this node's share of the deletion starts, unless it runs already.
+   */
+  deletedElsewhere (account: string, name: string): void {
+    if (this.deleting.has(account) || this.job(account) !== undefined || this.stopped) return
+    const job = this.newJob(account, name)
+    this.deps.store.save(this.deps.store.meta, jobKey(account), job).then(() => this.run(job), (error: unknown) => {
+      log.error({ err: error, account }, 'account deletion could not start here')
+    })
+  }
+
+  /**
+   * Cluster mode: a partition is owned here from now on (recovered): the keys of deleted accounts its
+   * changelog still held (their owner went before erasing them) are erased through their actors.
+   */
+  async partitionOwned (partition: number): Promise<number> {
+    const cluster = this.deps.cluster
+    if (cluster === null || cluster === undefined) return 0
+    let erased = 0
+    for (const { value } of this.deps.store.meta.getRange({ start: [JOB_PREFIX], end: [JOB_PREFIX, KEY_PART_MAX] })) {
+      const { account } = value as DeletionJob
+      const keys = [...cluster.keysIn(partition, account)]
+      if (keys.length === 0) continue
+      await Promise.all(keys.map(({ kind, id }) => cluster.erase(kind, account, id).catch(eraseFailed)))
+      erased += keys.length
+    }
+    if (erased > 0) log.info({ partition, erased }, 'entities of deleted accounts erased in a partition taken over')
+    return erased
+  }
+
+  private newJob (account: string, name: string): DeletionJob {
+    return { account, name, state: 'running', startedAtMs: this.deps.clock.nowMs(), finishedAtMs: null, phase: 0, after: null, removed: zeroCounts() }
   }
 
   /** The deletion's progress; 404 when the account was never deleted (or never existed). */
@@ -122,7 +180,17 @@ export class AccountDeletions {
       if (phase === 'visitors' && job.after === null) await this.deps.entitiesIdle(job.account)
       const db = dbOf(store, phase)
       const { remove, cursor, exhausted } = this.batch(phase, db, job.account, job.after)
-      for (const key of remove) store.ignoreFailure(db.remove(key))
+      const cluster = this.deps.cluster
+      if (cluster !== null && cluster !== undefined && (phase === 'visitors' || phase === 'profiles')) {
+        // Owned here: erased through the actor, so the changelog knows. Elsewhere: a stale copy.
+        await Promise.all(remove.map(async key => {
+          const id = (key as [string, string])[1]
+          if (cluster.owns(job.account, id)) await cluster.erase(phase, job.account, id).catch(eraseFailed)
+          else store.ignoreFailure(db.remove(key))
+        }))
+      } else {
+        for (const key of remove) store.ignoreFailure(db.remove(key))
+      }
       job.removed[phase] += remove.length
       job.after = exhausted ? null : cursor
       if (exhausted) job.phase++
@@ -177,6 +245,11 @@ function ownerOf (phase: DeletionPhase, key: Key, value: unknown): string | unde
   if (phase === 'tokens') return (value as { account: string }).account
   if (phase === 'outbox') return (value instanceof Uint8Array ? decodeRow(value) : value as OutboxRow).account
   return undefined
+}
+
+function eraseFailed (error: unknown): void {
+  // Refused (the partition moved meanwhile): its next owner erases it when it takes it (partitionOwned).
+  log.warn({ err: error }, 'erasing an entity of a deleted account failed')
 }
 
 function sameKey (a: Key, b: Key): boolean {

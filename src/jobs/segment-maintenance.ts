@@ -5,6 +5,9 @@
 // - rule changes: entities re-evaluate lazily on their next message, and a background pass walks the
 //   account's visitors and profiles in key order, a bounded batch at a time, with its cursor saved so a
 //   restart resumes it.
+// In cluster mode both touch only keys of partitions this node owns (`owns`): another partition's keys
+// are its owner's to evaluate, and a due expiry row of one is a stale local row (left by a partition
+// that moved away), removed without a message.
 
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
@@ -31,6 +34,11 @@ export interface MaintenanceDeps {
   profiles: ProfileKind
   clock: Clock
   sweepMs: number
+  /**
+   * Cluster mode: whether this node owns the partition of (account, id) now (recovered, lease held).
+   * Null in embedded mode: every key is this node's.
+   */
+  owns: ((account: string, id: string) => boolean) | null
 }
 
 export class SegmentMaintenance {
@@ -74,6 +82,8 @@ export class SegmentMaintenance {
         const [, account, kind, id] = key
         // An account being deleted: its entities must not be written again.
         if (!this.deps.catalogs.accounts.knows(account)) return store.expiries.remove(key)
+        // Another node's partition: its owner sweeps it (from its own rows); this row is stale here.
+        if (this.deps.owns !== null && !this.deps.owns(account, id)) return store.expiries.remove(key)
         const message = { type: 'evaluate', nowMs } as const
         await (kind === 'visitor' ? runtime.send(visitors, account, id, message) : runtime.send(profiles, account, id, message))
           .catch(logFailure)
@@ -137,7 +147,8 @@ export class SegmentMaintenance {
         if (ids.length === PASS_BATCH_MAX) break
       }
       const message = { type: 'evaluate', nowMs: clock.nowMs() } as const
-      await Promise.all(ids.map(id => (cursor.kind === 'visitor'
+      const owns = this.deps.owns
+      await Promise.all((owns === null ? ids : ids.filter(id => owns(account, id))).map(id => (cursor.kind === 'visitor'
         ? runtime.send(visitors, account, id, message)
         : runtime.send(profiles, account, id, message)).catch(logFailure)))
       if (ids.length < PASS_BATCH_MAX) {

@@ -80,8 +80,9 @@ const MESSAGE_VERSION = 1
 /**
  * A delivery record is written as a tuple, [TUPLE, seq, webhookId, account, node, status, attempt,
  * attempts, dueMs, createdAtMs, updatedAtMs, replayedAtMs, occurredAtMs, visitorId, profileId, event,
- * eventFields, audience, change, attributes]: no field names at all, and what its ids repeat (the id
- * `<seq>.<webhookId>`, the item's id, the context's account) not written twice. A record those do not
+ * eventFields, audience, change, attributes[, origin]]: no field names at all, and what its ids repeat (the id
+ * `<seq>.<webhookId>`, or `<origin>:<seq>.<webhookId>` in cluster mode, the item's id, the context's
+ * account) not written twice. A record those do not
  * hold for, and any other value (an outcome row), is written as it is.
  */
 const TUPLE = 1
@@ -99,6 +100,7 @@ interface RecordShape {
   updatedAtMs: number
   replayedAtMs: number | null
   node?: string
+  origin?: string
   item: { id: string, occurredAtMs: number, context: ContextShape }
 }
 
@@ -118,15 +120,20 @@ export function encodeRecord (value: object): Uint8Array {
   const record = value as RecordShape
   const item = record.item
   const context = item?.context
-  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== `${record.seq}.${record.webhookId}`) {
+  const origin = record.origin
+  const id = origin === undefined ? `${record.seq}.${record.webhookId}` : `${origin}:${record.seq}.${record.webhookId}`
+  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id) {
     return encoder.pack(value)
   }
-  return encoder.pack([
+  const tuple = [
     TUPLE, record.seq, record.webhookId, record.account, record.node ?? null, record.status, record.attempt,
     record.attempts, record.dueMs, record.createdAtMs, record.updatedAtMs, record.replayedAtMs, item.occurredAtMs,
     context.visitorId ?? null, context.profileId ?? null, context.event ?? null, context.eventFields ?? null,
     context.audience ?? null, context.change ?? null, context.attributes ?? null,
-  ])
+  ]
+  // Cluster mode: the id's node, a 21st element (records of embedded mode keep their 20).
+  if (origin !== undefined) tuple.push(origin)
+  return encoder.pack(tuple)
 }
 
 /**
@@ -182,7 +189,7 @@ export function recordPrefix (webhookId: string, account: string, node: string):
  * The bytes encodeRecord makes of a new record (pending, attempt 1, created now) of an outbox row, from
  * the row's bytes: the row's context part copied, the rest written here, so msgpackr is not involved.
  */
-export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number): Uint8Array {
+export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number, origin: Uint8Array | null = null): Uint8Array {
   // The row: fixarray of 10 (9 from earlier releases: no attributes), ROW, the account (a str of any
   // length), then its context part, which ends with the attributes.
   const withAttributes = row[0] === 0x9a
@@ -194,10 +201,10 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
         : 5 + ((row[3]! << 24) >>> 0) + ((row[4]! << 16) | (row[5]! << 8) | row[6]!))
   const context = row.subarray(contextAt)
   const seqSize = seq < 0x40 ? 1 : seq <= 0xffffffff ? 5 : 9
-  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + (withAttributes ? 0 : 1))
-  out[0] = 0xdc // array16 of 20
+  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + (withAttributes ? 0 : 1) + (origin?.length ?? 0))
+  out[0] = 0xdc // array16 of 20 (21 with the origin)
   out[1] = 0
-  out[2] = 20
+  out[2] = origin === null ? 20 : 21
   out[3] = TUPLE
   let at = 4
   if (seqSize === 1) {
@@ -225,8 +232,14 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
   out[at++] = 0xc0 // replayedAtMs
   out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change[, attributes]
   at += context.length
-  if (!withAttributes) out[at] = 0xc0 // attributes
+  if (!withAttributes) out[at++] = 0xc0 // attributes
+  if (origin !== null) out.set(origin, at) // the id's node (originBytes)
   return out
+}
+
+/** What recordOfRow appends for a record whose id carries its node (cluster mode). */
+export function originBytes (origin: string): Uint8Array {
+  return encoder.pack(origin)
 }
 
 /** Bytes to put in the outbox or deliveries db as they are: inside a msgpack bin, which the db decodes as a Buffer of them. */
@@ -248,7 +261,8 @@ function fromStored (value: unknown): unknown {
   if (!Array.isArray(value) || value[0] !== TUPLE) return value
   const t = value as unknown[]
   const account = t[3] as string
-  const id = `${t[1] as number}.${t[2] as string}`
+  const origin = typeof t[20] === 'string' ? t[20] : undefined
+  const id = origin === undefined ? `${t[1] as number}.${t[2] as string}` : `${origin}:${t[1] as number}.${t[2] as string}`
   const context: ContextShape = { account }
   if (t[13] !== null) context.visitorId = t[13] as string
   if (t[14] !== null) context.profileId = t[14] as string
@@ -264,6 +278,7 @@ function fromStored (value: unknown): unknown {
     updatedAtMs: t[10] as number, replayedAtMs: t[11] as number | null,
   }
   if (t[4] !== null) record.node = t[4] as string
+  if (origin !== undefined) record.origin = origin
   return record
 }
 
