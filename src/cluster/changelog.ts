@@ -256,10 +256,14 @@ export class Changelog {
 
   /**
    * The partition's records after `afterSeq` (0: from its start, i.e. its latest snapshot), in order, up to
-   * its last message at the time of the call. A snapshot record replaces all state before it.
+   * its last message at the time of the call. A snapshot record replaces all state before it. A read
+   * from the start that delivers fewer messages than the stream leader counted for the partition
+   * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/cluster.md).
    */
   async * read (partition: number, afterSeq = 0): AsyncGenerator<ChangelogRecord> {
     checkPartition(partition)
+    // What the stream leader holds of the partition now: a read from the start must deliver all of it.
+    const held = afterSeq === 0 ? await this.messageCount(partition) : null
     const untilSeq = await this.lastSeq(partition)
     if (untilSeq <= afterSeq) return
     const consumer = await this.js.consumers.get(this.stream, {
@@ -267,12 +271,20 @@ export class Changelog {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: afterSeq + 1,
     })
+    let read = 0
     try {
       for (;;) {
         const batch = await consumer.fetch({ max_messages: 256, expires: 5000 })
         let got = 0
         for await (const message of batch) {
           got++
+          read++
+          if (message.seq >= untilSeq && held !== null && read < held) {
+            // Seen after a NATS server was killed and restarted (nats-server 2.9.10): the consumer
+            // skipped messages the leader holds, and a recovery from such a read lost acknowledged
+            // writes. Refused: the caller tries again (a recovery gives its lease back).
+            throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `reading partition ${partition} delivered ${read} of its ${held} messages`, partition)
+          }
           yield decode(message.seq, message.data)
           if (message.seq >= untilSeq) return
         }
