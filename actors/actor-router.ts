@@ -38,6 +38,7 @@ import { Packr } from 'msgpackr'
 import { ApiError, type ErrorCode } from '../src/errors.js'
 import { log } from '../src/log.js'
 import type { Ownership } from '../src/cluster/ownership.js'
+import { RecentAnswers } from '../src/cluster/recent-answers.js'
 import type { ActorKind, ActorRuntime, Message, Replies, ReplyOf } from './runtime.js'
 
 /** Who delivers a message to an actor: the runtime (embedded mode) or the router (cluster mode). */
@@ -81,12 +82,10 @@ export class ActorRouter implements ActorSender {
   private readonly runtime: ActorRuntime
   private readonly budgetMs: number
   private readonly attemptTimeoutMs: number
-  private readonly dedupeMs: number
-  private readonly dedupeMax: number
   private readonly observe: ActorRouterOptions['observe']
   private readonly kinds = new Map<string, ActorKind<any, any, any>>()
   private readonly subscriptions = new Map<number, Subscription>()
-  private readonly remembered = new Map<string, { reply: Promise<Uint8Array | null>, atMs: number }>()
+  private readonly answers: RecentAnswers
   private readonly timer: NodeJS.Timeout
   private closed = false
   /** Messages sent to another node, and those that got 503 unavailable (for tests and metrics). */
@@ -100,8 +99,7 @@ export class ActorRouter implements ActorSender {
     this.subjectPrefix = `beacon.${options.cluster}.actor`
     this.budgetMs = options.budgetMs ?? 5000
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 1000
-    this.dedupeMs = options.dedupeMs ?? 10_000
-    this.dedupeMax = options.dedupeMax ?? 10_000
+    this.answers = new RecentAnswers(options.dedupeMs ?? 10_000, options.dedupeMax ?? 10_000)
     this.observe = options.observe ?? null
     this.timer = setInterval(() => this.sync(), options.syncIntervalMs ?? 50)
     this.timer.unref()
@@ -205,9 +203,9 @@ export class ActorRouter implements ActorSender {
       return
     }
     const nowMs = Date.now()
-    const known = this.remembered.get(request.i)
-    if (known !== undefined && nowMs - known.atMs <= this.dedupeMs) {
-      known.reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
+    const known = this.answers.get(request.i, nowMs)
+    if (known !== undefined) {
+      known.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
       return
     }
     const kind = this.kinds.get(request.k)
@@ -217,11 +215,8 @@ export class ActorRouter implements ActorSender {
       return
     }
     const reply = this.run(kind, request)
-    this.remember(request.i, reply, nowMs)
-    reply.then(bytes => {
-      if (bytes === null) this.remembered.delete(request.i)
-      this.respond(msg, bytes)
-    }, () => this.respond(msg, null))
+    this.answers.keep(request.i, reply, nowMs)
+    reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
   }
 
   /** The encoded reply, or null ("moved") when the partition went while the message ran. */
@@ -246,14 +241,6 @@ export class ActorRouter implements ActorSender {
     } catch {
       // The connection is closing: the sender times out and retries.
     }
-  }
-
-  private remember (id: string, reply: Promise<Uint8Array | null>, nowMs: number): void {
-    for (const [key, entry] of this.remembered) {
-      if (this.remembered.size < this.dedupeMax && nowMs - entry.atMs <= this.dedupeMs) break
-      this.remembered.delete(key)
-    }
-    this.remembered.set(id, { reply, atMs: nowMs })
   }
 }
 

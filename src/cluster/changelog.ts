@@ -258,7 +258,8 @@ export class Changelog {
    * The partition's records after `afterSeq` (0: from its start, i.e. its latest snapshot), in order, up to
    * its last message at the time of the call. A snapshot record replaces all state before it. A read
    * from the start that delivers fewer messages than the stream leader counted for the partition
-   * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/cluster.md).
+   * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/cluster.md); a snapshot's
+   * purge running during the read does that too (it removed messages the snapshot covers): read again.
    */
   async * read (partition: number, afterSeq = 0): AsyncGenerator<ChangelogRecord> {
     checkPartition(partition)

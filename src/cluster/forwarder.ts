@@ -37,6 +37,7 @@ import { nuid, type NatsConnection, type Msg, type Subscription } from '@nats-io
 import { Packr } from 'msgpackr'
 import { ApiError } from '../errors.js'
 import { log } from '../log.js'
+import { RecentAnswers } from './recent-answers.js'
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
 import { invalidArgument, positiveInteger } from './errors.js'
@@ -111,24 +112,16 @@ const packr = new Packr({ useRecords: false, moreTypes: false })
 const BACKOFF_FIRST_MS = 10
 const BACKOFF_MAX_MS = 100
 
-interface Remembered {
-  /** The encoded answer (or the answer being computed); null: the request was answered "moved". */
-  reply: Promise<Uint8Array | null>
-  atMs: number
-}
-
 export class Forwarder {
   readonly subjectPrefix: string
   private readonly nc: NatsConnection
   private readonly ownership: Ownership
   private readonly budgetMs: number
   private readonly attemptTimeoutMs: number
-  private readonly dedupeMs: number
-  private readonly dedupeMax: number
   private readonly clock: Clock
   private readonly observe: ForwardObserver | null
   private readonly subscriptions = new Map<number, Subscription>()
-  private readonly remembered = new Map<string, Remembered>()
+  private readonly answers: RecentAnswers
   private readonly timer: NodeJS.Timeout | null = null
   private handler: LocalHandler | null = null
   private closed = false
@@ -140,8 +133,7 @@ export class Forwarder {
     this.subjectPrefix = `beacon.${options.cluster}.fwd`
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
     this.attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? 1000)
-    this.dedupeMs = positiveInteger('dedupeMs', options.dedupeMs ?? 10_000)
-    this.dedupeMax = positiveInteger('dedupeMax', options.dedupeMax ?? 10_000)
+    this.answers = new RecentAnswers(positiveInteger('dedupeMs', options.dedupeMs ?? 10_000), positiveInteger('dedupeMax', options.dedupeMax ?? 10_000))
     this.clock = options.clock ?? systemClock
     this.observe = options.observe ?? null
     const every = positiveInteger('syncIntervalMs', options.syncIntervalMs ?? 50)
@@ -259,10 +251,10 @@ export class Forwarder {
       return
     }
     const nowMs = this.clock.nowMs()
-    const known = this.remembered.get(request.id)
-    if (known !== undefined && nowMs - known.atMs <= this.dedupeMs) {
+    const known = this.answers.get(request.id, nowMs)
+    if (known !== undefined) {
       // A retry of a request this node ran or is running: the same answer, not a second execution.
-      known.reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
+      known.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
       return
     }
     if (this.closed || this.handler === null || !this.ownership.owns(partition) || request.p !== partition) {
@@ -271,11 +263,8 @@ export class Forwarder {
       return
     }
     const reply = this.run(this.handler, request.r)
-    this.remember(request.id, reply, nowMs)
-    reply.then(bytes => {
-      if (bytes === null) this.remembered.delete(request.id)
-      this.respond(msg, bytes)
-    }, () => this.respond(msg, null))
+    this.answers.keep(request.id, reply, nowMs)
+    reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
   }
 
   /** The encoded answer, or null when the node lost the partition while running it. */
@@ -305,14 +294,6 @@ export class Forwarder {
     } catch {
       // The connection is closing: the sender times out and retries.
     }
-  }
-
-  private remember (id: string, reply: Promise<Uint8Array | null>, nowMs: number): void {
-    for (const [key, entry] of this.remembered) {
-      if (this.remembered.size < this.dedupeMax && nowMs - entry.atMs <= this.dedupeMs) break
-      this.remembered.delete(key)
-    }
-    this.remembered.set(id, { reply, atMs: nowMs })
   }
 }
 

@@ -238,14 +238,14 @@ const RECORD_FIELDS = new Set([
   'attributes', 'segments', 'computed', 'segmentsVersion', 'expiresAtMs', 'indexed', 'profileId', 'firstSeenMs',
   'lastSeenMs', 'counts', 'lastPlatform', 'lastDevice', 'lastPath', 'viewedSkus', 'viewedCategories', 'purchasedSkus',
   'purchases', 'totalSpent', 'orderIds', 'impressions', 'windows', 'attributeTimes', 'visitors', 'devices', 'moves',
-  'metrics', 'n', 't',
+  'metrics', 'n', 't', 'profileSeq', 'applied',
   // VisitorMetrics
   'pageViews', 'productViews',
   // outbox rows
   'id', 'kind', 'account', 'event', 'segment', 'change', 'visitorId', 'fields', 'occurredAt', 'occurredAtMs',
   // DeliveryRecord, DeliveryItem, DeliveryContext, AttemptRecord
   'webhookId', 'seq', 'status', 'item', 'attempt', 'attempts', 'dueMs', 'createdAtMs', 'updatedAtMs', 'replayedAtMs',
-  'node', 'context', 'eventFields', 'audience', 'atMs', 'latencyMs', 'error',
+  'node', 'origin', 'context', 'eventFields', 'audience', 'atMs', 'latencyMs', 'error',
 ])
 
 /** Options of a db whose values share record structures, kept in `meta` under ['structures', name]. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { ApiError } from '../../src/errors.js'
-import { CLUSTER_ERRORS } from '../../src/cluster/errors.js'
+import { CLUSTER_ERRORS, ClusterError } from '../../src/cluster/errors.js'
 import type { VisitorState } from '../../actors/visitor.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
@@ -40,13 +40,25 @@ describe('entity log: visitor and profile writes through the partition changelog
     return await n.runtime.send(n.visitors, ACCOUNT, id, { type: 'snapshot' })
   }
 
+  /**
+   * The write entries the partition's changelog holds. A background snapshot's purge running during the
+   * read makes it deliver fewer messages than were counted when it started: the read refuses
+   * (CLUSTER_CHANGELOG_UNAVAILABLE) and is made again, as a recovery does.
+   */
   async function writeEntries (n: EntityNode, partition: number): Promise<{ seq: number, entry: WriteEntry }[]> {
-    const out: { seq: number, entry: WriteEntry }[] = []
-    for await (const record of n.changelog.read(partition, 0)) {
-      if (record.kind !== 'entries') continue
-      for (const entry of record.entries as LogEntry[]) if (entry.t === 'e') out.push({ seq: record.seq, entry })
+    for (let attempt = 1; ; attempt++) {
+      const out: { seq: number, entry: WriteEntry }[] = []
+      try {
+        for await (const record of n.changelog.read(partition, 0)) {
+          if (record.kind !== 'entries') continue
+          for (const entry of record.entries as LogEntry[]) if (entry.t === 'e') out.push({ seq: record.seq, entry })
+        }
+        return out
+      } catch (error) {
+        if (!(error instanceof ClusterError) || error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE || attempt === 5) throw error
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
     }
-    return out
   }
 
   it('acknowledges a write only once its entry is stored on a quorum', async () => {
