@@ -114,7 +114,7 @@ export class ActorRuntime {
     const actor = this.activate(kind, account, kind.key === undefined ? id : kind.key(id))
     if (actor.running || actor.mailbox.length > 0) {
       if (actor.mailbox.length >= this.options.mailboxMax) {
-        return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`))
+        return Promise.reject(new ApiError('overloaded', `Too many messages queued for this ${kind.name}; retry shortly.`, undefined, { 'Retry-After': '1' }))
       }
       this.mailboxDepth++
       return new Promise<ReplyOf<P, T>>((resolve, reject) => { actor.mailbox.push({ message, resolve, reject }) })

@@ -135,6 +135,9 @@ export interface ServerOptions<R extends Route = Route> {
   cluster?: ClusterRouting | null
 }
 
+/** The 503s of a full or stopping server say when to come back (another node, behind a load balancer). */
+const RETRY_SOON: Record<string, string> = Object.freeze({ 'Retry-After': '1' }) as Record<string, string>
+
 const STATUS_LINES: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 301: '301 Moved Permanently', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict',
@@ -354,9 +357,9 @@ export class HttpServer<R extends Route = Route> {
     const exchange = new Exchange(this, res, req, paramCount, observer, null)
     res.onAborted(onAbort.bind(exchange))
     if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
-    if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down')), true)
+    if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down', undefined, undefined, RETRY_SOON)), true)
     if (route.uncounted !== true) {
-      if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+      if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded', undefined, undefined, RETRY_SOON)), false)
       this.inflight++
       exchange.counted = true
     }
@@ -444,7 +447,7 @@ export class HttpServer<R extends Route = Route> {
       const { route, paramCount, observer } = entry
       const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)))
       if (route.uncounted !== true) {
-        if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded')), false)
+        if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded', undefined, undefined, RETRY_SOON)), false)
         this.inflight++
         exchange.counted = true
       }

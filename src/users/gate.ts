@@ -17,7 +17,7 @@ export class Gate {
 
   async run<T> (task: () => Promise<T>): Promise<T> {
     if (this.running >= this.concurrency) {
-      if (this.waiting.length >= this.queueMax) throw new ApiError('overloaded', 'Too many sign-ins at once; retry shortly.')
+      if (this.waiting.length >= this.queueMax) throw new ApiError('overloaded', 'Too many sign-ins at once; retry shortly.', undefined, { 'Retry-After': '1' })
       await new Promise<void>(resolve => this.waiting.push(resolve))
     } else {
       this.running++

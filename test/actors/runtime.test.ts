@@ -62,6 +62,7 @@ describe('actor runtime', () => {
     let refused: unknown = null
     await runtime.send(kind, 'acc', 'k', { type: 'add', by: 1 }).catch((error: unknown) => { refused = error })
     expect(refused).to.include({ status: 503 })
+    expect((refused as { headers: unknown }).headers).to.deep.equal({ 'Retry-After': '1' })
     expect(runtime.mailboxDepth).to.equal(2)
     release()
     await slow

@@ -27,6 +27,7 @@ describe('HttpServer while draining', () => {
       expect(await health.body.json()).to.deep.equal({ status: 'ok' })
       const other = await b.request({ method: 'GET', path: '/other' })
       expect(other.statusCode).to.equal(503)
+      expect(other.headers['retry-after']).to.equal('1')
       expect(((await other.body.json()) as { errors: { code: string }[] }).errors[0]!.code).to.equal('shutting_down')
       release()
       expect((await inFlight).statusCode).to.equal(200)

@@ -18,6 +18,7 @@ describe('password hashing gate', () => {
     expect(refused).to.be.instanceOf(ApiError)
     expect((refused as ApiError).status).to.equal(503)
     expect((refused as ApiError).items[0]!.code).to.equal('overloaded')
+    expect((refused as ApiError).headers).to.deep.equal({ 'Retry-After': '1' })
     await new Promise(resolve => setImmediate(resolve))
     expect(running).to.equal(2)
     // Each finished task lets one waiting task start, never more than two at once.
