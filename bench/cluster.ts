@@ -25,15 +25,16 @@
 //   BENCH_WRK                the wrk binary (default wrk)
 //   BENCH_NODE_ARGS          extra node flags for the Beacon processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { partitionOf } from '../src/cluster/partition.js'
 import { NATS_SERVER_BIN, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
+import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const WRK_DIR = join(ROOT, 'bench', 'wrk')
@@ -69,30 +70,7 @@ type Workload = typeof WORKLOADS[number]
 // Child processes: every one is killed when this process exits, however it exits (nats-servers have
 // their own hook in test/helpers/nats-server.ts).
 
-const children = new Set<ChildProcess>()
-const tempDirs = new Set<string>()
-
-function cleanup (): void {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  children.clear()
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
-  tempDirs.clear()
-}
-
-process.on('exit', cleanup)
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`\nbench:cluster: ${signal}, stopping\n`)
-    cleanup()
-    process.exit(130)
-  })
-}
-
-function track (child: ChildProcess): ChildProcess {
-  children.add(child)
-  child.once('exit', () => children.delete(child))
-  return child
-}
+cleanUpOnExit('bench:cluster')
 
 interface Node {
   id: string

@@ -27,6 +27,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const WRK_DIR = join(ROOT, 'bench', 'wrk')
@@ -244,32 +245,7 @@ async function tenant (server: Server): Promise<Record<string, string>> {
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is killed when this process exits, however it exits.
 
-const children = new Set<ChildProcess>()
-const tempDirs = new Set<string>()
-
-function cleanup (): void {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  }
-  children.clear()
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
-  tempDirs.clear()
-}
-
-process.on('exit', cleanup)
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`\nbench:http: ${signal}, stopping\n`)
-    cleanup()
-    process.exit(130)
-  })
-}
-
-function track (child: ChildProcess): ChildProcess {
-  children.add(child)
-  child.once('exit', () => children.delete(child))
-  return child
-}
+cleanUpOnExit('bench:http')
 
 interface Server {
   kind: Scenario['server']

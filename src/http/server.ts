@@ -353,13 +353,16 @@ export class HttpServer<R extends Route = Route> {
     return new Promise(resolve => { this.idleWaiters.push(resolve) })
   }
 
-  private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
-    const exchange = new Exchange(this, res, req, paramCount, observer, null)
-    res.onAborted(onAbort.bind(exchange))
-    if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
-    if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down', undefined, undefined, RETRY_SOON)), true)
+  /**
+   * Counts the request in flight (unless the route is uncounted) and runs the route's guard; false when
+   * either refused it (then it is answered; `closeOnRefusal`: the guard's refusal closes the connection).
+   */
+  private admit (exchange: Exchange, route: Route, closeOnRefusal: boolean): boolean {
     if (route.uncounted !== true) {
-      if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded', undefined, undefined, RETRY_SOON)), false)
+      if (this.inflight >= this.options.inflightMax) {
+        this.finish(exchange, errorReply(new ApiError('overloaded', undefined, undefined, RETRY_SOON)), false)
+        return false
+      }
       this.inflight++
       exchange.counted = true
     }
@@ -367,9 +370,19 @@ export class HttpServer<R extends Route = Route> {
       try {
         exchange.auth = route.guard(exchange)
       } catch (error) {
-        return this.finish(exchange, errorReply(error as ApiError), route.body !== false)
+        this.finish(exchange, errorReply(error as ApiError), closeOnRefusal)
+        return false
       }
     }
+    return true
+  }
+
+  private accept (res: uWS.HttpResponse, req: uWS.HttpRequest, route: Route, paramCount: number, observer: RouteObserver | null): void {
+    const exchange = new Exchange(this, res, req, paramCount, observer, null)
+    res.onAborted(onAbort.bind(exchange))
+    if (exchange.framingError !== null) return this.finish(exchange, errorReply(new ApiError('bad_framing', exchange.framingError)), true)
+    if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down', undefined, undefined, RETRY_SOON)), true)
+    if (!this.admit(exchange, route, route.body !== false)) return
     if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
 
     const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
@@ -446,18 +459,7 @@ export class HttpServer<R extends Route = Route> {
       if (this.draining) return resolve(MOVED)
       const { route, paramCount, observer } = entry
       const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)))
-      if (route.uncounted !== true) {
-        if (this.inflight >= this.options.inflightMax) return this.finish(exchange, errorReply(new ApiError('overloaded', undefined, undefined, RETRY_SOON)), false)
-        this.inflight++
-        exchange.counted = true
-      }
-      if (route.guard !== undefined) {
-        try {
-          exchange.auth = route.guard(exchange)
-        } catch (error) {
-          return this.finish(exchange, errorReply(error as ApiError), false)
-        }
-      }
+      if (!this.admit(exchange, route, false)) return
       if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
       const bytes = request.body ?? EMPTY
       const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes

@@ -15,22 +15,13 @@ import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProces
 import { randomUUID } from 'node:crypto'
 import { LOCK_FILE } from '../../src/store/data-lock.js'
 import { NODE_ID_KEY, Store } from '../../src/store/store.js'
+import type { ClusterStatus } from '../../src/cluster/node.js'
 
 export const CLUSTER_PARTITIONS = 64
 export const CLUSTER_LEASE_MS = 1500
 
-/** What GET /admin/cluster answers (src/cluster/node.ts ClusterStatus). */
-export interface ClusterAnswer {
-  cluster: string
-  node: string
-  partitions: number
-  joined: boolean
-  owned: number[]
-  changelogEntries: number[]
-  recovering: number[]
-  unowned: number[]
-  nodes: Array<{ id: string, partitions: number[], leaseAgesMs: number[] }>
-}
+/** What GET /admin/cluster answers. */
+export type ClusterAnswer = ClusterStatus
 
 export interface ClusterMember {
   id: string
