@@ -2,7 +2,9 @@
 // /campaigns/query, attribute writes on /visitors/attributes, over a pool of visitor ids: bench/wrk/)
 // against (a) embedded mode, (b) one node in cluster mode on one nats-server (R1) and (c) three nodes on
 // a 3-server NATS cluster (R3), wrk spreading the connections over the three; all in one run, throughput
-// reported as ratios against (a). For every row: the CPU per request of the Beacon processes and of the
+// reported as ratios against (a). Two more rows on (c)'s NATS cluster split (c)'s cost: (b3) one node
+// on it, before the two others start (what R3 adds), and (c2) the three nodes with each wrk sending only
+// ids its node owns, as a partition-aware client would (what the forwarding hop adds). For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
 // the requests), and the share of requests forwarded to their partition's owner
 // (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
@@ -20,7 +22,8 @@
 //   BENCH_VISITORS           distinct visitor ids the Lua scripts rotate over (default 10000)
 //   BENCH_TAKEOVER_VISITORS  visitors written into the partition that is taken over (default 10000)
 //   BENCH_LEASE_MS           BEACON_LEASE_MS of the cluster nodes (default 1500, as the cluster tests)
-//   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; takeover runs on (c)'s cluster)
+//   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; c runs the b3, c and c2 rows;
+//                            takeover runs on (c)'s cluster)
 //   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
 //   BENCH_WRK                the wrk binary (default wrk)
 //   BENCH_NODE_ARGS          extra node flags for the Beacon processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
@@ -148,6 +151,13 @@ async function createTenant (node: Node, all: Node[]): Promise<Tenant> {
   const token = await call(node.url, 'POST', `/admin/accounts/${account}/tokens`, { name: 'bench', attributes: ['*'], access: 'read-write' })
   if (token.status !== 201) throw new Error(`token creation: ${token.status} ${JSON.stringify(token.body)}`)
   const tenant = { account, token: token.body.token as string }
+  await served(tenant, all)
+  return tenant
+}
+
+/** Resolves once every node serves the tenant (configuration reaches the nodes through the bucket). */
+async function served (tenant: Tenant, all: Node[]): Promise<void> {
+  const { account } = tenant
   const deadline = Date.now() + 15_000
   for (const other of all) {
     for (;;) {
@@ -157,7 +167,6 @@ async function createTenant (node: Node, all: Node[]): Promise<Tenant> {
       await sleep(50)
     }
   }
-  return tenant
 }
 
 interface ClusterAnswer { joined: boolean, owned: number[], recovering: number[], unowned: number[], nodes: Array<{ id: string, partitions: number[] }> }
@@ -209,8 +218,8 @@ interface WrkResult {
   check: { responses: number, non2xx: number, sample: string | null } | null
 }
 
-/** One wrk process per node, the connections split evenly, all at once. */
-async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean): Promise<{ runs: WrkResult[] }> {
+/** One wrk process per node, the connections split evenly, all at once; `idFiles` as measure()'s. */
+async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean, idFiles: string[] | null): Promise<{ runs: WrkResult[] }> {
   const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length))
   const runs = await Promise.all(nodes.map(async (node, i) => {
     const args = ['-t', '1', '-c', String(per), '-d', `${seconds}s`, '-s', join(WRK_DIR, workload.script), node.url + workload.path]
@@ -219,6 +228,7 @@ async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, second
       env: {
         ...process.env, BENCH_WRK_DIR: WRK_DIR, BENCH_CHECK: check ? '1' : '0', BENCH_VISITORS: String(VISITORS),
         BENCH_ACCOUNT: tenant.account, BENCH_TOKEN: tenant.token, BENCH_THREAD_OFFSET: String(i * 101),
+        ...(idFiles === null ? {} : { BENCH_IDS_FILE: idFiles[i]! }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     }))
@@ -263,7 +273,7 @@ const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + proce
 // The rows
 
 interface Row {
-  phase: 'a' | 'b' | 'c'
+  phase: keyof typeof LABELS
   label: string
   workload: Workload['name']
   requests: number
@@ -283,16 +293,21 @@ interface Row {
 const LABELS = {
   a: '(a) embedded, 1 process',
   b: '(b) cluster, 1 node, 1 NATS (R1)',
+  // Decomposition rows, measured on (c)'s NATS cluster: one node on it (what R3 costs), and three nodes
+  // with each wrk sending only the keys its node owns (what the forwarding hop costs).
+  b3: '(b3) cluster, 1 node, 3 NATS (R3)',
   c: '(c) cluster, 3 nodes, 3 NATS (R3)',
+  c2: '(c2) 3 nodes, R3, sent to the owner',
 }
 
-async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant): Promise<Row> {
+/** `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool). */
+async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null): Promise<Row> {
   const row: Row = {
     phase, label: LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
     beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, failed: null,
   }
   process.stderr.write(`  ${LABELS[phase]} ${workload.name}: warm-up ${WARMUP_S} s`)
-  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true)
+  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true, idFiles)
   const checked = warm.runs.reduce((sum, run) => sum + (run.check?.responses ?? 0), 0)
   const bad = warm.runs.reduce((sum, run) => sum + (run.check?.non2xx ?? 0) + socketErrors(run), 0)
   if (checked === 0 || bad > 0) {
@@ -306,7 +321,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   const beaconPids = nodes.map(node => node.pid)
   const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
   const reapedBefore = reapedChildrenCpu()
-  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false)
+  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false, idFiles)
   // wrk's CPU: the only children of this process that end during the run.
   const wrkCpu = reapedChildrenCpu() - reapedBefore
   const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
@@ -404,16 +419,49 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     // leader: "beacon: failed to start: jetstream is not enabled", seen here on 2026-11-25).
     nodes.push(await startNode(ids[0]!, clusterEnv('bench3', cluster.urls, 3, ids[0]!)))
     await settled(nodes)
-    nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
-    await settled(nodes)
     const tenant = await createTenant(nodes[0]!, nodes)
     const natsPids = cluster.servers.map(server => server.pid!)
-    if (runRows) for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
+    if (runRows) for (const workload of WORKLOADS) rows.push(await measure('b3', workload, nodes, natsPids, tenant))
+    nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
+    await settled(nodes)
+    await served(tenant, nodes)
+    if (runRows) {
+      for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
+      const idFiles = await ownedIdFiles(nodes, tenant)
+      for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
+    }
     return runTakeover ? await takeoverOf(nodes, tenant) : null
   } finally {
-    await Promise.all(nodes.map(node => node.kill()))
+    // SIGTERM (a SIGKILLed node is already gone): a node started with --cpu-prof writes its profile.
+    await Promise.all(nodes.map(node => node.stop()))
     await cluster.close()
   }
+}
+
+/**
+ * Per node, a file of VISITORS / nodes fresh visitor ids of partitions that node owns now: with these
+ * a wrk sends each request to its key's owner, as a partition-aware client or balancer would (the
+ * partition map from /admin/cluster, the hash from src/cluster/partition.ts).
+ */
+async function ownedIdFiles (nodes: Node[], tenant: Tenant): Promise<string[]> {
+  const owner = new Map<number, number>()
+  for (const [i, node] of nodes.entries()) {
+    for (const partition of ((await call(node.url, 'GET', '/admin/cluster')).body as ClusterAnswer).owned) owner.set(partition, i)
+  }
+  const per = Math.ceil(VISITORS / nodes.length)
+  const lists: string[][] = nodes.map(() => [])
+  while (lists.some(list => list.length < per)) {
+    const id = randomUUID()
+    const list = lists[owner.get(partitionOf(tenant.account, id, PARTITIONS)) ?? -1]
+    if (list !== undefined && list.length < per) list.push(id)
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-ids-'))
+  tempDirs.add(dir)
+  return lists.map((list, i) => {
+    const file = join(dir, `${nodes[i]!.id}.txt`)
+    writeFileSync(file, list.join('\n') + '\n')
+    return file
+  })
 }
 
 /**
@@ -512,6 +560,27 @@ async function takeoverOf (nodes: Node[], tenant: Tenant): Promise<Takeover> {
 
 interface Target { name: string, value: string, met: boolean }
 
+/** CPU microseconds per request, Beacon and nats-server processes together. */
+const cpu = (row: Row): number => row.beaconUs + row.natsUs
+
+/**
+ * Where (c)'s CPU per request goes, from the decomposition rows: what R3 adds to one node (b3 - b),
+ * what three nodes add without forwarding (c2 - b3), and what the forwarding hop costs (c - c2, per
+ * request, and per forwarded request).
+ */
+function decomposition (rows: Row[]): string[] {
+  const lines: string[] = []
+  for (const { name } of WORKLOADS) {
+    const [b, b3, c, c2] = (['b', 'b3', 'c', 'c2'] as const).map(phase => rows.find(row => row.phase === phase && row.workload === name && row.failed === null))
+    if (b === undefined || b3 === undefined || c === undefined || c2 === undefined || c.forwardedShare === null || c.forwardedShare === 0) continue
+    const us = (value: number): string => `${value >= 0 ? '+' : ''}${value.toFixed(0)} µs`
+    lines.push(`  ${name}: one node ${cpu(b).toFixed(0)} µs/req on R1; R3 ${us(cpu(b3) - cpu(b))} (Beacon ${us(b3.beaconUs - b.beaconUs)}, NATS ${us(b3.natsUs - b.natsUs)}); ` +
+      `three nodes to the owner ${us(cpu(c2) - cpu(b3))}; the forwarding hop ${us(cpu(c) - cpu(c2))} a request ` +
+      `(${((cpu(c) - cpu(c2)) / c.forwardedShare).toFixed(0)} µs per forwarded request, ${(c.forwardedShare * 100).toFixed(0)} % forwarded)`)
+  }
+  return lines
+}
+
 function judge (rows: Row[], takeover: Takeover | null): Target[] {
   const targets: Target[] = []
   const find = (phase: Row['phase'], workload: string): Row | undefined => rows.find(row => row.phase === phase && row.workload === workload && row.failed === null)
@@ -524,8 +593,16 @@ function judge (rows: Row[], takeover: Takeover | null): Target[] {
       targets.push({ name: `${name}: (b) req/s >= ${CLUSTER_RATIO_TARGET}x (a)`, value: `${ratio.toFixed(2)}x`, met: ratio >= CLUSTER_RATIO_TARGET })
     }
     if (b !== undefined && c !== undefined) {
-      const growth = (c.beaconUs + c.natsUs) / (b.beaconUs + b.natsUs)
+      const growth = cpu(c) / cpu(b)
       targets.push({ name: `${name}: CPU per request (c) <= ${CPU_GROWTH_TARGET}x (b) (Beacon + NATS)`, value: `${growth.toFixed(2)}x`, met: growth <= CPU_GROWTH_TARGET })
+    }
+    // The same target with the replication and the forwarding hop held equal: three nodes, each request
+    // sent to its key's owner, against one node on the same R3 NATS cluster.
+    const b3 = find('b3', name)
+    const c2 = find('c2', name)
+    if (b3 !== undefined && c2 !== undefined) {
+      const growth = cpu(c2) / cpu(b3)
+      targets.push({ name: `${name}: CPU per request (c2) <= ${CPU_GROWTH_TARGET}x (b3) (three nodes vs one, same R3 NATS, no forwarding)`, value: `${growth.toFixed(2)}x`, met: growth <= CPU_GROWTH_TARGET })
     }
   }
   if (takeover !== null) {
@@ -557,7 +634,7 @@ function table (rows: Row[]): string {
       ok ? row.beaconUs.toFixed(0) : '—',
       ok ? row.natsUs.toFixed(0) : '—',
       ok ? total.toFixed(0) : '—',
-      ok && b !== undefined && row.phase !== 'a' ? `${(total / (b.beaconUs + b.natsUs)).toFixed(2)}x` : '—',
+      ok && b !== undefined && row.phase !== 'a' ? `${(total / cpu(b)).toFixed(2)}x` : '—',
       row.forwardedShare === null ? '—' : `${(row.forwardedShare * 100).toFixed(1)}%`,
       ok ? `${row.wrkCores.toFixed(2)} / ${row.otherCores.toFixed(2)}` : '—',
       ok ? 'none' : 'FAILED',
@@ -615,6 +692,8 @@ async function main (): Promise<void> {
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
   process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
   process.stdout.write(table(rows) + '\n\n')
+  const parts = decomposition(rows)
+  if (parts.length > 0) process.stdout.write(`CPU per request, where it goes (Beacon + NATS):\n${parts.join('\n')}\n\n`)
   for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)
   const t = takeover as Takeover | null
   if (t !== null) {

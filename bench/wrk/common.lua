@@ -3,7 +3,8 @@
 --
 -- * ids(): a pool of BENCH_VISITORS (default 10,000) distinct UUID v4 visitor ids, generated
 --   deterministically from BENCH_SEED with xorshift32, so every run and every wrk thread sees the
---   same pool and the load spreads over many actors instead of one hot key.
+--   same pool and the load spreads over many actors instead of one hot key; or, with BENCH_IDS_FILE,
+--   the ids of that file, one a line (bench:cluster gives each node's wrk the ids that node owns).
 -- * a per-thread pseudo-random sequence that picks the visitor (and values) of each request.
 -- * done(): prints one line `BENCH_WRK_JSON {...}` (requests, duration, socket errors, non-2xx
 --   count, latency percentiles in microseconds) for bench/http.ts to parse.
@@ -63,6 +64,13 @@ function M.uuids (n, seed)
 end
 
 function M.ids ()
+  local file = env("BENCH_IDS_FILE", nil)
+  if file ~= nil then
+    local ids = {}
+    for line in io.lines(file) do ids[#ids + 1] = line end
+    if #ids == 0 then error(file .. " (BENCH_IDS_FILE) holds no id") end
+    return ids
+  end
   return M.uuids(tonumber(env("BENCH_VISITORS", "10000")), tonumber(env("BENCH_SEED", "20240601")))
 end
 
