@@ -3,9 +3,9 @@
 // its own data folder and port, BEACON_REPLICAS=3, a short lease and the same admin key. Nodes can be
 // SIGKILLed, SIGTERMed and restarted on their data folder.
 //
-// Configuration is not replicated between nodes yet: one tenant (account and token) is created on an
-// embedded Beacon whose data folder is then copied to every node's, so every node knows the same
-// account id and token. Each copy gets a node id of its own (the data folder's, which outbox records
+// One tenant (account and token) is created on an embedded Beacon whose data folder is then copied to
+// every node's: every node knows the account and token from its start (the configuration bucket gets
+// them from the first node, src/catalog/replicated-config.ts), and a test needs no admin call to begin. Each copy gets a node id of its own (the data folder's, which outbox records
 // carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID).
 
 import { cpSync, rmSync } from 'node:fs'
