@@ -26,6 +26,7 @@ import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './jobs/segment-maintenance.js'
 import { DeliveryHub } from './delivery/hub.js'
+import { ClusterDeliveries } from './delivery/cluster-history.js'
 import { Erasure } from './jobs/erasure.js'
 import { AccountDeletions } from './jobs/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
@@ -125,6 +126,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     cluster: cluster?.deliveries ?? null,
   })
   await deliveries.start()
+  // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
+  const clusterDeliveries = cluster === null ? null : new ClusterDeliveries({ hub: deliveries, calls: cluster.calls })
   // Cluster mode: accounts the replicated configuration removes before the deletions exist (below).
   const removedAccounts: Array<{ account: string, name: string }> = []
   if (cluster !== null) catalogs.accountRemoved = (account, name) => { removedAccounts.push({ account, name }) }
@@ -191,7 +194,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
       }),
       ...adminRoutes({
-        catalogs, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions,
+        catalogs, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions, clusterDeliveries,
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),

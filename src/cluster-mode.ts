@@ -2,7 +2,8 @@
 // cluster node (leases, members, ownership: src/cluster/node.ts), the entity log the visitor and
 // profile kinds write through (actors/entity-log.ts), the replicated configuration the catalogs write
 // through (src/catalog/replicated-config.ts) and the forwarder that routes requests to their
-// partition's owner (src/cluster/forwarder.ts), joined as docs/cluster.md says. Nothing here runs in
+// partition's owner (src/cluster/forwarder.ts), and the calls to a named node (src/cluster/node-calls.ts:
+// the deliveries log of every node), joined as docs/cluster.md says. Nothing here runs in
 // embedded mode.
 
 import type { NatsConnection } from '@nats-io/transport-node'
@@ -23,6 +24,7 @@ import { startReplicatedConfig, type ReplicatedConfig } from './catalog/replicat
 import { ScheduleClaims } from './cluster/schedule-claims.js'
 import type { ScheduleCluster } from './delivery/schedules.js'
 import { ActorRouter } from '../actors/actor-router.js'
+import { NodeCalls } from './cluster/node-calls.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -40,6 +42,8 @@ export interface ClusterMode {
   forwarder: Forwarder
   /** Messages between actors of partitions other nodes own (the kinds' and erasure's `peers`; `serve(kinds)` once they exist). */
   actors: ActorRouter
+  /** Calls to a named node (the deliveries log of every node: src/delivery/cluster-history.ts serves and calls through it). */
+  calls: NodeCalls
   /**
    * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
    * joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
@@ -97,6 +101,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })
     const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
     const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
+    const calls = new NodeCalls({ nc, cluster, nodeId, live: () => node.liveNodes() })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
@@ -124,6 +129,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       },
       forwarder,
       actors,
+      calls,
       async start (catalogs) {
         replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
         await replicatedConfig.ready
@@ -137,6 +143,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await node.close()
         await forwarder.close()
         await actors.close()
+        await calls.close()
         replicatedConfig?.close()
         entityLog.close()
         await nc.close().catch(() => {})

@@ -174,6 +174,11 @@ export class ClusterNode implements Ownership {
     return unowned === 0 ? null : `${unowned} of ${this.partitions} partitions have no owner yet.`
   }
 
+  /** The live nodes' ids (the members bucket as this node sees it), sorted, this node among them. */
+  liveNodes (): string[] {
+    return this.members.live()
+  }
+
   /** How many partitions this node serves now (recovered, lease held). */
   ownedCount (): number {
     let count = 0

@@ -100,6 +100,12 @@ export class DeliveryHistory {
     return { deliveries, next }
   }
 
+  /** Which of these ids this node's store holds records of, for this webhook (cluster mode: where to replay each). */
+  async held (account: string, webhookId: string, ids: readonly string[]): Promise<string[]> {
+    await this.writes.committed()
+    return ids.filter(id => readRecordById(this.store, account, webhookId, id) !== undefined)
+  }
+
   /**
    * Re-queue deliveries: the ids given, or those that occurred in [fromMs, toMs) — dead ones, and with
    * explicit ids delivered ones too (a receiver that lost data). Each starts again from attempt 1.
@@ -112,7 +118,7 @@ export class DeliveryHistory {
     if (ids !== null) {
       for (const id of ids) {
         const record = readRecordById(this.store, account, webhookId, id)
-        if (record === undefined) throw new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
+        if (record === undefined) throw unknownDelivery(id)
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
     } else {
@@ -171,4 +177,9 @@ export class DeliveryHistory {
     if (last !== null) await this.store.durable(last)
     return removed
   }
+}
+
+/** A replay naming a delivery this webhook has no record of (on this node, or in the cluster). */
+export function unknownDelivery (id: string): ApiError {
+  return new ApiError('invalid_field', `No delivery ${id} for this webhook.`, '/deliveryIds')
 }

@@ -164,6 +164,11 @@ export class DeliveryHub {
     return this.history.list(account, webhookId, status, after, limit)
   }
 
+  /** Which of these ids this node's store holds records of (history.ts). */
+  held (account: string, webhookId: string, ids: readonly string[]): Promise<string[]> {
+    return this.history.held(account, webhookId, ids)
+  }
+
   /** Re-queue dead (or, by id, delivered) deliveries from attempt 1 (history.ts). */
   replay (account: string, webhookId: string, ids: readonly string[] | null, fromMs: number, toMs: number): Promise<number> {
     return this.history.replay(account, webhookId, ids, fromMs, toMs)

@@ -8,6 +8,13 @@ export const RELAY_BATCH_MAX = 500
 export const RELAY_PASSES_MAX = 4
 /** Records listed per page at most, and removed per page by an erasure. */
 export const LIST_PAGE_MAX = 500
+/**
+ * Cluster mode: a node's page of a cluster-wide listing stays under this many bytes (as JSON), so it
+ * travels as one NATS message (max_payload is 1 MiB by default); the rest comes with the next page.
+ */
+export const CLUSTER_PAGE_SIZE_MAX_BYTES = 256 * 1024
+/** Cluster mode: a listing's cursor (every node's position) is at most this long; about 100 nodes fit. */
+export const CLUSTER_CURSOR_LENGTH_MAX = 4096
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
 /** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */

@@ -16,8 +16,8 @@ import { deliveryView, profileView, visitorView } from './admin-views.js'
 import type { Erasure } from '../jobs/erasure.js'
 import type { AccountDeletions } from '../jobs/account-deletion.js'
 import type { DeliveryHub } from '../delivery/hub.js'
-import { LIST_PAGE_MAX } from '../delivery/limits.js'
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery/record.js'
+import { CLUSTER_CURSOR_LENGTH_MAX, LIST_PAGE_MAX } from '../delivery/limits.js'
+import { DELIVERY_STATUSES, type DeliveryRecord, type DeliveryStatus } from '../delivery/record.js'
 import { redactWebhook, WebhookConfigSchema } from '../webhooks/index.js'
 import { assertCampaign } from '../matching/index.js'
 import { validateSegment, type SegmentDef } from '../segments/rules.js'
@@ -47,6 +47,15 @@ export interface AdminDeps {
   accountDeletions: AccountDeletions
   /** A segment's current member count (eventually consistent: src/reports/counters.ts). */
   segmentMembers: (account: string, segment: string) => number
+  /** Cluster mode: the deliveries log of every live node (src/delivery/cluster-history.ts); null or absent: this node's. */
+  clusterDeliveries?: ClusterDeliveriesLog | null
+}
+
+/** A webhook's deliveries log across the nodes of a cluster, listed with an opaque cursor. */
+export interface ClusterDeliveriesLog {
+  /** `cursor`: '' for the first page, else the `next` of the previous one; a malformed one is 400 invalid_field. */
+  list: (account: string, webhookId: string, status: DeliveryStatus | null, cursor: string, limit: number) => Promise<{ deliveries: DeliveryRecord[], next: string | null }>
+  replay: (account: string, webhookId: string, ids: readonly string[] | null, fromMs: number, toMs: number) => Promise<number>
 }
 
 /** `?cursor=&limit=` of every admin listing (items in id or name order). */
@@ -61,7 +70,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers }: AdminDeps): RouteDefinition[] {
+export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers, clusterDeliveries = null }: AdminDeps): RouteDefinition[] {
   const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler): RouteDefinition =>
     ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', role, doc, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
@@ -328,13 +337,19 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       return ok({ id, deleted: true })
     }),
     route('get', '/admin/accounts/:account/webhooks/:id/deliveries', 'viewer', {
-      summary: 'List a webhook\'s deliveries', description: 'Oldest first, a page at a time.', tag: 'Webhooks',
+      summary: 'List a webhook\'s deliveries',
+      description: 'Oldest first, a page at a time. In cluster mode every live node\'s records, merged by creation time (ties by node id, then seq): following `next` lists each record of the cluster once; a node that does not answer within 5 s makes it a 503 `unavailable` (Retry-After: 1).',
+      tag: 'Webhooks',
       query: [
         { name: 'status', description: 'Only deliveries in this status.', schema: { type: 'string', enum: [...DELIVERY_STATUSES] } as TSchema },
-        { name: 'after', description: 'The `next` of the previous page.', schema: { type: 'integer', minimum: 0 } as TSchema },
+        {
+          name: 'after',
+          description: 'The `next` of the previous page, passed back as it is (omitted: the first page). Embedded mode: a whole number (a seq). Cluster mode: an opaque string holding each node\'s position; anything else is refused (400 invalid_field).',
+          schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^[A-Za-z0-9_-]*$', maxLength: CLUSTER_CURSOR_LENGTH_MAX }] } as TSchema,
+        },
         { name: 'limit', description: `Page size (default 100, at most ${LIST_PAGE_MAX}).`, schema: { type: 'integer', minimum: 1, maximum: LIST_PAGE_MAX } as TSchema },
       ],
-      ok: json(200, 'A page of deliveries.', R.DeliveryPage), errors: ['invalid_field', 'account_not_found', 'webhook_not_found'],
+      ok: json(200, 'A page of deliveries.', R.DeliveryPage), errors: ['invalid_field', 'account_not_found', 'webhook_not_found', 'unavailable'],
     }, async request => {
       const account = param(request, 0)
       const id = param(request, 1)
@@ -344,24 +359,32 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       if (status !== null && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
         throw new ApiError('invalid_field', `status must be one of ${DELIVERY_STATUSES.join(', ')}.`, '/status')
       }
-      const after = wholeNumber(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after')
       const limit = wholeNumber(query.get('limit'), 1, LIST_PAGE_MAX, 'limit', 100)
+      if (clusterDeliveries !== null) {
+        const page = await clusterDeliveries.list(account, id, status as DeliveryStatus | null, query.get('after') ?? '', limit)
+        return ok({ deliveries: page.deliveries.map(deliveryView), next: page.next })
+      }
+      const after = wholeNumber(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after')
       const page = await deliveries.list(account, id, status as DeliveryStatus | null, after, limit)
       return ok({ deliveries: page.deliveries.map(deliveryView), next: page.next })
     }),
     route('post', '/admin/accounts/:account/webhooks/:id/replay', 'editor', {
       summary: 'Queue deliveries again',
-      description: 'The deliveries named, or the dead ones that occurred in [from, to); each starts again from attempt 1.',
+      description: 'The deliveries named, or the dead ones that occurred in [from, to); each starts again from attempt 1. In cluster mode each named delivery is replayed at the node that holds it, and a time range at every live node (the answer is their sum); a node that does not answer within 5 s makes it a 503 `unavailable` (Retry-After: 1).',
       tag: 'Webhooks',
       body: { schema: S.WebhookReplay, example: { from: '2026-01-01T00:00:00Z' } },
-      ok: json(200, 'How many were queued again.', R.Replayed), errors: ['account_not_found', 'webhook_not_found'],
+      ok: json(200, 'How many were queued again.', R.Replayed), errors: ['account_not_found', 'webhook_not_found', 'unavailable'],
     }, async request => {
       const { deliveryIds, from, to } = validateReplay(request.body)
       const fromMs = from === undefined ? 0 : Date.parse(from)
       const toMs = to === undefined ? Number.MAX_SAFE_INTEGER : Date.parse(to)
       if (Number.isNaN(fromMs)) throw new ApiError('invalid_field', 'from must be an ISO-8601 time.', '/from')
       if (Number.isNaN(toMs)) throw new ApiError('invalid_field', 'to must be an ISO-8601 time.', '/to')
-      return ok({ replayed: await deliveries.replay(param(request, 0), param(request, 1), deliveryIds ?? null, fromMs, toMs) })
+      const account = param(request, 0)
+      const id = param(request, 1)
+      if (clusterDeliveries === null) return ok({ replayed: await deliveries.replay(account, id, deliveryIds ?? null, fromMs, toMs) })
+      catalogs.webhooks.webhook(account, id) // 404 here, before asking the nodes
+      return ok({ replayed: await clusterDeliveries.replay(account, id, deliveryIds ?? null, fromMs, toMs) })
     }),
 
     // Privacy: everything held on a person, and its erasure (the profile and every device ever linked

@@ -263,7 +263,9 @@ export const DeliveryRecord = Type.Object({
 })
 export const DeliveryPage = Type.Object({
   deliveries: Type.Array(DeliveryRecord),
-  next: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as ?after= for the next page; null on the last.' }),
+  next: Type.Union([Type.Integer(), Type.String(), Type.Null()], {
+    description: 'Pass as ?after= for the next page, as it is; null on the last. Embedded mode: a whole number; cluster mode: an opaque string (each node\'s position).',
+  }),
 })
 export const Replayed = Type.Object({ replayed: Type.Integer({ description: 'Deliveries queued again.' }) })
 

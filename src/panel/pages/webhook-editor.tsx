@@ -173,10 +173,11 @@ interface Delivery { id: string, status: string, occurredAt: string, attempts: A
 
 function Deliveries ({ id }: { id: string }): JSX.Element {
   const [status, setStatus] = useState('')
-  const [after, setAfter] = useState<number[]>([0])
+  // Each page's `after`, passed back as received: a number in embedded mode, an opaque string in a cluster.
+  const [after, setAfter] = useState<string[]>([''])
   const page = after[after.length - 1]!
-  const load = useLoad(() => call<{ deliveries: Delivery[], next: number | null }>('GET',
-    accountPath(`/webhooks/${enc(id)}/deliveries?limit=50&after=${page}${status === '' ? '' : `&status=${status}`}`)), [id, status, page])
+  const load = useLoad(() => call<{ deliveries: Delivery[], next: number | string | null }>('GET',
+    accountPath(`/webhooks/${enc(id)}/deliveries?limit=50${page === '' ? '' : `&after=${enc(page)}`}${status === '' ? '' : `&status=${status}`}`)), [id, status, page])
   const replay = useAction(async (ids?: string[]) => {
     const answer = await call<{ replayed: number }>('POST', accountPath(`/webhooks/${enc(id)}/replay`), ids === undefined ? {} : { deliveryIds: ids })
     load.reload()
@@ -189,7 +190,7 @@ function Deliveries ({ id }: { id: string }): JSX.Element {
         <h2 id='deliveries-title'>Delivery log</h2>
         <div class='actions'>
           <Field label='Status'>
-            <select value={status} onChange={e => { setStatus(e.currentTarget.value); setAfter([0]) }}>
+            <select value={status} onChange={e => { setStatus(e.currentTarget.value); setAfter(['']) }}>
               <option value=''>all</option>{['pending', 'failed', 'delivered', 'dead'].map(s => <option key={s} value={s}>{s}</option>)}
             </select>
           </Field>
@@ -217,7 +218,7 @@ function Deliveries ({ id }: { id: string }): JSX.Element {
         />
         <div class='row'>
           {after.length > 1 && <button type='button' class='secondary' onClick={() => setAfter(after.slice(0, -1))}>Previous page</button>}
-          {load.data.next !== null && <button type='button' class='secondary' onClick={() => setAfter([...after, load.data!.next!])}>Next page</button>}
+          {load.data.next !== null && <button type='button' class='secondary' onClick={() => setAfter([...after, String(load.data!.next!)])}>Next page</button>}
         </div>
       </>}
     </section>
