@@ -39,6 +39,7 @@ import { ApiError, type ErrorCode } from '../src/errors.js'
 import { log } from '../src/log.js'
 import type { Ownership } from '../src/cluster/ownership.js'
 import { RecentAnswers } from '../src/cluster/recent-answers.js'
+import { Requests } from '../src/cluster/requests.js'
 import type { ActorKind, ActorRuntime, Message, Replies, ReplyOf } from './runtime.js'
 
 /** Who delivers a message to an actor: the runtime (embedded mode) or the router (cluster mode). */
@@ -78,6 +79,8 @@ const BACKOFF_MAX_MS = 100
 export class ActorRouter implements ActorSender {
   readonly subjectPrefix: string
   private readonly nc: NatsConnection
+  /** Requests to the owner: sent on `nc`, answered on this node's own inbox. */
+  private readonly requests: Requests
   private readonly ownership: Ownership
   private readonly runtime: ActorRuntime
   private readonly budgetMs: number
@@ -94,6 +97,7 @@ export class ActorRouter implements ActorSender {
 
   constructor (options: ActorRouterOptions) {
     this.nc = options.nc
+    this.requests = new Requests(options.nc)
     this.ownership = options.ownership
     this.runtime = options.runtime
     this.subjectPrefix = `beacon.${options.cluster}.actor`
@@ -171,7 +175,7 @@ export class ActorRouter implements ActorSender {
       if (owner === null || remaining <= 0) break
       let answer: WireReply | null = null
       try {
-        const msg = await this.nc.request(subject, payload, { timeout: Math.min(remaining, this.attemptTimeoutMs) })
+        const msg = await this.requests.request(subject, payload, Math.min(remaining, this.attemptTimeoutMs))
         answer = packr.unpack(msg.data) as WireReply
       } catch {
         // No responders (nobody serves the partition yet), a timeout, the connection lost: again.

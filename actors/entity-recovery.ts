@@ -48,8 +48,10 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
   const seen = (node: string, watermark: number): void => {
     if (watermark > (watermarks.get(node) ?? 0)) watermarks.set(node, watermark)
   }
-  for await (const record of log.changelog.read(partition, 0)) {
+  let claimRead = false
+  for await (const record of log.changelog.read(partition, 0, claimSeq)) {
     if (record.seq > claimSeq) break
+    if (record.seq === claimSeq) claimRead = record.kind === 'claim' && record.owner === log.changelog.owner
     messages++
     if (record.kind !== 'entries') continue
     for (const entry of record.entries as LogEntry[]) {
@@ -76,6 +78,11 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
           break
       }
     }
+  }
+  // The read must reach this node's own claim: everything acknowledged before the takeover is before it.
+  // Short of it (a stream leader answering from a lagging state), the recovery would lose those writes.
+  if (!claimRead) {
+    throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the changelog read did not reach this node's claim ${claimSeq}`, partition)
   }
   const readMs = performance.now() - startedMs
   const covered = (marker as MarkerEntry | null)?.x ?? 0

@@ -26,6 +26,7 @@ import {
 } from '@nats-io/jetstream'
 import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
+import { Requests } from './requests.js'
 import { retryWhileElecting } from './retry.js'
 import { warnIfCompareAndSetInexact } from './server-version.js'
 
@@ -78,6 +79,16 @@ interface Writer {
   flying: boolean
 }
 
+/** JetStream's answer to a publish: the stored message's sequence, or why it was refused. */
+interface PubAck {
+  stream?: string
+  seq?: number
+  duplicate?: boolean
+  error?: { code: number, err_code: number, description: string }
+}
+
+const textDecoder = new TextDecoder()
+
 // Plain msgpack (no records extension): every message decodes on its own, on any node, in any version.
 const packr = new Packr({ useRecords: false, moreTypes: false })
 const ATTEMPT_TIMEOUT_MS = 2000
@@ -89,6 +100,8 @@ export class Changelog {
   readonly owner: string
   private readonly js: JetStreamClient
   private readonly jsm: JetStreamManager
+  /** Appends: published to the stream's subjects, JetStream's acknowledgement as the answer. */
+  private readonly requests: Requests
   private readonly batchEntriesMax: number
   private readonly batchSizeMaxBytes: number
   private readonly appendTimeoutMs: number
@@ -106,6 +119,7 @@ export class Changelog {
     this.owner = options.owner
     this.js = jetstream(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
     this.jsm = jsm
+    this.requests = new Requests(options.nc)
     this.batchEntriesMax = positiveInteger('batchEntriesMax', options.batchEntriesMax ?? 1000)
     this.batchSizeMaxBytes = positiveInteger('batchSizeMaxBytes', options.batchSizeMaxBytes ?? 512 * 1024)
     this.appendTimeoutMs = positiveInteger('appendTimeoutMs', options.appendTimeoutMs ?? 10_000)
@@ -256,16 +270,24 @@ export class Changelog {
 
   /**
    * The partition's records after `afterSeq` (0: from its start, i.e. its latest snapshot), in order, up to
-   * its last message at the time of the call. A snapshot record replaces all state before it. A read
-   * from the start that delivers fewer messages than the stream leader counted for the partition
+   * `throughSeq` (a sequence this node knows is there: its claim), or else its last message at the time
+   * of the call. A snapshot record replaces all state before it. A read that does not reach `throughSeq`,
+   * or that delivers fewer messages from the start than the stream leader counted for the partition,
    * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/cluster.md); a snapshot's
    * purge running during the read does that too (it removed messages the snapshot covers): read again.
    */
-  async * read (partition: number, afterSeq = 0): AsyncGenerator<ChangelogRecord> {
+  async * read (partition: number, afterSeq = 0, throughSeq: number | null = null): AsyncGenerator<ChangelogRecord> {
     checkPartition(partition)
     // What the stream leader holds of the partition now: a read from the start must deliver all of it.
     const held = afterSeq === 0 ? await this.messageCount(partition) : null
-    const untilSeq = await this.lastSeq(partition)
+    const lastSeq = await this.lastSeq(partition)
+    if (throughSeq !== null && lastSeq < throughSeq) {
+      // Seen while NATS elected a new stream leader under load (nats-server 2.9.10): the leader answered
+      // from a state that lacked the partition's latest messages, this node's acknowledged claim among
+      // them; a recovery from it would have wiped the partition. Refused: the caller tries again.
+      throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the stream's last message is ${lastSeq}, before ${throughSeq} which was acknowledged`, partition)
+    }
+    const untilSeq = throughSeq ?? lastSeq
     if (untilSeq <= afterSeq) return
     const consumer = await this.js.consumers.get(this.stream, {
       filter_subjects: this.subject(partition),
@@ -280,7 +302,7 @@ export class Changelog {
         for await (const message of batch) {
           got++
           read++
-          if (message.seq >= untilSeq && held !== null && read < held) {
+          if (message.seq >= untilSeq && held !== null && untilSeq === lastSeq && read < held) {
             // Seen after a NATS server was killed and restarted (nats-server 2.9.10): the consumer
             // skipped messages the leader holds, and a recovery from such a read lost acknowledged
             // writes. Refused: the caller tries again (a recovery gives its lease back).
@@ -374,26 +396,34 @@ export class Changelog {
   private async publish (partition: number, subject: string, payload: Uint8Array, expectedSeq: number, rollup: boolean): Promise<number> {
     const msgID = `${this.instance}-${++this.messageIds}`
     const h = headers()
+    h.set('Nats-Msg-Id', msgID)
+    h.set('Nats-Expected-Last-Subject-Sequence', String(expectedSeq))
     if (rollup) h.set('Nats-Rollup', 'sub')
     const deadline = Date.now() + this.appendTimeoutMs
     for (let attempt = 1; ; attempt++) {
+      let ack: PubAck | null = null
+      let failure: unknown = null
       try {
-        const ack = await this.js.publish(subject, payload, { msgID, headers: h, expect: { lastSubjectSequence: expectedSeq } })
-        return ack.seq
+        ack = JSON.parse(textDecoder.decode((await this.requests.request(subject, payload, ATTEMPT_TIMEOUT_MS, h)).data)) as PubAck
       } catch (error) {
-        if (error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
-          if (attempt > 1) {
-            const last = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch(notFoundAsNull), this.appendTimeoutMs)
-            if (last !== null && last.header.get('Nats-Msg-Id') === msgID) return last.seq
-          }
-          const actual = /wrong last sequence: (\d+)/.exec(error.message)
-          throw new Fenced(partition, `partition ${partition} was written by another node (${error.message})`, actual === null ? null : Number(actual[1]), { cause: error })
-        }
-        if (Date.now() >= deadline) {
-          throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms`, partition, { cause: error })
-        }
-        await new Promise(resolve => setTimeout(resolve, 50))
+        // No answer (a leader election, a server lost, no responders while the stream moves): again.
+        failure = error
       }
+      if (ack !== null && ack.error === undefined && typeof ack.seq === 'number') return ack.seq
+      const refused = ack?.error
+      if (refused !== undefined && (refused.err_code === JetStreamApiCodes.StreamWrongLastSequence || refused.err_code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        if (attempt > 1) {
+          const last = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch(notFoundAsNull), this.appendTimeoutMs)
+          if (last !== null && last.header.get('Nats-Msg-Id') === msgID) return last.seq
+        }
+        const actual = /wrong last sequence: (\d+)/.exec(refused.description)
+        throw new Fenced(partition, `partition ${partition} was written by another node (${refused.description})`, actual === null ? null : Number(actual[1]))
+      }
+      if (Date.now() >= deadline) {
+        const why = refused !== undefined ? new Error(`${refused.description} (err_code ${refused.err_code})`) : failure
+        throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms`, partition, { cause: why })
+      }
+      await new Promise(resolve => setTimeout(resolve, 50))
     }
   }
 }

@@ -38,6 +38,7 @@ import { Packr } from 'msgpackr'
 import { ApiError } from '../errors.js'
 import { log } from '../log.js'
 import { RecentAnswers } from './recent-answers.js'
+import { Requests } from './requests.js'
 import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
 import { invalidArgument, positiveInteger } from './errors.js'
@@ -115,6 +116,8 @@ const BACKOFF_MAX_MS = 100
 export class Forwarder {
   readonly subjectPrefix: string
   private readonly nc: NatsConnection
+  /** Requests to the owner: sent on `nc`, answered on this node's own inbox. */
+  private readonly requests: Requests
   private readonly ownership: Ownership
   private readonly budgetMs: number
   private readonly attemptTimeoutMs: number
@@ -129,6 +132,7 @@ export class Forwarder {
   constructor (options: ForwarderOptions) {
     if (!/^[A-Za-z0-9_-]+$/.test(options.cluster)) throw invalidArgument('cluster', 'must be letters, digits, - or _')
     this.nc = options.nc
+    this.requests = new Requests(options.nc)
     this.ownership = options.ownership
     this.subjectPrefix = `beacon.${options.cluster}.fwd`
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
@@ -201,7 +205,7 @@ export class Forwarder {
       attempts++
       let answer: WireReply | null = null
       try {
-        const msg = await this.nc.request(subject, payload, { timeout: Math.min(remaining, this.attemptTimeoutMs) })
+        const msg = await this.requests.request(subject, payload, Math.min(remaining, this.attemptTimeoutMs))
         answer = packr.unpack(msg.data) as WireReply
       } catch {
         // No responders (nobody serves the partition yet), a timeout, the connection lost: again.

@@ -180,6 +180,28 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
     expect(await log.messageCount(6)).to.equal(2)
   })
 
+  it('refuses a read that cannot reach a sequence known to be stored (a stream leader answering from a lagging state)', async () => {
+    const log = await node('n1')
+    const claimed = await log.claim(12)
+    const appended = await log.append(12, [{ a: 1 }])
+    const through = async (seq: number): Promise<unknown> => {
+      const records: ChangelogRecord[] = []
+      try {
+        for await (const record of log.read(12, 0, seq)) records.push(record)
+      } catch (error) {
+        return error
+      }
+      return records.map(record => record.seq)
+    }
+    // What a lagging leader looks like from here: the stream ends before a sequence this node was acknowledged.
+    const refused = await through(appended + 1)
+    expect((refused as ClusterError).code).to.equal('CLUSTER_CHANGELOG_UNAVAILABLE')
+    expect((refused as ClusterError).message).to.include(`the stream's last message is ${appended}, before ${appended + 1}`)
+    // Reached: the read stops at the sequence asked for.
+    expect(await through(claimed)).to.deep.equal([claimed - 1, claimed])
+    expect(await through(appended)).to.deep.equal([claimed - 1, claimed, appended])
+  })
+
   it('gets a retried publish of a stored message answered as a duplicate (expecting 0) or refused with its own sequence (what retries handle)', async () => {
     const js = jetstream(connections[0]!)
     const subject = `${PREFIX}.7`
