@@ -9,7 +9,7 @@ import type { HubWrites } from './hub-writes.js'
 import { LIST_PAGE_MAX, PRUNE_BATCH_MAX, PRUNE_INTERVAL_MS } from './limits.js'
 import type { DeliveryQueue } from './queue.js'
 import { withMaskedErrors, type DeliveryRecord, type DeliveryStatus } from './record.js'
-import { readRecordById, recordsIn, recordsOf, removeRecord } from './records-db.js'
+import { findRecordsById, recordsIn, recordsOf, removeRecord } from './records-db.js'
 import { storedRow } from './relay.js'
 
 export interface DeliveryHistoryOptions {
@@ -103,7 +103,8 @@ export class DeliveryHistory {
   /** Which of these ids this node's store holds records of, for this webhook (cluster mode: where to replay each). */
   async held (account: string, webhookId: string, ids: readonly string[]): Promise<string[]> {
     await this.writes.committed()
-    return ids.filter(id => readRecordById(this.store, account, webhookId, id) !== undefined)
+    const found = findRecordsById(this.store, account, webhookId, ids)
+    return ids.filter(id => found.has(id))
   }
 
   /**
@@ -116,8 +117,9 @@ export class DeliveryHistory {
     const nowMs = this.clock.nowMs()
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
+      const found = findRecordsById(this.store, account, webhookId, ids)
       for (const id of ids) {
-        const record = readRecordById(this.store, account, webhookId, id)
+        const record = found.get(id)
         if (record === undefined) throw unknownDelivery(id)
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
@@ -150,7 +152,7 @@ export class DeliveryHistory {
     for (const key of this.store.outbox.getKeys() as Iterable<number>) {
       const row = storedRow(key, this.store.outbox.get(key)).value
       if (row.account === account && carries(row)) {
-        last = this.store.outbox.remove(key)
+        last = this.store.removeOutbox(key, true)
         removed++
       }
     }

@@ -54,7 +54,8 @@ export interface DeliveryHubOptions {
   relayDelayMs?: number
   /**
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
-   * counting from 1), and schedules run once per cluster (schedules.ts). Null in embedded mode.
+   * counting from 1; a row resent for another node keeps that node's id), and schedules run once per
+   * cluster (schedules.ts). Null in embedded mode.
    */
   cluster?: { idOrigin: string, schedules: ScheduleCluster } | null
 }
@@ -64,7 +65,7 @@ export class DeliveryHub {
   private readonly registry: WebhookLookup
   private readonly webhookChanged: Listeners<WebhookChanged>
   private readonly outboxAppended: Listeners<OutboxAppended>
-  private readonly appendedRow: OutboxAppended = (seq, row, bytes) => { this.relay.appendedRow(seq, row, bytes) }
+  private readonly appendedRow: OutboxAppended = (seq, row, bytes, origin) => { this.relay.appendedRow(seq, row, bytes, origin) }
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue
