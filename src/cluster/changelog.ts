@@ -28,7 +28,7 @@ import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
 import { Requests } from './requests.js'
 import { retryWhileElecting } from './retry.js'
-import { warnIfCompareAndSetInexact } from './server-version.js'
+import { subjectPurgeIsSafe, warnIfCompareAndSetInexact } from './server-version.js'
 
 export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
 
@@ -93,11 +93,14 @@ const textDecoder = new TextDecoder()
 const packr = new Packr({ useRecords: false, moreTypes: false })
 const ATTEMPT_TIMEOUT_MS = 2000
 const CLAIM_ATTEMPTS_MAX = 50
+/** Compaction by deletes (deleteBefore): how many deletes wait for their answer at once. */
+const DELETES_IN_FLIGHT = 64
 
 export class Changelog {
   readonly stream: string
   readonly subjectPrefix: string
   readonly owner: string
+  private readonly nc: NatsConnection
   private readonly js: JetStreamClient
   private readonly jsm: JetStreamManager
   /** Appends: published to the stream's subjects, JetStream's acknowledgement as the answer. */
@@ -117,6 +120,7 @@ export class Changelog {
     this.stream = options.stream
     this.subjectPrefix = options.subjectPrefix
     this.owner = options.owner
+    this.nc = options.nc
     this.js = jetstream(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
     this.jsm = jsm
     this.requests = new Requests(options.nc)
@@ -250,8 +254,42 @@ export class Changelog {
   async purge (partition: number, beforeSeq: number): Promise<number> {
     checkPartition(partition)
     positiveInteger('beforeSeq', beforeSeq)
+    const clustered = this.nc.info?.cluster !== undefined
+    if (!subjectPurgeIsSafe(this.nc.info?.version ?? 'unknown', clustered)) return await this.deleteBefore(partition, beforeSeq)
     const answer = await retryWhileElecting(() => this.jsm.streams.purge(this.stream, { filter: this.subject(partition), seq: beforeSeq }), this.appendTimeoutMs)
     return answer.purged
+  }
+
+  /**
+   * purge() where a restarted server would replay a subject purge as a purge of the whole stream
+   * (server-version.ts): the partition's messages before `beforeSeq` deleted one by one, their sequences
+   * read from a consumer that delivers headers only. A message already gone (a purge before) is skipped.
+   */
+  private async deleteBefore (partition: number, beforeSeq: number): Promise<number> {
+    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: this.subject(partition), deliver_policy: DeliverPolicy.All, headers_only: true })
+    const doomed: number[] = []
+    try {
+      for (let done = false; !done;) {
+        const batch = await consumer.fetch({ max_messages: 1024, expires: 2000 })
+        let got = 0
+        for await (const message of batch) {
+          got++
+          if (message.seq >= beforeSeq) { done = true; break }
+          doomed.push(message.seq)
+          if (message.info.pending === 0) { done = true; break }
+        }
+        if (got === 0) break
+      }
+    } finally {
+      await consumer.delete().catch(() => {})
+    }
+    let deleted = 0
+    const remove = async (seq: number): Promise<void> => {
+      const gone = await retryWhileElecting(() => this.jsm.streams.deleteMessage(this.stream, seq, false).catch(notFoundAsGone), this.appendTimeoutMs)
+      if (gone) deleted++
+    }
+    for (let at = 0; at < doomed.length; at += DELETES_IN_FLIGHT) await Promise.all(doomed.slice(at, at + DELETES_IN_FLIGHT).map(remove))
+    return deleted
   }
 
   /** The sequence of the partition's last message, 0 when it has none. Asks the stream leader. */
@@ -461,6 +499,12 @@ function notClaimed (partition: number): ClusterError {
 
 function checkPartition (partition: number): void {
   if (!Number.isSafeInteger(partition) || partition < 0) throw invalidArgument('partition', `must be a non-negative integer (got ${String(partition)})`)
+}
+
+/** A delete of a message that is no longer there: nothing to do (false). */
+function notFoundAsGone (error: unknown): boolean {
+  if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return false
+  throw error
 }
 
 function notFoundAsNull (error: unknown): StoredMsg | null {

@@ -220,6 +220,38 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
     }
   })
 
+  it('compacts a partition so that a NATS server restarted afterwards, once it leads the stream, still holds every other message', async function () {
+    // nats-server up to 2.9.17 replays a subject purge as a purge of the whole stream (issue #4196):
+    // on this machine's 2.9.10 the changelog compacts by deleting messages instead (server-version.ts).
+    this.timeout(120_000)
+    const log = await node('n1')
+    const jsm = await jetstreamManager(connections[0]!)
+    await log.claim(30)
+    await log.claim(31)
+    for (let n = 0; n < 20; n++) {
+      await log.append(30, [{ n }])
+      await log.append(31, [{ n }])
+    }
+    const cut = await log.append(30, [{ n: 'cut' }])
+    const purged = await log.purge(30, cut)
+    expect(purged).to.equal(22) // two claim markers and 20 entries
+    for (let n = 20; n < 25; n++) await log.append(31, [{ n }])
+    const info = await jsm.streams.info(STREAM)
+    const follower = cluster.names.findIndex(name => name !== info.cluster?.leader && info.cluster?.replicas?.some(replica => replica.name === name))
+    await cluster.servers[follower]!.kill()
+    await cluster.servers[follower]!.restart()
+    await cluster.waitForQuorum()
+    for (let attempt = 0; attempt < 30; attempt++) {
+      const now = await jsm.streams.info(STREAM)
+      if (now.cluster?.leader === cluster.names[follower] && now.cluster.replicas?.every(replica => replica.current)) break
+      await connections[0]!.request(`$JS.API.STREAM.LEADER.STEPDOWN.${STREAM}`, undefined, { timeout: 5000 }).catch(() => {})
+      await new Promise(resolve => setTimeout(resolve, 1000))
+    }
+    expect((await jsm.streams.info(STREAM)).cluster?.leader, 'the restarted server leads').to.equal(cluster.names[follower])
+    expect(entriesOf(await readAll(log, 31)).length).to.equal(25)
+    expect(entriesOf(await readAll(log, 30))).to.deep.equal([{ n: 'cut' }])
+  })
+
   it('keeps acknowledging appends while the stream leader\'s NATS server is killed and restarted, losing none', async function () {
     this.timeout(120_000)
     const log = await node('n1', { appendTimeoutMs: 30_000 })
