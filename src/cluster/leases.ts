@@ -3,9 +3,11 @@
 //   acquire: put expecting the key's subject to be empty (expected last subject sequence 0),
 //   renew:   update on the known revision (compare-and-set; refused once anyone else wrote the key, or
 //            once it expired),
-//   release: a delete marker on the known revision (watchers see the lease go at once), then a purge of
-//            the key's messages up to that marker only, so the subject is empty again and a lease taken
-//            meanwhile by another node is left alone.
+//   release: a delete marker on the known revision (watchers see the lease go at once), then that marker
+//            deleted (the bucket keeps one message a key), so the subject is empty again and a lease
+//            taken meanwhile by another node (after the marker lapsed) is left alone. Not a purge of the
+//            subject: before nats-server 2.9.18 a restarted server replays that as a purge of the whole
+//            bucket (server-version.ts).
 // A refused renew means the lease is lost: the holder must stop writing that partition at once.
 //
 // Why never acquire over a delete marker (what KV create does): before nats-server 2.9.21 a replicated
@@ -107,8 +109,10 @@ export class LeaseTable {
       if (isCompareAndSetRefusal(error)) return
       throw error
     }
-    // Everything on the key up to the marker, nothing after it (a lease another node took since).
-    await this.jsm.streams.purge(this.stream, { filter: subject, seq: marker + 1 })
+    // The marker only, nothing after it (a lease another node took since); gone already when it lapsed.
+    await this.jsm.streams.deleteMessage(this.stream, marker, false).catch((error: unknown) => {
+      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound)) throw error
+    })
   }
 }
 

@@ -243,7 +243,7 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
     await cluster.waitForQuorum()
     for (let attempt = 0; attempt < 30; attempt++) {
       const now = await jsm.streams.info(STREAM)
-      if (now.cluster?.leader === cluster.names[follower] && now.cluster.replicas?.every(replica => replica.current)) break
+      if (now.cluster?.leader === cluster.names[follower] && now.cluster?.replicas?.every(replica => replica.current) === true) break
       await connections[0]!.request(`$JS.API.STREAM.LEADER.STEPDOWN.${STREAM}`, undefined, { timeout: 5000 }).catch(() => {})
       await new Promise(resolve => setTimeout(resolve, 1000))
     }
