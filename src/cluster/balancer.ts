@@ -1,6 +1,10 @@
 // Spreads P partitions over the live nodes: each node holds at most ceil(P / N) leases (N = live nodes),
 // renews them every tick, takes free ones while below that share and gives back its extra ones when a
 // node joins. Free means: no lease key, a released one, or one not renewed within the lease time.
+// A partition given back is handed over beside the rounds (onReleasing, then the release), as a gained
+// one is recovered beside them: the lease stays held and renewed until the handover is done, and a slow
+// handover never holds back the renewal of the other leases or the heartbeat (which would cost the node
+// every lease and its place among the members, and leave another node holding every partition).
 // Among free partitions a node prefers those it ranks highest by rendezvous hashing (hash of node and
 // partition), so nodes starting together mostly reach for different ones.
 //
@@ -17,6 +21,7 @@ import { LeaseTable, type Lease } from './leases.js'
 import { KvView } from './kv-view.js'
 import type { Members } from './members.js'
 import { partitionOf } from './partition.js'
+import { log } from '../log.js'
 
 export interface Timers {
   setTimeout (fn: () => void, ms: number): unknown
@@ -40,8 +45,9 @@ export interface BalancerOptions {
   timers?: Timers
   /**
    * This node now holds the partition (recover it before serving). A throw gives the lease back.
-   * `freeSinceMs`: when the previous holder's lease was seen released or lapsed on this node's clock;
-   * null when this node saw no earlier lease of it (a new cluster, or this node just started).
+   * `freeSinceMs`: when the partition's last lease seen here (another node's, or this node's own) was
+   * seen released or lapsed, on this node's clock; null when this node never saw a lease of it (a new
+   * cluster's first leases).
    */
   onAcquired: (partition: number, freeSinceMs: number | null) => Promise<void> | void
   /** The lease is gone: stop writing the partition at once. */
@@ -54,6 +60,10 @@ interface Held {
   lease: Lease
   /** When the last successful renew (or the acquire) was sent. */
   renewedAtMs: number
+  /** The renew under way, if any (a release waits for it: it moves the lease's revision). */
+  renewing: Promise<void> | null
+  /** The handover under way (onReleasing, then the release), if any: still held, not counted in the share. */
+  handover: Promise<void> | null
 }
 
 export class Balancer {
@@ -65,12 +75,20 @@ export class Balancer {
   private readonly timers: Timers
   private readonly options: BalancerOptions
   private readonly held = new Map<number, Held>()
+  /**
+   * Handovers under way, by partition, until onReleasing has returned and the lease is released (also
+   * when the lease was lost meanwhile): such a partition is not taken again before (the keeper is still
+   * releasing it). close() waits for them all.
+   */
+  private readonly handovers = new Map<number, Promise<void>>()
   private readonly view: KvView
   private timer: unknown = null
   private soon: unknown = null
   private retry: unknown = null
   private running: Promise<void> | null = null
   private again = false
+  /** The live members at the last round, as logged. */
+  private lastLive = ''
   private closed = false
 
   constructor (options: BalancerOptions) {
@@ -135,7 +153,7 @@ export class Balancer {
     const held = this.held.get(partition)
     if (held === undefined) return
     this.held.delete(partition)
-    await this.table.release(held.lease).catch(() => {})
+    await this.releaseLease(held)
   }
 
   /** Called by the node's members watcher when a node joins or leaves. */
@@ -155,7 +173,8 @@ export class Balancer {
     if (this.retry !== null) this.timers.clearTimeout(this.retry)
     await this.running
     this.view.stop()
-    await this.release(this.owned())
+    for (const partition of this.owned()) this.handOver(partition)
+    await Promise.all(this.handovers.values())
     await this.members.leave()
   }
 
@@ -186,17 +205,38 @@ export class Balancer {
 
   private async round (): Promise<void> {
     if (this.closed) return
-    // Renewals first in importance: none of them waits for the heartbeat or a watch restart.
-    await Promise.all([
-      ...this.owned().map(partition => this.renew(partition)),
-      this.members.beat().catch(() => {}),
-      this.members.refresh().catch(() => {}),
-      this.view.restartIfQuiet(this.table.leaseMs).catch(() => {}),
-    ])
-    if (this.closed) return
-    const share = Math.ceil(this.partitions / this.members.live().length)
-    if (this.held.size > share) await this.release(this.ranked(this.owned()).slice(share))
-    else if (this.held.size < share) await this.acquire(share - this.held.size)
+    // The next round (renewals, heartbeat) waits for this one: one that outlasts the lease time costs
+    // this node its leases and its place among the members. Said in the log, with what it waits for.
+    const pending = new Set<string>()
+    const step = <T>(name: string, work: Promise<T>): Promise<T> => {
+      pending.add(name)
+      return work.finally(() => { pending.delete(name) })
+    }
+    const slow = this.timers.setTimeout(() => {
+      log.warn({ waitingFor: [...pending], leaseMs: this.table.leaseMs }, 'balancer round still running after the lease time: this node\'s leases and members key may lapse')
+    }, this.table.leaseMs)
+    try {
+      // Renewals first in importance: none of them waits for the heartbeat or a watch restart.
+      await Promise.all([
+        step('renewals', Promise.all(this.owned().map(partition => this.renew(partition)))),
+        step('heartbeat', this.members.beat().catch(() => {})),
+        step('members watch', this.members.refresh().catch(() => {})),
+        step('lease watch', this.view.restartIfQuiet(this.table.leaseMs).catch(() => {})),
+      ])
+      if (this.closed) return
+      const live = this.members.live()
+      const share = Math.ceil(this.partitions / live.length)
+      if (live.join(',') !== this.lastLive) {
+        this.lastLive = live.join(',')
+        log.info({ live, share, held: this.held.size }, 'balancer: live members changed')
+      }
+      // Those being handed over are still held (and renewed) but no longer counted as kept.
+      const kept = this.owned().filter(partition => this.held.get(partition)?.handover === null)
+      if (kept.length > share) for (const partition of this.ranked(kept).slice(share)) this.handOver(partition)
+      else if (this.held.size < share) await step('acquire', this.acquire(share - this.held.size))
+    } finally {
+      this.timers.clearTimeout(slow)
+    }
   }
 
   private async renew (partition: number): Promise<void> {
@@ -207,22 +247,26 @@ export class Balancer {
       this.lose(partition, 'expired')
       return
     }
-    try {
-      const lease = await this.table.renew(held.lease)
-      if (this.held.get(partition) !== held) return
-      held.lease = lease
-      held.renewedAtMs = sentAtMs
-    } catch (error) {
-      if (this.held.get(partition) !== held) return
-      if (error instanceof ClusterError && error.code === CLUSTER_ERRORS.CLUSTER_LEASE_LOST) this.lose(partition, 'refused')
-      else if (this.clock.nowMs() - held.renewedAtMs >= this.table.leaseMs) this.lose(partition, 'expired')
-    }
+    const renewing = (async () => {
+      try {
+        // Kept even when the partition was given up meanwhile: its release needs the latest revision.
+        held.lease = await this.table.renew(held.lease)
+        held.renewedAtMs = sentAtMs
+      } catch (error) {
+        if (this.held.get(partition) !== held) return
+        if (error instanceof ClusterError && error.code === CLUSTER_ERRORS.CLUSTER_LEASE_LOST) this.lose(partition, 'refused')
+        else if (this.clock.nowMs() - held.renewedAtMs >= this.table.leaseMs) this.lose(partition, 'expired')
+      }
+    })()
+    held.renewing = renewing
+    await renewing
+    if (held.renewing === renewing) held.renewing = null
   }
 
   private async acquire (wanted: number): Promise<void> {
     const free: number[] = []
     for (let partition = 0; partition < this.partitions; partition++) {
-      if (!this.held.has(partition) && this.view.live(LeaseTable.key(partition)) === null) free.push(partition)
+      if (!this.held.has(partition) && !this.handovers.has(partition) && this.view.live(LeaseTable.key(partition)) === null) free.push(partition)
     }
     const tries = this.ranked(free).slice(0, wanted)
     let refused = false
@@ -241,14 +285,14 @@ export class Balancer {
         await this.table.release(lease).catch(() => {})
         return
       }
-      const held: Held = { lease, renewedAtMs: sentAtMs }
+      const held: Held = { lease, renewedAtMs: sentAtMs, renewing: null, handover: null }
       this.held.set(partition, held)
       try {
         await this.options.onAcquired(partition, freeSinceMs)
       } catch {
         if (this.held.get(partition) === held) {
           this.held.delete(partition)
-          await this.table.release(held.lease).catch(() => {})
+          await this.releaseLease(held)
         }
       }
     }))
@@ -256,11 +300,15 @@ export class Balancer {
     if (refused) this.retrySoon()
   }
 
-  /** When this node saw the partition's last lease go (its delete, or its lapse), if it saw one. */
+  /**
+   * When this node saw the partition's last lease go (its delete, or its lapse: the last write seen plus
+   * the lease time), whoever held it; null when it never saw a lease of it. A refused acquire in between
+   * (view.touch) changes neither.
+   */
   private freeSince (partition: number): number | null {
     const last = this.view.last(LeaseTable.key(partition))
-    if (last === undefined || last.value === '') return null
-    return last.value === null ? last.seenAtMs : last.seenAtMs + this.table.leaseMs
+    if (last === undefined || last.lastPut === null) return null
+    return last.deletedAtMs ?? last.lastPut.seenAtMs + this.table.leaseMs
   }
 
   private retrySoon (): void {
@@ -271,16 +319,31 @@ export class Balancer {
     }, Math.max(1, Math.floor(this.tickMs / 6)))
   }
 
-  private async release (partitions: number[]): Promise<void> {
-    await Promise.all(partitions.map(async partition => {
-      const held = this.held.get(partition)
-      if (held === undefined) return
-      await Promise.resolve(this.options.onReleasing?.(partition)).catch(() => {})
-      // Not ours any more from here on: holds() is false and renewals skip it.
+  /**
+   * Starts handing the partition over, beside the rounds: onReleasing (in-flight writes finished) while
+   * the rounds keep renewing its lease, then the lease released. Not awaited by the round.
+   */
+  private handOver (partition: number): void {
+    const held = this.held.get(partition)
+    if (held === undefined || held.handover !== null) return
+    const handover = (async () => {
+      try {
+        await this.options.onReleasing?.(partition)
+      } catch {}
+      // Lost meanwhile (onLost was called): nothing to release.
       if (this.held.get(partition) !== held) return
+      // Not ours any more from here on: holds() is false and renewals skip it.
       this.held.delete(partition)
-      await this.table.release(held.lease).catch(() => {})
-    }))
+      await this.releaseLease(held)
+    })().finally(() => { this.handovers.delete(partition) })
+    held.handover = handover
+    this.handovers.set(partition, handover)
+  }
+
+  /** Releases a lease no longer in `held`, after a renew of it still under way (which moves its revision). */
+  private async releaseLease (held: Held): Promise<void> {
+    await held.renewing
+    await this.table.release(held.lease).catch(() => {})
   }
 
   private lose (partition: number, reason: LossReason): void {

@@ -16,6 +16,13 @@ export interface ViewEntry {
   value: string | null
   revision: number
   seenAtMs: number
+  /**
+   * The key's last put as seen (value and arrival), kept across a later delete or touch: who wrote the
+   * key last. Null while no put of it was seen.
+   */
+  lastPut: { value: string, seenAtMs: number } | null
+  /** When a delete following lastPut was seen; null while the key was not deleted since. */
+  deletedAtMs: number | null
 }
 
 export class KvView {
@@ -28,8 +35,8 @@ export class KvView {
     private readonly kv: KV,
     private readonly ttlMs: number,
     private readonly clock: Clock,
-    /** Called after each change is recorded (a put, a delete), with its key. */
-    private readonly onChange: (key: string, entry: ViewEntry) => void = () => {}
+    /** Called after each change is recorded (a put, a delete), with its key and the entry it replaced. */
+    private readonly onChange: (key: string, entry: ViewEntry, before: ViewEntry | undefined) => void = () => {}
   ) {}
 
   /** Starts watching `filter` (e.g. "p.>"); resolves once the watch is set up. */
@@ -79,17 +86,28 @@ export class KvView {
     return out
   }
 
-  /** Counts the key as live (holder unknown) from now, until a watch event or the TTL says otherwise. */
+  /**
+   * Counts the key as live (holder unknown when it was not live) from now, until a watch event or the
+   * TTL says otherwise. Its last put and delete stay as seen.
+   */
   touch (key: string): void {
     const entry = this.entries.get(key)
-    this.entries.set(key, { value: entry?.value ?? '', revision: entry?.revision ?? 0, seenAtMs: this.clock.nowMs() })
+    const nowMs = this.clock.nowMs()
+    this.entries.set(key, {
+      value: entry?.value ?? '', revision: entry?.revision ?? 0, seenAtMs: nowMs,
+      lastPut: entry?.lastPut ?? null, deletedAtMs: entry?.deletedAtMs ?? null,
+    })
   }
 
   private record (entry: KvWatchEntry): void {
     const value = entry.operation === 'PUT' ? Buffer.from(entry.value).toString('utf8') : null
-    const seen: ViewEntry = { value, revision: entry.revision, seenAtMs: this.clock.nowMs() }
-    this.lastEventAtMs = seen.seenAtMs
+    const seenAtMs = this.clock.nowMs()
+    const before = this.entries.get(entry.key)
+    const lastPut = value !== null ? { value, seenAtMs } : before?.lastPut ?? null
+    const deletedAtMs = value !== null ? null : before?.deletedAtMs ?? seenAtMs
+    const seen: ViewEntry = { value, revision: entry.revision, seenAtMs, lastPut, deletedAtMs }
+    this.lastEventAtMs = seenAtMs
     this.entries.set(entry.key, seen)
-    this.onChange(entry.key, seen)
+    this.onChange(entry.key, seen, before)
   }
 }

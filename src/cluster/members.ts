@@ -20,7 +20,10 @@ export interface MembersOptions {
   replicas: number
   node: string
   clock?: Clock
-  /** Called when a node appears or leaves (not when it merely lapses: that is seen at the next look). */
+  /**
+   * Called when a node appears (a new key, or one written again after it lapsed) or leaves (its key
+   * deleted); not when it merely lapses: that is seen at the next look.
+   */
   onChange?: () => void
 }
 
@@ -33,13 +36,12 @@ export class Members {
     this.node = options.node
     this.ttlMs = options.ttlMs
     const onChange = options.onChange ?? (() => {})
-    const known = new Set<string>()
-    this.view = new KvView(kv, options.ttlMs, options.clock ?? systemClock, (key, entry) => {
-      // Heartbeats rewrite the same keys all the time: only a new key or a delete is news.
-      if (entry.value === null ? known.delete(key) : !known.has(key)) {
-        if (entry.value !== null) known.add(key)
-        onChange()
-      }
+    this.view = new KvView(kv, options.ttlMs, options.clock ?? systemClock, (_key, entry, before) => {
+      // Heartbeats rewrite the same keys all the time: only a node appearing or leaving is news. A key
+      // that lapsed (a SIGKILLed node: no delete is ever seen) and is written again is a node appearing,
+      // as a node restarted under the same id is.
+      const wasLive = before !== undefined && before.value !== null && entry.seenAtMs - before.seenAtMs < this.ttlMs
+      if ((entry.value !== null) !== wasLive) onChange()
     })
   }
 

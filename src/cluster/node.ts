@@ -8,8 +8,10 @@
 // on first creation, cluster-meta.ts) and that no live node has this node's id (members.ts join).
 // start() joins and starts balancing; close() hands every partition over and leaves.
 //
-// Takeovers are timed from when this node saw the previous lease go (released, or lapsed) to when the
-// partition is recovered and owned here.
+// A takeover: a partition whose lease this node took after it saw an earlier lease of it (another
+// node's, or its own) released or lapsed, once it is recovered and owned here (beacon_cluster_takeovers_total
+// counts them; a recovery that fails or a lease lost before it finishes is no takeover, the next
+// acquisition may be). Timed from when this node saw that earlier lease go to the partition owned here.
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { systemClock, type Clock } from '../clock.js'
@@ -49,7 +51,7 @@ export interface ClusterNodeOptions {
   replicas: number
   leaseMs: number
   clock?: Clock
-  /** Told of each takeover of a partition another node held before (metrics, logs). */
+  /** Told of each takeover (above: a partition held before, by any node, now recovered and owned here). */
   onTakeover?: (takeover: Takeover) => void
   /** Told each time a partition becomes owned here (recovered, lease held), takeover or not. */
   onOwned?: (partition: number) => void

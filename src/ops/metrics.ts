@@ -165,7 +165,7 @@ export class Metrics {
       labelNames: ['outcome'], buckets: DELIVERY_DURATION_BUCKETS_S, registers: [],
     })
     this.natsConnected = new Gauge({ name: 'beacon_nats_connected', help: '1 while connected to NATS, else 0.', registers: [] })
-    this.clusterTakeovers = new Counter({ name: 'beacon_cluster_takeovers_total', help: 'Partitions this node took over from another node (released or lapsed lease), recovered and owned.', registers: [] })
+    this.clusterTakeovers = new Counter({ name: 'beacon_cluster_takeovers_total', help: 'Takeovers: partitions whose lease this node took after it saw an earlier lease of the partition (another node\'s, or its own) released or lapsed, counted once the partition is recovered and owned here (a recovery that failed is not counted, nor a partition\'s first lease in a new cluster).', registers: [] })
     this.clusterTakeoverDuration = new Histogram({
       name: 'beacon_cluster_takeover_seconds', help: 'From the previous lease of a partition seen gone (released or lapsed) to the partition recovered and owned here.',
       buckets: TAKEOVER_DURATION_BUCKETS_S, registers: [],

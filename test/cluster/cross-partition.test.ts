@@ -38,9 +38,9 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
   })
   afterEach(function () {
     if (this.currentTest?.state !== 'failed') return
-    // What the nodes logged at warn or above, to see why.
+    // What the nodes logged at warn or above, and the members their balancers counted, to see why.
     for (const member of cluster.live()) {
-      const lines = member.process!.output().split('\n').filter(line => /"level":(40|50|60)/.test(line) && !line.includes('checks the expected last subject sequence'))
+      const lines = member.process!.output().split('\n').filter(line => (/"level":(40|50|60)/.test(line) || line.includes('live members changed')) && !line.includes('checks the expected last subject sequence'))
       console.log(`      ${member.id}, ${lines.length} warnings:\n${lines.slice(-30).map(line => line.slice(0, 600)).join('\n')}`)
     }
   })

@@ -151,7 +151,8 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
           const answers = await Promise.all(live.map(member => cluster.status(member).catch((error: Error) => error)))
           const problem = settledProblem(live, answers)
           if (problem === null) return ownersOf(answers[0] as ClusterAnswer)
-          last = problem
+          // Every node's own view too: the first problem found may not name the node that causes it.
+          last = `${problem} (${live.map((member, i) => `${member.id}: ${summaryOf(answers[i]!)}`).join('; ')})`
           if (Date.now() >= deadline) throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${last}`)
           await new Promise(resolve => setTimeout(resolve, 50))
         }
@@ -171,11 +172,28 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
   }
 }
 
+/**
+ * A node's takeovers from /metrics: beacon_cluster_takeovers_total (count) and the takeover histogram's
+ * sum in seconds.
+ */
+export async function takeoversOf (member: ClusterMember): Promise<{ count: number, sum: number }> {
+  const text = await (await fetch(`${member.url}/metrics`)).text()
+  const count = Number(/^beacon_cluster_takeovers_total (\S+)/m.exec(text)?.[1] ?? 0)
+  const sum = Number(/^beacon_cluster_takeover_seconds_sum (\S+)/m.exec(text)?.[1] ?? 0)
+  return { count, sum }
+}
+
 /** Partition → the id of the node holding its lease, from one answer. */
 export function ownersOf (answer: ClusterAnswer): Map<number, string> {
   const owners = new Map<number, string>()
   for (const node of answer.nodes) for (const partition of node.partitions) owners.set(partition, node.id)
   return owners
+}
+
+/** One node's answer in short: what it owns, the live members it sees and the partitions each holds. */
+function summaryOf (answer: ClusterAnswer | Error): string {
+  if (answer instanceof Error) return answer.message
+  return `${answer.joined ? '' : 'not joined, '}owns ${answer.owned.length}, recovering ${answer.recovering.length}, sees ${answer.nodes.map(node => `${node.id} ${node.partitions.length}`).join(' ')}`
 }
 
 function settledProblem (live: ClusterMember[], answers: Array<ClusterAnswer | Error>): string | null {
