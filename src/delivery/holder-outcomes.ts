@@ -13,12 +13,13 @@
 //
 // The holder applies an outcome only when it comes later in the record's life than what its record
 // has (laterThan: a later replay, or a later attempt of the same one), so an outcome sent twice, late,
-// or overtaken by the next attempt's changes nothing. It applies one batch at a time, after its own
-// outcomes waiting to be written, and answers once the batch is committed.
+// or overtaken by the next attempt's changes nothing. It reads and writes a batch in one write
+// transaction, after its own outcome rows waiting to be written, and answers once it is committed.
 
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import { log } from '../log.js'
+import { asStored, encodeRecord } from '../store/record-codec.js'
 import type { Store } from '../store/store.js'
 import type { HubWrites } from './hub-writes.js'
 import {
@@ -26,7 +27,7 @@ import {
   HOLDER_OUTCOMES_PAUSE_MAX_MS, HOLDER_OUTCOMES_PAUSE_MIN_MS, HOLDER_OUTCOMES_PENDING_MAX,
 } from './limits.js'
 import { laterThan, type DeliveryRecord, type OutcomeRow } from './record.js'
-import { readRecord } from './records-db.js'
+import { OUTCOME_KEY, readRecord } from './records-db.js'
 
 /** Calls to the node holding a data folder (a NodeCalls of namespace 'holder'). */
 export interface HolderCalls {
@@ -73,8 +74,6 @@ export class HolderOutcomes {
   private readonly applied: (record: DeliveryRecord) => void
   private readonly giveUpMs: number
   private readonly holders = new Map<string, HolderQueue>()
-  /** The batch being applied here: the next one waits for it. */
-  private applying: Promise<unknown> = Promise.resolve()
   private stopped = false
 
   constructor ({ store, writes, calls, clock, applied, giveUpMs = HOLDER_OUTCOMES_GIVE_UP_MS }: HolderOutcomesOptions) {
@@ -148,32 +147,29 @@ export class HolderOutcomes {
     }
   }
 
-  /** A batch from an attempting node, applied after the one before it. Resolves with how many outcomes were applied. */
-  private apply (payload: unknown): Promise<number> {
+  /** A batch from an attempting node. Resolves, once committed, with how many of its outcomes were applied. */
+  private async apply (payload: unknown): Promise<number> {
     if (!Array.isArray(payload) || !payload.every(isOutcome)) {
-      return Promise.reject(new ApiError('invalid_field', 'Delivery outcomes must be an array of outcomes.'))
+      throw new ApiError('invalid_field', 'Delivery outcomes must be an array of outcomes.')
     }
-    const run = this.applying.then(() => this.applyNow(payload))
-    this.applying = run.catch(() => {})
-    return run
-  }
-
-  private async applyNow (outcomes: readonly Outcome[]): Promise<number> {
-    // This node's own outcomes first: a record is compared with what it has, written.
-    await this.writes.committed()
-    const settled = new Map<string, DeliveryRecord>()
-    for (const outcome of outcomes) {
-      const record = settled.get(outcome.id) ?? readRecord(this.store, outcome.account, outcome.webhookId, outcome.seq)
-      // Erased or pruned meanwhile, or not a record of this node's: nothing to write.
-      if (record === undefined || record.id !== outcome.id) continue
-      if (!laterThan({ replayedAtMs: outcome.replayedAtMs, attempt: outcome.row.attempt }, record)) continue
-      this.writes.outcome(outcome.account, outcome.webhookId, outcome.seq, outcome.row, null)
-      const now = { ...record, ...outcome.row }
-      settled.set(outcome.id, now)
-      this.applied(now)
-    }
-    if (settled.size > 0) await this.writes.committed()
-    return settled.size
+    // This node's own outcome rows waiting to be written go first. The batch is applied in one write
+    // transaction, which runs after every write issued before it (those rows, a replay rewriting a
+    // record): each outcome is compared with its record as it is then, never with an older read.
+    this.writes.flush()
+    const db = this.store.deliveries
+    const applied: DeliveryRecord[] = []
+    await db.transaction(() => {
+      for (const outcome of payload) {
+        const record = readRecord(this.store, outcome.account, outcome.webhookId, outcome.seq)
+        // Erased or pruned meanwhile, or not a record of this node's: nothing to write.
+        if (record === undefined || record.id !== outcome.id) continue
+        if (!laterThan({ replayedAtMs: outcome.replayedAtMs, attempt: outcome.row.attempt }, record)) continue
+        db.put([outcome.account, outcome.webhookId, outcome.seq, OUTCOME_KEY], asStored(encodeRecord(outcome.row)))
+        applied.push({ ...record, ...outcome.row })
+      }
+    })
+    for (const record of applied) this.applied(record)
+    return applied.length
   }
 }
 

@@ -53,13 +53,10 @@ export class HubWrites {
     this.onFailure = onFailure
   }
 
-  /**
-   * Write an attempt's outcome row of a record of this node, then tell the queue (`settle`; null for an
-   * outcome another node's attempt had, which that node told its queue: holder-outcomes.ts).
-   */
-  outcome (account: string, webhookId: string, seq: number, row: OutcomeRow, settle: PendingSettle | null): void {
+  /** Write an attempt's outcome row of a record of this node, then tell the queue. */
+  outcome (account: string, webhookId: string, seq: number, row: OutcomeRow, settle: PendingSettle): void {
     this.outcomes.push({ key: [account, webhookId, seq, OUTCOME_KEY], row })
-    if (settle !== null) this.settles.push(settle)
+    this.settles.push(settle)
     this.soon()
   }
 
