@@ -30,8 +30,11 @@ export interface ClusterMode {
   node: ClusterNode
   /** The kinds' `writes`. */
   entityLog: EntityLog
-  /** The delivery hub's cluster side: delivery ids with this node's id, schedule runs claimed once per cluster. */
-  deliveries: { idOrigin: string, schedules: ScheduleCluster }
+  /**
+   * The delivery hub's cluster side: delivery ids with this node's id, schedule runs claimed once per
+   * cluster, calls to the node holding a record (by its data folder id: outcomes go back to it).
+   */
+  deliveries: { idOrigin: string, schedules: ScheduleCluster, holders: NodeCalls }
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
   ownsKey (account: string, id: string): boolean
   /** Told each time a partition becomes owned here (recovered). */
@@ -102,6 +105,8 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
     const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
     const calls = new NodeCalls({ nc, cluster, nodeId, live: () => node.liveNodes() })
+    // A record names the data folder holding it (its `node`), not BEACON_NODE_ID: calls addressed by that.
+    const holders = new NodeCalls({ nc, cluster, nodeId: store.nodeId, live: () => [], namespace: 'holder' })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
@@ -126,6 +131,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
           claim: (account, webhookId, runMs, part) => claims.claim(account, webhookId, runMs, part, nodeId),
           staleAfterMs: claims.ttlMs / 2,
         },
+        holders,
       },
       forwarder,
       actors,
@@ -144,6 +150,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await forwarder.close()
         await actors.close()
         await calls.close()
+        await holders.close()
         replicatedConfig?.close()
         entityLog.close()
         await nc.close().catch(() => {})

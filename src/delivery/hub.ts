@@ -18,11 +18,12 @@ import { Sender } from '../webhooks/sender.js'
 import type { AttemptRecord, DeliveryItem, SendResult } from '../webhooks/types.js'
 import { EmbeddedQueue } from './embedded-queue.js'
 import { DeliveryHistory } from './history.js'
+import { HolderOutcomes, type HolderCalls } from './holder-outcomes.js'
 import { HubWrites } from './hub-writes.js'
 import { HUB_WRITE_DELAY_MS, RELAY_DELAY_MS, RETENTION_DEFAULT_MS } from './limits.js'
 import { Overflow } from './overflow.js'
 import type { DeliveryQueue, FeedAnswer } from './queue.js'
-import { slot, type DeliveryOutcome, type DeliveryRecord, type DeliveryStatus, type OutcomeRow } from './record.js'
+import { laterThan, slot, type DeliveryOutcome, type DeliveryRecord, type DeliveryStatus, type OutcomeRow } from './record.js'
 import { readRecordById } from './records-db.js'
 import { Relay } from './relay.js'
 import { Schedules, type ScheduleCluster } from './schedules.js'
@@ -54,10 +55,11 @@ export interface DeliveryHubOptions {
   relayDelayMs?: number
   /**
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
-   * counting from 1; a row resent for another node keeps that node's id), and schedules run once per
-   * cluster (schedules.ts). Null in embedded mode.
+   * counting from 1; a row resent for another node keeps that node's id), schedules run once per
+   * cluster (schedules.ts), and outcomes of records other nodes hold go back to them
+   * (holder-outcomes.ts, through `holders`). Null in embedded mode.
    */
-  cluster?: { idOrigin: string, schedules: ScheduleCluster } | null
+  cluster?: { idOrigin: string, schedules: ScheduleCluster, holders?: HolderCalls } | null
 }
 
 export class DeliveryHub {
@@ -83,6 +85,8 @@ export class DeliveryHub {
   private readonly schedules: Schedules
   private readonly overflow: Overflow
   private readonly history: DeliveryHistory
+  /** Cluster mode: outcomes of other nodes' records carried to them, and theirs of this node's applied. */
+  private readonly holderOutcomes: HolderOutcomes | null
 
   constructor ({
     store, registry, webhookChanged, outboxAppended, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax,
@@ -112,6 +116,16 @@ export class DeliveryHub {
     this.history = new DeliveryHistory({
       store, registry, clock, queue: this.queue, writes: this.writes, retentionMs, isLive, onFailure,
       relayed: () => this.relay.settled(),
+    })
+    const holders = cluster?.holders
+    this.holderOutcomes = holders === undefined ? null : new HolderOutcomes({
+      store, writes: this.writes, calls: holders, clock,
+      // A live copy here (an attempt this node made before) follows the outcome another node's attempt had.
+      applied: record => {
+        if (!this.live.has(record.id)) return
+        if (record.status === 'failed') this.live.set(record.id, record)
+        else this.live.delete(record.id)
+      },
     })
   }
 
@@ -190,6 +204,7 @@ export class DeliveryHub {
 
   async stop (): Promise<void> {
     this.relay.stop()
+    this.holderOutcomes?.stop()
     this.overflow.stop()
     this.history.stop()
     await this.schedules.stop()
@@ -232,8 +247,10 @@ export class DeliveryHub {
       if (this.queue.retriesInMemory) this.overflow.note(record, error)
       return 'busy'
     }
-    // Settled from here even on a node whose store never held it (a record another node published).
-    if (!this.live.has(record.id)) this.live.set(record.id, record)
+    // Settled from here even on a node whose store never held it (a record another node published); a
+    // record fed again at a later attempt (another node made the one before) replaces what was kept.
+    const live = this.live.get(record.id)
+    if (live === undefined || laterThan(record, live)) this.live.set(record.id, record)
     return 'taken'
   }
 
@@ -274,18 +291,19 @@ export class DeliveryHub {
         change = { status, attempt, attempts: fresh ? attempts : [...record.attempts, ...attempts], dueMs, updatedAtMs: nowMs }
         if (fresh) shared = change
       }
+      const own = record.node === undefined || record.node === this.store.nodeId
       let settled = record
-      if (outcome === 'retry') {
-        settled = { ...record, ...change }
-        this.live.set(settled.id, settled)
-      } else {
-        this.live.delete(record.id)
-      }
+      if (outcome === 'retry') settled = { ...record, ...change }
+      // Another node's record is handed back to the stream for its retry: fed again then, as settled.
+      if (outcome === 'retry' && own) this.live.set(settled.id, settled)
+      else this.live.delete(record.id)
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
-      if (record.node === undefined || record.node === this.store.nodeId) {
+      if (own) {
         this.writes.outcome(webhook.account, webhook.id, record.seq, change, { record: settled, outcome, delayMs })
       } else {
         this.queue.settle(settled, outcome, delayMs)
+        // Cluster mode: the holder writes it (holder-outcomes.ts).
+        this.holderOutcomes?.send(record, change)
       }
       this.syncWaits.attempted(record.id, this.relay.relayedThrough)
     }

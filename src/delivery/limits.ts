@@ -15,6 +15,18 @@ export const LIST_PAGE_MAX = 500
 export const CLUSTER_PAGE_SIZE_MAX_BYTES = 256 * 1024
 /** Cluster mode: a listing's cursor (every node's position) is at most this long; about 100 nodes fit. */
 export const CLUSTER_CURSOR_LENGTH_MAX = 4096
+/**
+ * Cluster mode: outcomes of records another node holds are sent to it in batches of at most this many
+ * (and CLUSTER_PAGE_SIZE_MAX_BYTES as JSON), gathered for HOLDER_OUTCOMES_DELAY_MS after the first.
+ */
+export const HOLDER_OUTCOMES_BATCH_MAX = 200
+export const HOLDER_OUTCOMES_DELAY_MS = 20
+/** Cluster mode: outcomes waiting for one holder at most; past it new ones are dropped (logged). */
+export const HOLDER_OUTCOMES_PENDING_MAX = 10_000
+/** Cluster mode: a batch the holder does not take is sent again (pausing 1 s, 2 s, up to 5 s) for this long, then dropped (logged). */
+export const HOLDER_OUTCOMES_GIVE_UP_MS = 30_000
+export const HOLDER_OUTCOMES_PAUSE_MIN_MS = 1000
+export const HOLDER_OUTCOMES_PAUSE_MAX_MS = 5000
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
 /** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */

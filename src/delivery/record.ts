@@ -51,6 +51,16 @@ export interface DeliveryRecord {
 /** What an attempt changes of a record: written on its own, next to the record, when an attempt ends. */
 export type OutcomeRow = Pick<DeliveryRecord, 'status' | 'attempt' | 'attempts' | 'dueMs' | 'updatedAtMs'>
 
+/**
+ * Whether `a` comes later in a record's life than `b`: a later replay of it, or a later attempt of the
+ * same replay (`attempt` is the next attempt, so each outcome has a higher one than the one before).
+ */
+export function laterThan (a: Pick<DeliveryRecord, 'replayedAtMs' | 'attempt'>, b: Pick<DeliveryRecord, 'replayedAtMs' | 'attempt'>): boolean {
+  const aReplay = a.replayedAtMs ?? 0
+  const bReplay = b.replayedAtMs ?? 0
+  return aReplay !== bReplay ? aReplay > bReplay : a.attempt > b.attempt
+}
+
 /** Whether an event or audience row goes to this webhook. */
 export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   if (!webhook.enabled) return false

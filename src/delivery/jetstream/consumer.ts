@@ -27,7 +27,7 @@ import {
   CONSUME_RESTART_DELAY_MAX_MS, CONSUME_RESTART_DELAY_MIN_MS, CONSUME_RUN_RESET_MS, RETRY_STATE_MARGIN_MS, STOP_CONSUMES_WAIT_MAX_MS, STOP_NAK_DELAY_MS,
 } from '../limits.js'
 import type { Feed, FeedAnswer } from '../queue.js'
-import type { DeliveryOutcome, DeliveryRecord } from '../record.js'
+import { laterThan, type DeliveryOutcome, type DeliveryRecord } from '../record.js'
 import { deliveryCountOf } from './ack-reply.js'
 import type { QueueLogger } from './options.js'
 import type { PublishedCache } from './published-cache.js'
@@ -322,7 +322,9 @@ export class Consumer {
     const retrying = this.retrying.get(record.id)
     if (retrying !== undefined) {
       this.retrying.delete(record.id)
-      record = retrying.record
+      // As this node settled it, unless the message carries a later state (other nodes attempted it
+      // since, or it was replayed): an earlier copy would repeat attempts and send an old replay's.
+      if (!laterThan(record, retrying.record)) record = retrying.record
     }
     // Deliveries of this message that did not end here (a crash, another node) count as attempts;
     // those this node handed back untried (its worker full, the webhook unknown here) do not. A
