@@ -9,7 +9,7 @@ import type { HubWrites } from './hub-writes.js'
 import { LIST_PAGE_MAX, PRUNE_BATCH_MAX, PRUNE_INTERVAL_MS } from './limits.js'
 import type { DeliveryQueue } from './queue.js'
 import { withMaskedErrors, type DeliveryRecord, type DeliveryStatus } from './record.js'
-import { findRecordsById, recordsIn, recordsOf, removeRecord } from './records-db.js'
+import { readRecordById, recordsIn, recordsOf, removeRecord } from './records-db.js'
 import { storedRow } from './relay.js'
 
 export interface DeliveryHistoryOptions {
@@ -103,8 +103,7 @@ export class DeliveryHistory {
   /** Which of these ids this node's store holds records of, for this webhook (cluster mode: where to replay each). */
   async held (account: string, webhookId: string, ids: readonly string[]): Promise<string[]> {
     await this.writes.committed()
-    const found = findRecordsById(this.store, account, webhookId, ids)
-    return ids.filter(id => found.has(id))
+    return ids.filter(id => readRecordById(this.store, account, webhookId, id) !== undefined)
   }
 
   /**
@@ -117,9 +116,8 @@ export class DeliveryHistory {
     const nowMs = this.clock.nowMs()
     const chosen: DeliveryRecord[] = []
     if (ids !== null) {
-      const found = findRecordsById(this.store, account, webhookId, ids)
       for (const id of ids) {
-        const record = found.get(id)
+        const record = readRecordById(this.store, account, webhookId, id)
         if (record === undefined) throw unknownDelivery(id)
         if (record.status === 'dead' || record.status === 'delivered') chosen.push(record)
       }
@@ -152,7 +150,7 @@ export class DeliveryHistory {
     for (const key of this.store.outbox.getKeys() as Iterable<number>) {
       const row = storedRow(key, this.store.outbox.get(key)).value
       if (row.account === account && carries(row)) {
-        last = this.store.removeOutbox(key, true)
+        last = this.store.outbox.remove(key)
         removed++
       }
     }

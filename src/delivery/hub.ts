@@ -55,9 +55,8 @@ export interface DeliveryHubOptions {
   relayDelayMs?: number
   /**
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
-   * counting from 1; a row resent for another node keeps that node's id), schedules run once per
-   * cluster (schedules.ts), and outcomes of records other nodes hold go back to them
-   * (holder-outcomes.ts, through `holders`). Null in embedded mode.
+   * counting from 1), schedules run once per cluster (schedules.ts), and outcomes of records other
+   * nodes hold go back to them (holder-outcomes.ts, through `holders`). Null in embedded mode.
    */
   cluster?: { idOrigin: string, schedules: ScheduleCluster, holders?: HolderCalls } | null
 }
@@ -67,7 +66,7 @@ export class DeliveryHub {
   private readonly registry: WebhookLookup
   private readonly webhookChanged: Listeners<WebhookChanged>
   private readonly outboxAppended: Listeners<OutboxAppended>
-  private readonly appendedRow: OutboxAppended = (seq, row, bytes, origin) => { this.relay.appendedRow(seq, row, bytes, origin) }
+  private readonly appendedRow: OutboxAppended = (seq, row, bytes) => { this.relay.appendedRow(seq, row, bytes) }
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue

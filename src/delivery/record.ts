@@ -1,10 +1,9 @@
 // A delivery record: one delivery of one outbox row (or one schedule run) to one webhook, with what
 // its attempts changed. Its id is `<seq>.<webhook id>` (embedded mode) or `<origin node>:<seq>.<webhook id>`
 // (cluster mode, where every node's outbox counts from 1 and all publish to one delivery stream), so
-// its key in the deliveries db is derivable from it; except for a row a new owner resends for the node
-// that first wrote it (a partition taken over): its id stays the one made there, whichever node relays it.
+// its key in the deliveries db is derivable from it.
 
-import type { OutboxRow, RowOrigin } from '../store/record-codec.js'
+import type { OutboxRow } from '../store/record-codec.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
 import { maskCredentials } from '../webhooks/mask-credentials.js'
 import type { AttemptRecord, DeliveryContext, DeliveryItem } from '../webhooks/types.js'
@@ -41,11 +40,6 @@ export interface DeliveryRecord {
    * Absent in embedded mode (and on records of earlier releases): the id is `<seq>.<webhook>`.
    */
   origin?: string
-  /**
-   * Cluster mode, a row resent for the node that first wrote it: the seq its id carries, that node's
-   * (`<origin>:<originSeq>.<webhook>`), while `seq`, the key here, is this node's.
-   */
-  originSeq?: number
 }
 
 /** What an attempt changes of a record: written on its own, next to the record, when an attempt ends. */
@@ -70,11 +64,8 @@ export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   return row.change === 'enter' ? trigger.onEnter : trigger.onExit
 }
 
-/**
- * The record of an outbox row for one webhook, pending its first attempt. Cluster mode (`origin`, this
- * node): a row resent for another node (`resent`, its first place) keeps the id made there.
- */
-export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string, origin: string | null = null, resent: RowOrigin | null = null): DeliveryRecord {
+/** The record of an outbox row for one webhook, pending its first attempt. */
+export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string, origin: string | null = null): DeliveryRecord {
   const context: DeliveryContext = { account: row.account }
   if (row.visitorId !== undefined) context.visitorId = row.visitorId
   if (row.profileId !== undefined) context.profileId = row.profileId
@@ -87,8 +78,7 @@ export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook
     context.change = row.change!
   }
   if (row.attributes !== undefined) context.attributes = row.attributes
-  const first = origin === null ? null : resent
-  const id = first === null ? deliveryId(seq, webhook.id, origin) : deliveryId(first.seq, webhook.id, first.node)
+  const id = deliveryId(seq, webhook.id, origin)
   const record: DeliveryRecord = {
     id,
     account: row.account,
@@ -104,12 +94,7 @@ export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook
     replayedAtMs: null,
     node,
   }
-  if (first !== null) {
-    record.origin = first.node
-    record.originSeq = first.seq
-  } else if (origin !== null) {
-    record.origin = origin
-  }
+  if (origin !== null) record.origin = origin
   return record
 }
 
@@ -130,10 +115,7 @@ export function deliveryId (seq: number, webhookId: string, origin: string | nul
   return origin === null || origin === undefined ? `${seq}.${webhookId}` : `${origin}:${seq}.${webhookId}`
 }
 
-/**
- * The outbox seq a delivery id carries (its node's, in cluster mode): the record's key, unless the record
- * is of a row resent for another node (its id carries that node's seq; readRecordById checks the id).
- */
+/** The outbox seq a delivery id carries (its node's, in cluster mode): the record's key is derivable from the id. */
 export function seqOf (id: string): number {
   const dot = id.indexOf('.')
   const colon = id.lastIndexOf(':', dot)

@@ -64,25 +64,3 @@ export function readRecordById (store: Store, account: string, webhookId: string
   const record = readRecord(store, account, webhookId, seqOf(id))
   return record?.id === id ? record : undefined
 }
-
-/**
- * The records of these ids that this node's store holds: by key (readRecordById), and, for ids not
- * found so, by one pass over the webhook's records (a row this node resent for another keeps that
- * node's id, which does not carry its key here).
- */
-export function findRecordsById (store: Store, account: string, webhookId: string, ids: readonly string[]): Map<string, DeliveryRecord> {
-  const found = new Map<string, DeliveryRecord>()
-  const missing = new Set<string>()
-  for (const id of ids) {
-    const record = readRecordById(store, account, webhookId, id)
-    if (record === undefined) missing.add(id)
-    else found.set(id, record)
-  }
-  if (missing.size === 0) return found
-  for (const record of recordsOf(store, account, webhookId)) {
-    if (!missing.delete(record.id)) continue
-    found.set(record.id, record)
-    if (missing.size === 0) break
-  }
-  return found
-}

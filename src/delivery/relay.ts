@@ -2,7 +2,7 @@
 // deliveries db and published to the queue; then the rows go (with the hub's next writes).
 
 import type { Clock } from '../clock.js'
-import { asStored, decodeRow, encodeRecord, originBytes, recordOfRow, recordPrefix, type OriginBytes, type OutboxRow, type RowOrigin } from '../store/record-codec.js'
+import { asStored, decodeRow, encodeRecord, originBytes, recordOfRow, recordPrefix, type OutboxRow } from '../store/record-codec.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
 import type { Store } from '../store/store.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
@@ -16,8 +16,6 @@ export interface AppendedRow {
   key: number
   value: OutboxRow
   bytes: Uint8Array | null
-  /** A row resent for another node (cluster mode): where it was first written, which names its deliveries. */
-  origin: RowOrigin | null
 }
 
 /** Who hears of relayed records: the requests waiting for their sync webhooks (sync-waits.ts). */
@@ -44,7 +42,7 @@ export interface RelayOptions {
 
 export class Relay {
   private readonly idOrigin: string | null
-  private readonly originBytes: OriginBytes | null
+  private readonly originBytes: Uint8Array | null
   private readonly store: Store
   private readonly registry: WebhookLookup
   private readonly clock: Clock
@@ -92,9 +90,9 @@ export class Relay {
   }
 
   /** An outbox row was appended (not committed yet): relay it with the rows that follow it soon. */
-  appendedRow (seq: number, row: OutboxRow, bytes: Uint8Array, origin: RowOrigin | null): void {
+  appendedRow (seq: number, row: OutboxRow, bytes: Uint8Array): void {
     if (this.stopped) return
-    if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row, bytes, origin })
+    if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row, bytes })
     this.relayLater()
   }
 
@@ -177,13 +175,11 @@ export class Relay {
       const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
       let last: Promise<boolean> | null = null
-      for (const { key, value: row, bytes: rowBytes, origin } of rows) {
-        // A row resent for another node (cluster mode) keeps the ids its deliveries got there.
-        const idOrigin = origin === null || this.idOrigin === null ? this.originBytes : originBytes(origin.node, origin.seq)
+      for (const { key, value: row, bytes: rowBytes } of rows) {
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
-          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId, this.idOrigin, origin)
-          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs, idOrigin)
+          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId, this.idOrigin)
+          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs, this.originBytes)
           last = this.store.deliveries.put([record.account, record.webhookId, record.seq], asStored(bytes))
           created.push(record)
           encoded.push(bytes)
@@ -215,13 +211,10 @@ export class Relay {
     const rows: AppendedRow[] = []
     const appended = this.appended
     let i = 0
-    // Rows resent for another node are few (after a takeover): their origins are looked up only from the first on.
-    let firstResent = Infinity
-    for (const key of this.store.outboxOrigins.getKeys({ start: readFrom, limit: 1 }) as Iterable<number>) firstResent = key
     for (const key of this.store.outbox.getKeys({ start: readFrom, limit: RELAY_BATCH_MAX }) as Iterable<number>) {
       while (i < appended.length && appended[i]!.key < key) i++
       if (i < appended.length && appended[i]!.key === key) rows.push(appended[i++]!)
-      else rows.push(storedRow(key, this.store.outbox.get(key), key < firstResent ? null : this.store.outboxOrigin(key)))
+      else rows.push(storedRow(key, this.store.outbox.get(key)))
     }
     if (i > 0) appended.splice(0, i)
     return rows
@@ -238,8 +231,8 @@ export class Relay {
 }
 
 /** An outbox row read from LMDB: its bytes (a Buffer, as the db gives a msgpack bin), or a row of an earlier release. */
-export function storedRow (key: number, value: unknown, origin: RowOrigin | null = null): AppendedRow {
-  return value instanceof Uint8Array ? { key, value: decodeRow(value), bytes: value, origin } : { key, value: value as OutboxRow, bytes: null, origin }
+export function storedRow (key: number, value: unknown): AppendedRow {
+  return value instanceof Uint8Array ? { key, value: decodeRow(value), bytes: value } : { key, value: value as OutboxRow, bytes: null }
 }
 
 function noop (): void {}

@@ -80,10 +80,10 @@ const MESSAGE_VERSION = 1
 /**
  * A delivery record is written as a tuple, [TUPLE, seq, webhookId, account, node, status, attempt,
  * attempts, dueMs, createdAtMs, updatedAtMs, replayedAtMs, occurredAtMs, visitorId, profileId, event,
- * eventFields, audience, change, attributes[, origin[, originSeq]]]: no field names at all, and what its
- * ids repeat (the id `<seq>.<webhookId>`, or `<origin>:<seq>.<webhookId>` in cluster mode, where the seq
- * is originSeq when given, the item's id, the context's account) not written twice. A record those do
- * not hold for, and any other value (an outcome row), is written as it is.
+ * eventFields, audience, change, attributes[, origin]]: no field names at all, and what its ids repeat (the id
+ * `<seq>.<webhookId>`, or `<origin>:<seq>.<webhookId>` in cluster mode, the item's id, the context's
+ * account) not written twice. A record those do not
+ * hold for, and any other value (an outcome row), is written as it is.
  */
 const TUPLE = 1
 
@@ -101,7 +101,6 @@ interface RecordShape {
   replayedAtMs: number | null
   node?: string
   origin?: string
-  originSeq?: number
   item: { id: string, occurredAtMs: number, context: ContextShape }
 }
 
@@ -122,9 +121,8 @@ export function encodeRecord (value: object): Uint8Array {
   const item = record.item
   const context = item?.context
   const origin = record.origin
-  const originSeq = record.originSeq
-  const id = origin === undefined ? `${record.seq}.${record.webhookId}` : `${origin}:${originSeq ?? record.seq}.${record.webhookId}`
-  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id || (origin === undefined && originSeq !== undefined)) {
+  const id = origin === undefined ? `${record.seq}.${record.webhookId}` : `${origin}:${record.seq}.${record.webhookId}`
+  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id) {
     return encoder.pack(value)
   }
   const tuple = [
@@ -133,20 +131,9 @@ export function encodeRecord (value: object): Uint8Array {
     context.visitorId ?? null, context.profileId ?? null, context.event ?? null, context.eventFields ?? null,
     context.audience ?? null, context.change ?? null, context.attributes ?? null,
   ]
-  // Cluster mode: the id's node, a 21st element (records of embedded mode keep their 20), and the id's
-  // seq when it is not the record's key, a 22nd (a row resent for another node keeps its first id).
+  // Cluster mode: the id's node, a 21st element (records of embedded mode keep their 20).
   if (origin !== undefined) tuple.push(origin)
-  if (originSeq !== undefined) tuple.push(originSeq)
   return encoder.pack(tuple)
-}
-
-/**
- * Where an outbox row was first written, when another node resends it (cluster mode: a partition taken
- * over): that node's data folder id and its outbox seq, the id its deliveries keep.
- */
-export interface RowOrigin {
-  node: string
-  seq: number
 }
 
 /**
@@ -202,7 +189,7 @@ export function recordPrefix (webhookId: string, account: string, node: string):
  * The bytes encodeRecord makes of a new record (pending, attempt 1, created now) of an outbox row, from
  * the row's bytes: the row's context part copied, the rest written here, so msgpackr is not involved.
  */
-export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number, origin: OriginBytes | null = null): Uint8Array {
+export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, nowMs: number, origin: Uint8Array | null = null): Uint8Array {
   // The row: fixarray of 10 (9 from earlier releases: no attributes), ROW, the account (a str of any
   // length), then its context part, which ends with the attributes.
   const withAttributes = row[0] === 0x9a
@@ -214,10 +201,10 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
         : 5 + ((row[3]! << 24) >>> 0) + ((row[4]! << 16) | (row[5]! << 8) | row[6]!))
   const context = row.subarray(contextAt)
   const seqSize = seq < 0x40 ? 1 : seq <= 0xffffffff ? 5 : 9
-  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + (withAttributes ? 0 : 1) + (origin?.bytes.length ?? 0))
-  out[0] = 0xdc // array16 of 20 (21 with the origin, 22 with its seq)
+  const out = Buffer.allocUnsafe(4 + seqSize + prefix.length + 3 + 18 + 1 + context.length + (withAttributes ? 0 : 1) + (origin?.length ?? 0))
+  out[0] = 0xdc // array16 of 20 (21 with the origin)
   out[1] = 0
-  out[2] = 20 + (origin?.elements ?? 0)
+  out[2] = origin === null ? 20 : 21
   out[3] = TUPLE
   let at = 4
   if (seqSize === 1) {
@@ -246,20 +233,13 @@ export function recordOfRow (row: Uint8Array, seq: number, prefix: Uint8Array, n
   out.set(context, at) // occurredAtMs, visitorId, profileId, event, eventFields, audience, change[, attributes]
   at += context.length
   if (!withAttributes) out[at++] = 0xc0 // attributes
-  if (origin !== null) out.set(origin.bytes, at) // the id's node[, its seq] (originBytes)
+  if (origin !== null) out.set(origin, at) // the id's node (originBytes)
   return out
 }
 
-/** What recordOfRow appends to a record whose id carries its node (cluster mode): the tuple's last elements, and how many. */
-export interface OriginBytes {
-  bytes: Uint8Array
-  elements: 1 | 2
-}
-
-/** The OriginBytes of an id's node, and of the id's seq when it is not the record's key (a resent row's first seq). */
-export function originBytes (origin: string, originSeq?: number): OriginBytes {
-  if (originSeq === undefined) return { bytes: encoder.pack(origin), elements: 1 }
-  return { bytes: Buffer.concat([encoder.pack(origin), encoder.pack(originSeq)]), elements: 2 }
+/** What recordOfRow appends for a record whose id carries its node (cluster mode). */
+export function originBytes (origin: string): Uint8Array {
+  return encoder.pack(origin)
 }
 
 /** Bytes to put in the outbox or deliveries db as they are: inside a msgpack bin, which the db decodes as a Buffer of them. */
@@ -282,8 +262,7 @@ function fromStored (value: unknown): unknown {
   const t = value as unknown[]
   const account = t[3] as string
   const origin = typeof t[20] === 'string' ? t[20] : undefined
-  const originSeq = origin !== undefined && typeof t[21] === 'number' ? t[21] : undefined
-  const id = origin === undefined ? `${t[1] as number}.${t[2] as string}` : `${origin}:${originSeq ?? t[1] as number}.${t[2] as string}`
+  const id = origin === undefined ? `${t[1] as number}.${t[2] as string}` : `${origin}:${t[1] as number}.${t[2] as string}`
   const context: ContextShape = { account }
   if (t[13] !== null) context.visitorId = t[13] as string
   if (t[14] !== null) context.profileId = t[14] as string
@@ -300,7 +279,6 @@ function fromStored (value: unknown): unknown {
   }
   if (t[4] !== null) record.node = t[4] as string
   if (origin !== undefined) record.origin = origin
-  if (originSeq !== undefined) record.originSeq = originSeq
   return record
 }
 

@@ -160,7 +160,7 @@ describe('outbox relay', () => {
       expect(decoded).to.equal(1)
       // A row whose transaction failed: the hub heard of it, LMDB never had it.
       const lost = store.allocateSeq()
-      for (const appended of outboxAppended.list) appended(lost, purchase(1, { orderId: 'lost' }), encodeRow(purchase(1, { orderId: 'lost' })), null)
+      for (const appended of outboxAppended.list) appended(lost, purchase(1, { orderId: 'lost' }), encodeRow(purchase(1, { orderId: 'lost' })))
       const seqs = Array.from({ length: 20 }, (_, i) => Number(store.appendOutbox(purchase(i, { orderId: `o-${i}` }))))
       await waitFor(() => published.length === 21, 5000, 'twenty rows relayed')
       await new Promise(resolve => setTimeout(resolve, 50))

@@ -26,8 +26,6 @@ export type ClusterAnswer = ClusterStatus
 export interface ClusterMember {
   id: string
   dataDir: string
-  /** The data folder's id (Store.nodeId): what its delivery ids start with. */
-  folderId: string
   /** The running process, null while stopped. */
   process: BeaconProcess | null
   /** The URL of the running process (throws while stopped). */
@@ -72,7 +70,6 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
   const nats = await startNatsCluster()
   const template = tempDir('beacon-cluster-seed-')
   const dirs: string[] = [template]
-  const folderIds = new Map<string, string>()
   const members: ClusterMember[] = []
   try {
     const seed = await startBeacon({ dataDir: template })
@@ -83,9 +80,7 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       cpSync(template, dir, { recursive: true })
       rmSync(join(dir, LOCK_FILE), { force: true })
       const store = new Store({ path: dir, durability: 'committed' })
-      const folderId = randomUUID()
-      store.meta.putSync(NODE_ID_KEY, folderId)
-      folderIds.set(dir, folderId)
+      store.meta.putSync(NODE_ID_KEY, randomUUID())
       await store.close()
       dirs.push(dir)
       return dir
@@ -101,7 +96,7 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       ...extra,
     })
     const member = (id: string, dataDir: string): ClusterMember => ({
-      id, dataDir, folderId: folderIds.get(dataDir)!, process: null,
+      id, dataDir, process: null,
       get url () {
         if (this.process === null) throw new Error(`${this.id} is not running`)
         return this.process.url

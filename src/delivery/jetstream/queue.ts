@@ -201,9 +201,7 @@ export class JetStreamQueue implements DeliveryQueue {
   /**
    * The records as chunks: consecutive records of one subject travel together, up to
    * PUBLISH_RECORDS_MAX records a message (one publish, PubAck, pull and ack for the lot: per-record
-   * messages spent most of the transport's time in NATS traffic). A record of a row resent for another
-   * node (a takeover, rare) goes alone: its message id is then its record id, as its first publish's
-   * was if that went alone, so the duplicate window can absorb the resend.
+   * messages spent most of the transport's time in NATS traffic).
    */
   private chunksOf (records: readonly DeliveryRecord[], encoded: readonly Uint8Array[] | undefined): Chunk[] {
     const chunks: Chunk[] = []
@@ -211,10 +209,6 @@ export class JetStreamQueue implements DeliveryQueue {
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!
       const subject = this.subjects.of(record)
-      if (record.originSeq !== undefined) {
-        chunks.push({ subject, records: [record], parts: [encoded?.[i] ?? encodeRecord(record)] })
-        continue
-      }
       let chunk = open.get(subject)
       if (chunk === undefined || chunk.records.length === PUBLISH_RECORDS_MAX) {
         chunk = { subject, records: [], parts: [] }

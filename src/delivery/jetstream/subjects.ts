@@ -13,15 +13,10 @@ export function subjectToken (text: string): string {
   return text === '' ? '_' : Buffer.from(text, 'utf8').toString('base64url')
 }
 
-/**
- * The message id that makes a re-publish of the same record a duplicate, and a replay not one. The
- * node's id is prefixed where record ids are per data folder (`<seq>.<webhook>`); a record id of
- * cluster mode names its data folder already (`<origin>:<seq>.<webhook>`) and goes alone, so a row a
- * new owner resends (same record id) can be absorbed as a duplicate of its first owner's publish.
- */
+/** The message id that makes a re-publish of the same record a duplicate, and a replay not one. */
 export function messageIdOf (record: DeliveryRecord, nodeId = ''): string {
   const id = record.replayedAtMs === null ? record.id : `${record.id}@${record.replayedAtMs}`
-  return nodeId === '' || record.origin !== undefined ? id : `${nodeId}:${id}`
+  return nodeId === '' ? id : `${nodeId}:${id}`
 }
 
 /** The account part of a webhook subject (`<prefix>.<account>`). */
