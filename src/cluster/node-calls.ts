@@ -13,11 +13,12 @@
 // ApiError. Payloads and answers are msgpack, one NATS message each (at most the servers' max_payload:
 // the methods keep their answers well below it).
 
-import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node'
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
 import { ApiError, type ErrorItem } from '../errors.js'
 import { log } from '../log.js'
 import { invalidArgument, positiveInteger } from './errors.js'
+import { NO_RESPONDERS, Requests } from './requests.js'
 
 /** Runs a call at the called node; throws an ApiError to refuse it. */
 export type NodeCallHandler = (payload: unknown) => Promise<unknown>
@@ -49,6 +50,7 @@ const BACKOFF_MAX_MS = 100
 export class NodeCalls {
   readonly nodeId: string
   private readonly nc: NatsConnection
+  private readonly requests: Requests
   private readonly prefix: string
   private readonly live: () => string[]
   private readonly budgetMs: number
@@ -59,6 +61,7 @@ export class NodeCalls {
     if (!NODE_ID.test(options.cluster)) throw invalidArgument('cluster', 'must be letters, digits, - or _')
     if (!NODE_ID.test(options.nodeId)) throw invalidArgument('nodeId', 'must be letters, digits, - or _')
     this.nc = options.nc
+    this.requests = new Requests(options.nc)
     this.nodeId = options.nodeId
     this.prefix = `beacon.${options.cluster}.${options.namespace ?? 'node'}`
     this.live = options.live
@@ -98,11 +101,11 @@ export class NodeCalls {
       if (remaining <= 0) break
       let msg: Msg
       try {
-        msg = await this.nc.request(subject, data, { timeout: remaining })
+        msg = await this.requests.request(subject, data, remaining)
       } catch (error) {
         // Not subscribed yet (a node starting): again, within the budget. Anything else (a timeout, the
         // connection lost) is the end: the call may have run there, it must not run twice.
-        if (!(error instanceof errors.RequestError && error.isNoResponders())) break
+        if (error !== NO_RESPONDERS) break
         await sleep(Math.min(backoffMs, Math.max(0, deadline - Date.now())))
         backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS)
         continue

@@ -1,4 +1,4 @@
-// Request/reply on the hot paths of cluster mode (changelog appends, forwarded requests, actor messages)
+// Request/reply in cluster mode (changelog appends, forwarded requests, actor messages, calls to a named node)
 // without nats.js's per-request machinery. `nc.request` (and `js.publish`, which is built on it) makes a
 // request object, a timer and, even with `noAsyncTraces`, a `RequestError("cancelled")` with its stack
 // trace for every request that succeeds (its RequestOne rejects its settled promise once more when it
