@@ -4,7 +4,10 @@
 // A partition given back is handed over beside the rounds (onReleasing, then the release), as a gained
 // one is recovered beside them: the lease stays held and renewed until the handover is done, and a slow
 // handover never holds back the renewal of the other leases or the heartbeat (which would cost the node
-// every lease and its place among the members, and leave another node holding every partition).
+// every lease and its place among the members, and leave another node holding every partition). A
+// handover still unfinished after `handoverLimitMs` is cut short: the partition is dropped here (onLost,
+// reason 'handover') and its lease released, so a joining node is not kept below its share for as long
+// as a release hangs; the new owner's claim of the changelog fences anything the old release still sends.
 // Among free partitions a node prefers those it ranks highest by rendezvous hashing (hash of node and
 // partition), so nodes starting together mostly reach for different ones.
 //
@@ -33,7 +36,7 @@ export const systemTimers: Timers = {
   clearTimeout: handle => clearTimeout(handle as NodeJS.Timeout),
 }
 
-export type LossReason = 'refused' | 'expired'
+export type LossReason = 'refused' | 'expired' | 'handover'
 
 export interface BalancerOptions {
   table: LeaseTable
@@ -41,6 +44,8 @@ export interface BalancerOptions {
   partitions: number
   /** Between two rounds of renewals and balancing. Default: a third of the lease time. */
   tickMs?: number
+  /** How long a handover may take before it is cut short (see above). Default: 10 lease times, at least 30 s. */
+  handoverLimitMs?: number
   clock?: Clock
   timers?: Timers
   /**
@@ -76,11 +81,16 @@ export class Balancer {
   private readonly options: BalancerOptions
   private readonly held = new Map<number, Held>()
   /**
-   * Handovers under way, by partition, until onReleasing has returned and the lease is released (also
-   * when the lease was lost meanwhile): such a partition is not taken again before (the keeper is still
-   * releasing it). close() waits for them all.
+   * Handovers under way, by partition, until the lease is released (also when the lease was lost
+   * meanwhile, or the handover cut short). close() waits for them all.
    */
   private readonly handovers = new Map<number, Promise<void>>()
+  /**
+   * Partitions whose onReleasing has not returned yet (a handover cut short included): not taken again
+   * before (a late release must never drop a newer recovery of the partition).
+   */
+  private readonly releasing = new Set<number>()
+  private readonly handoverLimitMs: number
   private readonly view: KvView
   private timer: unknown = null
   private soon: unknown = null
@@ -97,6 +107,7 @@ export class Balancer {
     this.members = options.members
     this.partitions = positiveInteger('partitions', options.partitions)
     this.tickMs = positiveInteger('tickMs', options.tickMs ?? Math.max(1, Math.floor(options.table.leaseMs / 3)))
+    this.handoverLimitMs = positiveInteger('handoverLimitMs', options.handoverLimitMs ?? Math.max(30_000, 10 * options.table.leaseMs))
     this.clock = options.clock ?? systemClock
     this.timers = options.timers ?? systemTimers
     // A released lease is free at once: look again soon rather than at the next tick.
@@ -266,7 +277,7 @@ export class Balancer {
   private async acquire (wanted: number): Promise<void> {
     const free: number[] = []
     for (let partition = 0; partition < this.partitions; partition++) {
-      if (!this.held.has(partition) && !this.handovers.has(partition) && this.view.live(LeaseTable.key(partition)) === null) free.push(partition)
+      if (!this.held.has(partition) && !this.handovers.has(partition) && !this.releasing.has(partition) && this.view.live(LeaseTable.key(partition)) === null) free.push(partition)
     }
     const tries = this.ranked(free).slice(0, wanted)
     let refused = false
@@ -321,19 +332,32 @@ export class Balancer {
 
   /**
    * Starts handing the partition over, beside the rounds: onReleasing (in-flight writes finished) while
-   * the rounds keep renewing its lease, then the lease released. Not awaited by the round.
+   * the rounds keep renewing its lease, then the lease released; after handoverLimitMs without the end
+   * of onReleasing, the partition is dropped (onLost) and its lease released. Not awaited by the round.
    */
   private handOver (partition: number): void {
     const held = this.held.get(partition)
     if (held === undefined || held.handover !== null) return
+    this.releasing.add(partition)
+    const released = (async () => { await this.options.onReleasing?.(partition) })()
+      .catch(() => {})
+      .finally(() => { this.releasing.delete(partition) })
     const handover = (async () => {
-      try {
-        await this.options.onReleasing?.(partition)
-      } catch {}
+      let limit: unknown = null
+      const finished = await Promise.race([
+        released.then(() => true),
+        new Promise<boolean>(resolve => { limit = this.timers.setTimeout(() => resolve(false), this.handoverLimitMs) }),
+      ])
+      this.timers.clearTimeout(limit)
       // Lost meanwhile (onLost was called): nothing to release.
       if (this.held.get(partition) !== held) return
-      // Not ours any more from here on: holds() is false and renewals skip it.
-      this.held.delete(partition)
+      if (finished) {
+        // Not ours any more from here on: holds() is false and renewals skip it.
+        this.held.delete(partition)
+      } else {
+        log.warn({ partition, handoverLimitMs: this.handoverLimitMs }, 'handover not finished in time: the partition is dropped and its lease released')
+        this.lose(partition, 'handover')
+      }
       await this.releaseLease(held)
     })().finally(() => { this.handovers.delete(partition) })
     held.handover = handover

@@ -9,6 +9,8 @@
 //   (freeSinceMs set), also when the first survivor to take it fails its recovery and gives it back (a
 //   refused acquire in between used to make the node forget the earlier lease: the takeover went
 //   uncounted).
+// - A handover that never ends is cut short after handoverLimitMs: the partition dropped and its lease
+//   released for the joining node, and not taken back while its release still hangs.
 
 import { expect } from 'chai'
 import { connect, Empty, headers, type NatsConnection } from '@nats-io/transport-node'
@@ -86,6 +88,56 @@ describe('balancer: handovers and takeovers (3-server NATS cluster, R3 buckets)'
     console.log(`      balanced 32/32 ${(performance.now() - opened).toFixed(0)} ms after the handovers were let through`)
     expect(lostByA).to.deep.equal([])
     expect([...handingOver].sort((x, y) => x - y)).to.deep.equal(b.balancer.owned())
+    await Promise.all(nodes.splice(0).map(node => node.balancer.close()))
+  })
+
+  it('cuts a handover still hanging after handoverLimitMs short: the partition dropped (onLost "handover"), its lease released and taken by the joining node, not taken back while its release hangs', async () => {
+    const partitions = 16
+    const gate = new Promise<void>(resolve => { open = resolve })
+    const handingOver = new Set<number>()
+    const lostByA: Array<{ partition: number, reason: LossReason }> = []
+    const a = await openLeaseNode({
+      urls: cluster.urls, id: 'h1', leaseMs: LEASE_MS, partitions, handoverLimitMs: 2 * LEASE_MS,
+      onAcquired: () => {},
+      onLost: (partition, reason) => { lostByA.push({ partition, reason }) },
+      onReleasing: async partition => {
+        handingOver.add(partition)
+        await gate
+      },
+    })
+    connections.push(a.nc)
+    nodes.push(a)
+    await a.balancer.start()
+    await until('h1 holding every partition', () => a.balancer.owned().length === partitions, 30_000, 20)
+    const b = await openLeaseNode({ urls: cluster.urls, id: 'h2', leaseMs: LEASE_MS, partitions, onAcquired: () => {}, onLost: () => {} })
+    connections.push(b.nc)
+    nodes.push(b)
+    await b.balancer.start()
+    await until('h1 handing 8 partitions over', () => handingOver.size === partitions / 2, 10_000, 20)
+    const handingSince = Date.now()
+    // Within the limit the handovers just hang: h1 keeps every lease, h2 gets nothing.
+    while (Date.now() - handingSince < LEASE_MS) {
+      expect(b.balancer.owned()).to.deep.equal([])
+      expect(a.balancer.owned()).to.have.length(partitions)
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    await until('8 partitions each', () => b.balancer.owned().length === partitions / 2 && a.balancer.owned().length === partitions / 2, 15_000, 20)
+    console.log(`      the hung handovers cut short and their partitions taken by h2 ${Date.now() - handingSince} ms after they began (limit ${2 * LEASE_MS} ms)`)
+    const dropped = [...handingOver].sort((x, y) => x - y)
+    expect(b.balancer.owned()).to.deep.equal(dropped)
+    expect(lostByA.map(one => one.partition).sort((x, y) => x - y)).to.deep.equal(dropped)
+    expect(lostByA.every(one => one.reason === 'handover')).to.equal(true)
+    // Their releases still hang: h1 does not take them back (nor any other), over two lease times, nor
+    // after the releases end.
+    const until2 = Date.now() + 2 * LEASE_MS
+    while (Date.now() < until2) {
+      expect(b.balancer.owned()).to.deep.equal(dropped)
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    open()
+    await new Promise(resolve => setTimeout(resolve, LEASE_MS))
+    expect(b.balancer.owned()).to.deep.equal(dropped)
+    expect(a.balancer.owned()).to.have.length(partitions / 2)
     await Promise.all(nodes.splice(0).map(node => node.balancer.close()))
   })
 

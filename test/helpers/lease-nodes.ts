@@ -13,7 +13,7 @@ export interface LeaseNode {
   balancer: Balancer
 }
 
-export interface LeaseNodeOptions extends Pick<BalancerOptions, 'onAcquired' | 'onLost' | 'onReleasing' | 'timers' | 'clock'> {
+export interface LeaseNodeOptions extends Pick<BalancerOptions, 'onAcquired' | 'onLost' | 'onReleasing' | 'timers' | 'clock' | 'handoverLimitMs'> {
   urls: string[]
   id: string
   leaseMs: number
