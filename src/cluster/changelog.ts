@@ -22,7 +22,7 @@
 import { headers, nuid, type NatsConnection } from '@nats-io/transport-node'
 import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager,
-  type JetStreamClient, type JetStreamManager, type StoredMsg,
+  type ApiError, type JetStreamClient, type JetStreamManager, type StoredMsg,
 } from '@nats-io/jetstream'
 import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
@@ -84,10 +84,11 @@ interface PubAck {
   stream?: string
   seq?: number
   duplicate?: boolean
-  error?: { code: number, err_code: number, description: string }
+  error?: ApiError
 }
 
 const textDecoder = new TextDecoder()
+const textEncoder = new TextEncoder()
 
 // Plain msgpack (no records extension): every message decodes on its own, on any node, in any version.
 const packr = new Packr({ useRecords: false, moreTypes: false })
@@ -285,11 +286,24 @@ export class Changelog {
     }
     let deleted = 0
     const remove = async (seq: number): Promise<void> => {
-      const gone = await retryWhileElecting(() => this.jsm.streams.deleteMessage(this.stream, seq, false).catch(notFoundAsGone), this.appendTimeoutMs)
-      if (gone) deleted++
+      if (await retryWhileElecting(() => this.deleteMessage(seq), this.appendTimeoutMs)) deleted++
     }
     for (let at = 0; at < doomed.length; at += DELETES_IN_FLIGHT) await Promise.all(doomed.slice(at, at + DELETES_IN_FLIGHT).map(remove))
     return deleted
+  }
+
+  /**
+   * Deletes one message (without overwriting it on disk): true, or false when it was gone already.
+   * The JetStream API request sent on this changelog's Requests, not jsm.streams.deleteMessage: a
+   * compaction by deletes sends thousands of them, and nats.js's request machinery costs a stack trace
+   * each (src/cluster/requests.ts). Throws a JetStreamApiError for a refusal (10008 while electing).
+   */
+  private async deleteMessage (seq: number): Promise<boolean> {
+    const payload = textEncoder.encode(JSON.stringify({ seq, no_erase: true }))
+    const answer = JSON.parse(textDecoder.decode((await this.requests.request(`$JS.API.STREAM.MSG.DELETE.${this.stream}`, payload, ATTEMPT_TIMEOUT_MS)).data)) as { success?: boolean, error?: ApiError }
+    if (answer.error === undefined) return answer.success === true
+    if (answer.error.err_code === JetStreamApiCodes.NoMessageFound) return false
+    throw new JetStreamApiError(answer.error)
   }
 
   /** The sequence of the partition's last message, 0 when it has none. Asks the stream leader. */
@@ -502,11 +516,6 @@ function checkPartition (partition: number): void {
 }
 
 /** A delete of a message that is no longer there: nothing to do (false). */
-function notFoundAsGone (error: unknown): boolean {
-  if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return false
-  throw error
-}
-
 function notFoundAsNull (error: unknown): StoredMsg | null {
   if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null
   throw error
