@@ -4,7 +4,9 @@
 // a 3-server NATS cluster (R3), wrk spreading the connections over the three; all in one run, throughput
 // reported as ratios against (a). Two more rows on (c)'s NATS cluster split (c)'s cost: (b3) one node
 // on it, before the two others start (what R3 adds), and (c2) the three nodes with each wrk sending only
-// ids its node owns, as a partition-aware client would (what the forwarding hop adds). For every row: the CPU per request of the Beacon processes and of the
+// ids its node owns, as a partition-aware client would (what the forwarding hop adds); and the hop's
+// transport alone, no Beacon on either side: NATS request/reply between two processes connected to two
+// of the servers (bench/nats-hop.ts), as many in flight as (c) forwards. For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
 // the requests), and the share of requests forwarded to their partition's owner
 // (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
@@ -57,6 +59,10 @@ const WRK = process.env.BENCH_WRK || 'wrk'
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
 const PHASES = ['a', 'b', 'c', 'takeover'] as const
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
+
+/** Before (c): the nodes and NATS servers together below this many cores, for at most QUIET_WAIT_MS. */
+const QUIET_CORES = 0.15
+const QUIET_WAIT_MS = 180_000
 
 /** The targets of issue 17. */
 const CLUSTER_RATIO_TARGET = 0.5
@@ -409,7 +415,69 @@ interface Takeover {
   wrong: number
 }
 
-async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<Takeover | null> {
+/**
+ * Waits until the processes use less than QUIET_CORES together over a second (at most QUIET_WAIT_MS),
+ * saying how long it took.
+ */
+async function quiet (pids: number[]): Promise<void> {
+  const startedAt = performance.now()
+  process.stderr.write('  waiting for the cluster to go quiet after the joins')
+  for (;;) {
+    const before = sumCpu(pids)
+    await sleep(1000)
+    const cores = sumCpu(pids) - before
+    const waitedS = (performance.now() - startedAt) / 1000
+    if (cores < QUIET_CORES || waitedS * 1000 >= QUIET_WAIT_MS) {
+      process.stderr.write(`: ${waitedS.toFixed(0)} s (${cores.toFixed(2)} cores in use)\n`)
+      return
+    }
+  }
+}
+
+/** The bare NATS round trip of bench/nats-hop.ts: CPU µs per round trip in the two processes and in nats-server. */
+interface Hop { inFlight: number, roundTrips: number, failed: number, clientUs: number, natsUs: number }
+
+/** Two processes doing request/reply through two servers of `cluster` for DURATION_S (see bench/nats-hop.ts). */
+async function measureHop (cluster: NatsCluster, natsPids: number[]): Promise<Hop> {
+  // As many as (c) forwards at once: two requests in three of its connections.
+  const inFlight = Math.max(1, Math.round(CONNECTIONS * 2 / 3))
+  process.stderr.write(`  the hop's transport alone (NATS request/reply, ${inFlight} in flight): measuring ${DURATION_S} s`)
+  const script = join(ROOT, 'bench', 'nats-hop.ts')
+  const run = (args: string[]): ReturnType<typeof spawn> => track(spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }))
+  // A forwarded pageView: about 400 bytes out (route, headers, body), 300 back.
+  const responder = run(['respond', cluster.urls[1]!, '300'])
+  try {
+    await new Promise<void>((resolve, reject) => {
+      responder.stdout!.setEncoding('utf8').on('data', (text: string) => { if (text.includes('ready')) resolve() })
+      responder.once('exit', code => reject(new Error(`the hop's responder exited with ${code}`)))
+    })
+    const requester = run(['request', cluster.urls[0]!, String(inFlight), String(DURATION_S), '400'])
+    let out = ''
+    const line = (prefix: string): Promise<string> => new Promise(resolve => {
+      const look = (): void => {
+        const found = out.split('\n').find(text => text.startsWith(prefix))
+        if (found === undefined) return
+        requester.stdout!.off('data', look)
+        resolve(found)
+      }
+      requester.stdout!.on('data', look)
+      look()
+    })
+    requester.stdout!.setEncoding('utf8').on('data', (text: string) => { out += text })
+    await line('start')
+    const before = { responder: processCpu(responder.pid!), nats: sumCpu(natsPids) }
+    const { roundTrips, failed, cpuUs } = JSON.parse(await line('{')) as { roundTrips: number, failed: number, cpuUs: number }
+    const after = { responder: processCpu(responder.pid!), nats: sumCpu(natsPids) }
+    process.stderr.write(` — ${Math.round(roundTrips / DURATION_S)} round trips/s\n`)
+    const per = (us: number): number => roundTrips === 0 ? 0 : us / roundTrips
+    // processCpu counts seconds, the requester microseconds.
+    return { inFlight, roundTrips, failed, clientUs: per((after.responder - before.responder) * 1e6 + cpuUs), natsUs: per((after.nats - before.nats) * 1e6) }
+  } finally {
+    responder.kill('SIGTERM')
+  }
+}
+
+async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<{ takeover: Takeover | null, hop: Hop | null }> {
   const cluster: NatsCluster = await startNatsCluster()
   const nodes: Node[] = []
   try {
@@ -425,12 +493,16 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
     await settled(nodes)
     await served(tenant, nodes)
+    // The joins hand 42 partitions over: snapshots, recoveries, and the compaction of what (b3) wrote
+    // (one delete per message on nats-server < 2.9.18). Measured, that work would be charged to (c).
+    await quiet([...nodes.map(node => node.pid), ...natsPids])
     if (runRows) {
       for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
       const idFiles = await ownedIdFiles(nodes, tenant)
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
     }
-    return runTakeover ? await takeoverOf(nodes, tenant) : null
+    const hop = runRows ? await measureHop(cluster, natsPids) : null
+    return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop }
   } finally {
     // SIGTERM (a SIGKILLed node is already gone): a node started with --cpu-prof writes its profile.
     await Promise.all(nodes.map(node => node.stop()))
@@ -568,7 +640,7 @@ const cpu = (row: Row): number => row.beaconUs + row.natsUs
  * what three nodes add without forwarding (c2 - b3), and what the forwarding hop costs (c - c2, per
  * request, and per forwarded request).
  */
-function decomposition (rows: Row[]): string[] {
+function decomposition (rows: Row[], hop: Hop | null): string[] {
   const lines: string[] = []
   for (const { name } of WORKLOADS) {
     const [b, b3, c, c2] = (['b', 'b3', 'c', 'c2'] as const).map(phase => rows.find(row => row.phase === phase && row.workload === name && row.failed === null))
@@ -577,6 +649,10 @@ function decomposition (rows: Row[]): string[] {
     lines.push(`  ${name}: one node ${cpu(b).toFixed(0)} µs/req on R1; R3 ${us(cpu(b3) - cpu(b))} (Beacon ${us(b3.beaconUs - b.beaconUs)}, NATS ${us(b3.natsUs - b.natsUs)}); ` +
       `three nodes to the owner ${us(cpu(c2) - cpu(b3))}; the forwarding hop ${us(cpu(c) - cpu(c2))} a request ` +
       `(${((cpu(c) - cpu(c2)) / c.forwardedShare).toFixed(0)} µs per forwarded request, ${(c.forwardedShare * 100).toFixed(0)} % forwarded)`)
+  }
+  if (hop !== null) {
+    lines.push(`  the hop's transport alone (bench/nats-hop.ts: request/reply between two processes through two NATS servers, ${hop.inFlight} in flight, no Beacon): ` +
+      `${(hop.clientUs + hop.natsUs).toFixed(0)} µs per round trip (the two processes ${hop.clientUs.toFixed(0)}, NATS ${hop.natsUs.toFixed(0)}; ${hop.roundTrips} round trips, ${hop.failed} failed)`)
   }
   return lines
 }
@@ -671,6 +747,7 @@ async function main (): Promise<void> {
 
   const rows: Row[] = []
   let takeover: Takeover | null = null
+  let hop: Hop | null = null
   const failures: string[] = []
   const attempt = async (name: string, run: () => Promise<void>): Promise<void> => {
     try {
@@ -684,7 +761,7 @@ async function main (): Promise<void> {
   if (selected('b')) await attempt('(b)', () => phaseOneNode(rows))
   if (selected('c') || selected('takeover')) {
     await attempt('(c)', async () => {
-      takeover = await phaseThreeNodes(rows, selected('c'), selected('takeover'))
+      ({ takeover, hop } = await phaseThreeNodes(rows, selected('c'), selected('takeover')))
     })
   }
 
@@ -692,7 +769,7 @@ async function main (): Promise<void> {
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
   process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
   process.stdout.write(table(rows) + '\n\n')
-  const parts = decomposition(rows)
+  const parts = decomposition(rows, hop)
   if (parts.length > 0) process.stdout.write(`CPU per request, where it goes (Beacon + NATS):\n${parts.join('\n')}\n\n`)
   for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)
   const t = takeover as Takeover | null
@@ -710,7 +787,7 @@ async function main (): Promise<void> {
   for (const failure of failures) process.stdout.write(`FAILED ${failure}\n`)
   process.stdout.write('BENCH_JSON=' + JSON.stringify({
     date: new Date().toISOString(), build, machine, busyBefore, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S,
-    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, takeover, targets, failures,
+    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, hop, takeover, targets, failures,
   }) + '\n')
   const failedRows = rows.some(row => row.failed !== null)
   if (failures.length > 0 || failedRows || (process.env.BENCH_STRICT === '1' && targets.some(target => !target.met))) process.exitCode = 1
