@@ -41,7 +41,7 @@ import { Access } from './http/access.js'
 import { protectAdminRoutes } from './http/protect.js'
 import { userRoutes } from './http/user-routes.js'
 import { auditRoutes } from './http/audit-routes.js'
-import { MediaStore } from './media/media-store.js'
+import { LocalMediaStore, type MediaStore } from './media/media-store.js'
 import { mediaRoutes } from './http/media-routes.js'
 import { tryRoutes } from './http/try-routes.js'
 import { reportRoutes } from './http/report-routes.js'
@@ -92,7 +92,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // through their partition's changelog (src/cluster-mode.ts). Null in the embedded mode.
   const cluster: ClusterMode | null = config.cluster === null
     ? null
-    : await openClusterMode({ config, store, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
+    : await openClusterMode({ config, store, clock, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)
@@ -147,6 +147,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           erase: (kind, account, id) => kind === 'visitors' ? runtime.send(visitors, account, id, { type: 'erase' }) : runtime.send(profiles, account, id, { type: 'erase' }),
           keysIn: (partition, account) => cluster.keysIn(partition, account),
         },
+    removeMedia: cluster === null ? null : account => cluster.media.removeAccount(account),
   })
   accountDeletions.start()
   if (cluster !== null) {
@@ -160,6 +161,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     for (const partition of cluster.node.status().owned) eraseDeleted(partition)
   }
   const audit = new AuditLog(store, clock)
+  // Cluster mode: images in the cluster's JetStream, served by every node (src/media/cluster-media-store.ts).
+  const media: MediaStore = cluster?.media ?? new LocalMediaStore(store, clock, config.mediaPerAccountMax)
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 
   const server: HttpServer<RouteDefinition> = new HttpServer({
@@ -199,7 +202,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),
       ...auditRoutes({ catalogs, audit }),
-      ...mediaRoutes({ catalogs, media: new MediaStore(store, clock) }),
+      ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
       ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs }),
       ...sdkRoutes(),

@@ -3,7 +3,8 @@
 // profile kinds write through (actors/entity-log.ts), the replicated configuration the catalogs write
 // through (src/catalog/replicated-config.ts) and the forwarder that routes requests to their
 // partition's owner (src/cluster/forwarder.ts), and the calls to a named node (src/cluster/node-calls.ts:
-// the deliveries log of every node), joined as docs/cluster.md says. Nothing here runs in
+// the deliveries log of every node), and the media every node serves from the cluster's Object Store
+// bucket (src/media/cluster-media-store.ts), joined as docs/cluster.md says. Nothing here runs in
 // embedded mode.
 
 import type { NatsConnection } from '@nats-io/transport-node'
@@ -25,6 +26,10 @@ import { ScheduleClaims } from './cluster/schedule-claims.js'
 import type { ScheduleCluster } from './delivery/schedules.js'
 import { ActorRouter } from '../actors/actor-router.js'
 import { NodeCalls } from './cluster/node-calls.js'
+import { ObjectBucket } from './cluster/object-bucket.js'
+import { LeaseTable } from './cluster/leases.js'
+import { ClusterMediaStore, MEDIA_LOCK_MS } from './media/cluster-media-store.js'
+import type { Clock } from './clock.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -47,9 +52,11 @@ export interface ClusterMode {
   actors: ActorRouter
   /** Calls to a named node (the deliveries log of every node: src/delivery/cluster-history.ts serves and calls through it). */
   calls: NodeCalls
+  /** The media routes' store (images in the cluster's bucket) and the account deletions' `removeMedia`. */
+  media: ClusterMediaStore
   /**
    * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
-   * joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
+   * catches up with the media bucket, joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
    * and the hub hears of the webhooks the configuration brings.
    */
   start (catalogs: Catalogs): Promise<void>
@@ -60,6 +67,7 @@ export interface ClusterMode {
 export interface ClusterModeOptions {
   config: Config
   store: Store
+  clock: Clock
   runtime: ActorRuntime
   outboxAppended: Listeners<OutboxAppended>
   metrics: Metrics | null
@@ -70,7 +78,7 @@ export interface ClusterModeOptions {
 
 /** Opens the node (refusing to start on a partition count or node id conflict) and its entity log. */
 export async function openClusterMode (options: ClusterModeOptions): Promise<ClusterMode> {
-  const { config, store, runtime, outboxAppended, metrics } = options
+  const { config, store, clock, runtime, outboxAppended, metrics } = options
   const { cluster, natsUrl } = config
   if (cluster === null || natsUrl === null) throw new Error('cluster mode needs BEACON_CLUSTER and BEACON_NATS_URL')
   const nodeId = config.nodeId ?? store.nodeId
@@ -107,6 +115,11 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     const calls = new NodeCalls({ nc, cluster, nodeId, live: () => node.liveNodes() })
     // A record names the data folder holding it (its `node`), not BEACON_NODE_ID: calls addressed by that.
     const holders = new NodeCalls({ nc, cluster, nodeId: store.nodeId, live: () => [], namespace: 'holder' })
+    const media = new ClusterMediaStore({
+      bucket: await ObjectBucket.open({ nc, bucket: `BEACON_MEDIA_${cluster}`, replicas: config.replicas }),
+      locks: await LeaseTable.open({ nc, bucket: `BEACON_MEDIA_LOCKS_${cluster}`, leaseMs: MEDIA_LOCK_MS, replicas: config.replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') }),
+      store, clock, perAccountMax: config.mediaPerAccountMax,
+    })
     let replicatedConfig: ReplicatedConfig | null = null
     return {
       node,
@@ -136,9 +149,11 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       forwarder,
       actors,
       calls,
+      media,
       async start (catalogs) {
         replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
         await replicatedConfig.ready
+        await media.start()
         await node.start(entityLog)
         forwarder.sync()
         actors.sync()
@@ -152,6 +167,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await calls.close()
         await holders.close()
         replicatedConfig?.close()
+        media.close()
         entityLog.close()
         await nc.close().catch(() => {})
       },

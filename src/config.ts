@@ -42,6 +42,8 @@ export interface Config {
   sessionTtlMs: number
   /** BEACON_MEDIA_MAX_BYTES: the largest media upload (raw-body routes have this limit instead of bodySizeMaxBytes). */
   mediaSizeMaxBytes: number
+  /** BEACON_MEDIA_PER_ACCOUNT_MAX: images an account may hold (exact across a cluster). */
+  mediaPerAccountMax: number
   /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
   reportFoldMs: number
   /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
@@ -197,6 +199,7 @@ export function loadConfig (env: Env = process.env): Config {
     secretsKey: secretsKey(env, problems),
     sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
     mediaSizeMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
+    mediaPerAccountMax: integer(env, 'BEACON_MEDIA_PER_ACCOUNT_MAX', 1000, 1, 100_000, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
     reports: boolean(env, 'BEACON_REPORTS', true, problems),
     cluster: token(env, 'BEACON_CLUSTER', problems),

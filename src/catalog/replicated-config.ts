@@ -16,6 +16,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
 import { ConfigStore, type ConfigChange, type ConfigKind } from '../cluster/config-kv.js'
 import { LeaseTable, type Lease } from '../cluster/leases.js'
+import { AppliedRevision } from '../cluster/applied-revision.js'
 import { partitionOf } from '../cluster/partition.js'
 import { retryWhileElecting } from '../cluster/retry.js'
 import { ApiError } from '../errors.js'
@@ -65,27 +66,22 @@ export async function startReplicatedConfig ({ nc, cluster, replicas, store, cat
   return replicated
 }
 
-interface Waiter {
-  revision: number
-  resolve: () => void
-  reject: (error: Error) => void
-  timer: NodeJS.Timeout
-}
-
 export class ReplicatedConfig implements ConfigWriter {
   /** Resolves once every record the bucket held when the watch started is applied here. */
   readonly ready: Promise<void>
   private resolveReady!: () => void
   private isReady = false
   /** The highest revision applied here (0 until ready: the first records are applied together). */
-  private applied = 0
+  private readonly applied = new AppliedRevision({
+    waitMs: CONFIG_APPLY_WAIT_MS,
+    timedOut: (revision, waitMs) => unavailable(`revision ${revision} of the configuration was not applied here within ${waitMs} ms`),
+  })
+
   private highest = 0
-  private waiters: Waiter[] = []
   /** Until ready: the records seen (their keys) and those applied once the accounts are (rows of accounts first). */
   private seen = new Set<string>()
   private deferred: ConfigChange[] = []
   private watch: { stop (): void } | null = null
-  private closed = false
 
   constructor (private readonly records: ConfigStore, private readonly locks: LeaseTable, private readonly store: Store, private readonly catalogs: Catalogs) {
     this.ready = new Promise(resolve => { this.resolveReady = resolve })
@@ -102,10 +98,10 @@ export class ReplicatedConfig implements ConfigWriter {
     const lease = await viaNats('taking the lock', this.lock(scope))
     try {
       // Every change acknowledged before the lock was taken is applied here before the check.
-      await this.waitApplied(await viaNats('reading the last revision', this.records.lastRevision()))
+      await this.applied.wait(await viaNats('reading the last revision', this.records.lastRevision()))
       let last = 0
       for (const write of decide()) last = await viaNats('storing the change', this.write(write))
-      if (last > 0) await this.waitApplied(last)
+      if (last > 0) await this.applied.wait(last)
     } finally {
       this.locks.release(lease).catch((error: unknown) => log.warn({ err: error, scope }, 'a configuration lock was not given back; it lapses by itself'))
     }
@@ -118,13 +114,8 @@ export class ReplicatedConfig implements ConfigWriter {
   }
 
   close (): void {
-    this.closed = true
     this.watch?.stop()
-    for (const waiter of this.waiters) {
-      clearTimeout(waiter.timer)
-      waiter.reject(unavailable('this node is stopping'))
-    }
-    this.waiters = []
+    this.applied.close(unavailable('this node is stopping'))
   }
 
   private async write ({ row, value }: RowWrite): Promise<number> {
@@ -134,54 +125,16 @@ export class ReplicatedConfig implements ConfigWriter {
 
   /** Takes the scope's lock, retrying while another node holds it, up to CONFIG_LOCK_WAIT_MS. */
   private async lock (scope: string): Promise<Lease> {
-    const slot = partitionOf(scope, 'config', LOCK_SLOTS)
-    const deadline = performance.now() + CONFIG_LOCK_WAIT_MS
-    let pauseMs = 1
-    for (;;) {
-      const lease = await this.locks.acquire(slot)
-      if (lease !== null) return lease
-      if (performance.now() > deadline) throw unavailable('another node holds the lock of this account\'s configuration')
-      await new Promise(resolve => setTimeout(resolve, pauseMs))
-      pauseMs = Math.min(pauseMs * 2, 20)
-    }
-  }
-
-  private waitApplied (revision: number): Promise<void> {
-    if (this.applied >= revision) return Promise.resolve()
-    if (this.closed) return Promise.reject(unavailable('this node is stopping'))
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        revision, resolve, reject,
-        timer: setTimeout(() => {
-          this.waiters = this.waiters.filter(other => other !== waiter)
-          reject(unavailable(`revision ${revision} of the configuration was not applied here within ${CONFIG_APPLY_WAIT_MS} ms`))
-        }, CONFIG_APPLY_WAIT_MS),
-      }
-      this.waiters.push(waiter)
-    })
-  }
-
-  private advance (revision: number): void {
-    if (revision <= this.applied) return
-    this.applied = revision
-    if (this.waiters.length === 0) return
-    const still: Waiter[] = []
-    for (const waiter of this.waiters) {
-      if (waiter.revision <= revision) {
-        clearTimeout(waiter.timer)
-        waiter.resolve()
-      } else {
-        still.push(waiter)
-      }
-    }
-    this.waiters = still
+    const lease = await this.locks.acquireWithin(partitionOf(scope, 'config', LOCK_SLOTS), CONFIG_LOCK_WAIT_MS)
+    if (lease === null) throw unavailable('another node holds the lock of this account\'s configuration')
+    return lease
   }
 
   private received (change: ConfigChange): void {
     this.highest = Math.max(this.highest, change.revision)
     if (this.isReady) {
       this.applyChange(change)
-      this.advance(change.revision)
+      this.applied.advance(change.revision)
       return
     }
     // The first records come in the order of their last writes: an account patched after its campaigns
@@ -197,7 +150,7 @@ export class ReplicatedConfig implements ConfigWriter {
     this.removeUnseen()
     this.seen.clear()
     this.isReady = true
-    this.advance(this.highest)
+    this.applied.advance(this.highest)
     this.resolveReady()
   }
 

@@ -12,6 +12,7 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
+import { readyAt } from './applied-revision.js'
 
 export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
@@ -72,22 +73,15 @@ export class ConfigStore {
   async watch (handlers: ConfigWatchHandlers): Promise<{ stop (): void }> {
     // The watch delivers the records in revision order: it has caught up once it reached the
     // stream's last revision at the time it started.
-    const lastRevision = await this.lastRevision()
+    const delivered = readyAt(await this.lastRevision(), handlers.onReady)
     const iterator = await this.kv.watch({ key: '>' })
-    let ready = false
-    const becomeReady = (): void => {
-      if (ready) return
-      ready = true
-      handlers.onReady?.()
-    }
-    if (lastRevision === 0) becomeReady()
     void (async () => {
       for await (const entry of iterator) {
         const change = parseKey(entry.key)
         if (change !== null) {
           handlers.onChange({ ...change, value: entry.operation === 'PUT' ? entry.value : null, revision: entry.revision })
         }
-        if (entry.revision >= lastRevision) becomeReady()
+        delivered(entry.revision)
       }
     })().catch(() => {})
     return iterator

@@ -82,6 +82,22 @@ export class LeaseTable {
     }
   }
 
+  /**
+   * Takes the lease, retrying while somebody holds it (pauses from 1 ms doubling up to 20 ms); null once
+   * `waitMs` passed without it. What a lock serialising a scope's changes across nodes waits with.
+   */
+  async acquireWithin (partition: number, waitMs: number): Promise<Lease | null> {
+    const deadline = performance.now() + waitMs
+    let pauseMs = 1
+    for (;;) {
+      const lease = await this.acquire(partition)
+      if (lease !== null) return lease
+      if (performance.now() > deadline) return null
+      await new Promise(resolve => setTimeout(resolve, pauseMs))
+      pauseMs = Math.min(pauseMs * 2, 20)
+    }
+  }
+
   /** Extends the lease; throws CLUSTER_LEASE_LOST when the compare-and-set is refused. */
   async renew (lease: Lease): Promise<Lease> {
     try {

@@ -4,7 +4,7 @@
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
-import { MEDIA_NAME_LENGTH_MAX, MEDIA_PER_ACCOUNT_MAX, type MediaStore } from '../media/media-store.js'
+import { MEDIA_NAME_LENGTH_MAX, type MediaStore } from '../media/media-store.js'
 import type { Catalogs } from '../catalog/catalogs.js'
 import { CACHE_IMMUTABLE, serveFile } from './static-files.js'
 import { accountParam } from './access.js'
@@ -21,11 +21,12 @@ export function mediaRoutes ({ catalogs, media }: { catalogs: Catalogs, media: M
       doc: {
         summary: 'Upload an image',
         description: 'The body is the image itself (any Content-Type): PNG, JPEG, GIF or WebP, decided by its bytes; ' +
-          `SVG and anything else get 415. At most BEACON_MEDIA_MAX_BYTES (2 MiB by default) and ${MEDIA_PER_ACCOUNT_MAX} images per account.`,
+          'SVG and anything else get 415. At most BEACON_MEDIA_MAX_BYTES (2 MiB by default), and BEACON_MEDIA_PER_ACCOUNT_MAX (1000 by default) images per account (409 past it). ' +
+          'In cluster mode answered once stored on a quorum of the cluster\'s JetStream (503 unavailable with Retry-After when NATS does not answer).',
         tag: 'Media',
         query: [{ name: 'name', description: `The file name shown in the panel (1 to ${MEDIA_NAME_LENGTH_MAX} characters, no slashes; default "upload").`, schema: Type.String() }],
         body: { schema: Type.String({ contentMediaType: 'application/octet-stream', description: 'The image bytes.' }), example: {}, raw: 'application/octet-stream' },
-        ok: json(201, 'The stored image.', R.Media), errors: ['account_not_found', 'media_type_unsupported', 'invalid_field', 'conflict'],
+        ok: json(201, 'The stored image.', R.Media), errors: ['account_not_found', 'media_type_unsupported', 'invalid_field', 'conflict', 'unavailable'],
       },
       async handler (request) {
         const account = accountParam(request, catalogs)
@@ -42,16 +43,16 @@ export function mediaRoutes ({ catalogs, media }: { catalogs: Catalogs, media: M
         summary: 'List the account\'s images', tag: 'Media',
         ok: json(200, 'The images (without their bytes).', Type.Object({ media: Type.Array(R.Media) })), errors: ['account_not_found'],
       },
-      handler (request) {
+      async handler (request) {
         const account = accountParam(request, catalogs)
-        return { status: 200, body: { media: media.list(account) } }
+        return { status: 200, body: { media: await media.list(account) } }
       },
     },
     {
       method: 'del', pattern: '/admin/accounts/:account/media/:id', body: false, role: 'editor',
       doc: {
-        summary: 'Delete an image', description: 'Its public URL answers 404 from then on.', tag: 'Media',
-        ok: { status: 204, description: 'Deleted.' }, errors: ['account_not_found', 'media_not_found'],
+        summary: 'Delete an image', description: 'Its public URL answers 404 from then on (in cluster mode through every node).', tag: 'Media',
+        ok: { status: 204, description: 'Deleted.' }, errors: ['account_not_found', 'media_not_found', 'unavailable'],
       },
       async handler (request) {
         const account = accountParam(request, catalogs)
@@ -68,11 +69,11 @@ export function mediaRoutes ({ catalogs, media }: { catalogs: Catalogs, media: M
         tag: 'Media',
         ok: { status: 200, description: 'The image, with its stored type.', schema: Type.String({ description: 'The bytes.' }), contentType: 'image/png' },
         also: [{ status: 304, description: 'Not modified (If-None-Match held the ETag).' }],
-        errors: ['media_not_found'],
+        errors: ['media_not_found', 'unavailable'],
       },
-      handler (request) {
+      async handler (request) {
         const account = request.params[0] ?? ''
-        const file = catalogs.accounts.active(account) === undefined ? null : media.file(account, request.params[1] ?? '')
+        const file = catalogs.accounts.active(account) === undefined ? null : await media.file(account, request.params[1] ?? '')
         if (file === null) throw new ApiError('media_not_found')
         return serveFile(request, file, CACHE_IMMUTABLE, MEDIA_HEADERS)
       },

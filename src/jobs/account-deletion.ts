@@ -7,7 +7,8 @@
 // (`deletedElsewhere`). Visitors and profiles of partitions this node owns are erased through their
 // actors, so the partition's changelog records the deletion and no recovery brings them back; rows of
 // partitions owned elsewhere are stale copies, removed here only. A partition this node gains later is
-// searched for every deleted account's keys (`partitionOwned`), which are erased the same way.
+// searched for every deleted account's keys (`partitionOwned`), which are erased the same way. Images
+// live in the cluster's media bucket: the `media` phase deletes them there first (`removeMedia`).
 
 import { KEY_PART_MAX, type Key, type Store } from '../store/store.js'
 import type { Catalogs } from '../catalog/catalogs.js'
@@ -57,6 +58,11 @@ export interface AccountDeletionsDeps {
   forgetUsers: (account: string) => Promise<unknown>
   /** Cluster mode: erasing through the partitions' owners; null in embedded mode. */
   cluster?: DeletionCluster | null
+  /**
+   * Cluster mode: deletes the account's images from the cluster's media bucket (every node's job calls
+   * it; the first finds them). The `media` phase then removes this node's copies. Null in embedded mode.
+   */
+  removeMedia?: ((account: string) => Promise<number>) | null
 }
 
 /** What a cluster node gives the deletions. */
@@ -178,6 +184,7 @@ export class AccountDeletions {
     while (job.phase < DELETION_PHASES.length && !this.stopped) {
       const phase = DELETION_PHASES[job.phase]!
       if (phase === 'visitors' && job.after === null) await this.deps.entitiesIdle(job.account)
+      if (phase === 'media' && job.after === null) await this.deps.removeMedia?.(job.account)
       const db = dbOf(store, phase)
       const { remove, cursor, exhausted } = this.batch(phase, db, job.account, job.after)
       const cluster = this.deps.cluster
