@@ -46,6 +46,8 @@ import { mediaRoutes } from './http/media-routes.js'
 import { tryRoutes } from './http/try-routes.js'
 import { reportRoutes } from './http/report-routes.js'
 import { ReportCounters } from './reports/counters.js'
+import { ClusterReports } from './reports/cluster-reports.js'
+import { ClusterAudit } from './audit/cluster-audit.js'
 import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
@@ -101,6 +103,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const reports = new ReportCounters({
     store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => catalogs.campaigns.has(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
+    // Cluster mode: each node's member count is its signed share, the cluster's sum floored (cluster-reports.ts).
+    signedMembers: cluster !== null,
   })
   // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
   const membership = config.reports ? reports.membership : null
@@ -163,6 +167,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const audit = new AuditLog(store, clock)
   // Cluster mode: images in the cluster's JetStream, served by every node (src/media/cluster-media-store.ts).
   const media: MediaStore = cluster?.media ?? new LocalMediaStore(store, clock, config.mediaPerAccountMax)
+  // Cluster mode: reports, member counts and the audit log answer for every live node (each serves its own).
+  const clusterReports = cluster === null ? null : new ClusterReports({ counters: reports, store, calls: cluster.calls })
+  const clusterAudit = cluster === null ? null : new ClusterAudit({ audit, calls: cluster.calls })
+  const segmentMembers = clusterReports === null
+    ? (account: string, segments: readonly string[]): number[] => segments.map(segment => reports.membersOf(account, segment))
+    : (account: string, segments: readonly string[]): Promise<number[]> => clusterReports.members(account, segments)
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 
   const server: HttpServer<RouteDefinition> = new HttpServer({
@@ -197,14 +207,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
       }),
       ...adminRoutes({
-        catalogs, runtime, visitors, profiles, deliveries, segmentMembers: reports.membersOf, accountDeletions, clusterDeliveries,
+        catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),
-      ...auditRoutes({ catalogs, audit }),
+      ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
-      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs }),
+      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports }),
       ...sdkRoutes(),
       ...panelRoutes(),
     ], access, audit)),

@@ -3,8 +3,8 @@
 // profile kinds write through (actors/entity-log.ts), the replicated configuration the catalogs write
 // through (src/catalog/replicated-config.ts) and the forwarder that routes requests to their
 // partition's owner (src/cluster/forwarder.ts), and the calls to a named node (src/cluster/node-calls.ts:
-// the deliveries log of every node), and the media every node serves from the cluster's Object Store
-// bucket (src/media/cluster-media-store.ts), joined as docs/cluster.md says. Nothing here runs in
+// the deliveries log, reports and audit log of every node), and the media every node serves from the
+// cluster's Object Store bucket (src/media/cluster-media-store.ts), joined as docs/cluster.md says. Nothing here runs in
 // embedded mode.
 
 import type { NatsConnection } from '@nats-io/transport-node'
@@ -50,7 +50,11 @@ export interface ClusterMode {
   forwarder: Forwarder
   /** Messages between actors of partitions other nodes own (the kinds' and erasure's `peers`; `serve(kinds)` once they exist). */
   actors: ActorRouter
-  /** Calls to a named node (the deliveries log of every node: src/delivery/cluster-history.ts serves and calls through it). */
+  /**
+   * Calls to a named node: the deliveries log, reports and member counts, and audit log of every node
+   * (src/delivery/cluster-history.ts, src/reports/cluster-reports.ts, src/audit/cluster-audit.ts serve
+   * and call through it; src/app.ts builds them).
+   */
   calls: NodeCalls
   /** The media routes' store (images in the cluster's bucket) and the account deletions' `removeMedia`. */
   media: ClusterMediaStore

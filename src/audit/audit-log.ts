@@ -55,14 +55,18 @@ export class AuditLog {
       before = Number(cursor)
       if (!/^\d{1,16}$/.test(cursor) || !Number.isSafeInteger(before)) throw new ApiError('invalid_field', 'cursor must be the next value of a previous page.', '/cursor')
     }
+    const { entries, more } = this.page(account, before, limit)
+    return { entries, next: more ? entries.at(-1)!.id : null }
+  }
+
+  /** At most `limit` entries older than seq `before`, newest first (each `id` its seq), and whether older ones remain. */
+  page (account: string, before: number, limit: number): { entries: AuditEntry[], more: boolean } {
     const entries: AuditEntry[] = []
-    let last = 0
     for (const { key, value } of this.store.audit.getRange({ start: [account, before - 1], end: [account, 0], reverse: true, limit: limit + 1 })) {
-      if (entries.length === limit) return { entries, next: String(last) }
-      last = (key as [string, number])[1]
-      entries.push({ id: String(last), ...(value as StoredEntry) })
+      if (entries.length === limit) return { entries, more: true }
+      entries.push({ id: String((key as [string, number])[1]), ...(value as StoredEntry) })
     }
-    return { entries, next: null }
+    return { entries, more: false }
   }
 
   private countOf (account: string): number {

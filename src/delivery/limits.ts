@@ -8,13 +8,8 @@ export const RELAY_BATCH_MAX = 500
 export const RELAY_PASSES_MAX = 4
 /** Records listed per page at most, and removed per page by an erasure. */
 export const LIST_PAGE_MAX = 500
-/**
- * Cluster mode: a node's page of a cluster-wide listing stays under this many bytes (as JSON), so it
- * travels as one NATS message (max_payload is 1 MiB by default); the rest comes with the next page.
- */
-export const CLUSTER_PAGE_SIZE_MAX_BYTES = 256 * 1024
-/** Cluster mode: a listing's cursor (every node's position) is at most this long; about 100 nodes fit. */
-export const CLUSTER_CURSOR_LENGTH_MAX = 4096
+/** Cluster mode: a node's page of a cluster-wide listing (256 KiB), and a listing's cursor (4,096 characters). */
+export { CLUSTER_CURSOR_LENGTH_MAX, CLUSTER_PAGE_SIZE_MAX_BYTES } from '../cluster/node-listing.js'
 /**
  * Cluster mode: outcomes of records another node holds are sent to it in batches of at most this many
  * (and CLUSTER_PAGE_SIZE_MAX_BYTES as JSON), gathered for HOLDER_OUTCOMES_DELAY_MS after the first.

@@ -45,8 +45,11 @@ export interface AdminDeps {
   deliveries: DeliveryHub
   erasure: Erasure
   accountDeletions: AccountDeletions
-  /** A segment's current member count (eventually consistent: src/reports/counters.ts). */
-  segmentMembers: (account: string, segment: string) => number
+  /**
+   * The segments' current member counts (eventually consistent: src/reports/counters.ts); cluster mode:
+   * every live node's share added (src/reports/cluster-reports.ts), a 503 when one does not answer.
+   */
+  segmentMembers: (account: string, segments: readonly string[]) => number[] | Promise<number[]>
   /** Cluster mode: the deliveries log of every live node (src/delivery/cluster-history.ts); null or absent: this node's. */
   clusterDeliveries?: ClusterDeliveriesLog | null
 }
@@ -259,10 +262,11 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     route('get', '/admin/accounts/:account/segments', 'viewer', {
       summary: 'List segments', tag: 'Segments',
       query: PAGE_QUERY,
-      ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['invalid_field', 'account_not_found'],
-    }, request => {
+      ok: json(200, 'The account\'s segments.', R.SegmentList), errors: ['invalid_field', 'account_not_found', 'unavailable'],
+    }, async request => {
       const { items, next } = catalogs.segments.list(param(request, 0), pageRequest(request))
-      return ok({ segments: items.map(({ name, segment }) => ({ name, ...segment, members: segmentMembers(param(request, 0), name) })), next })
+      const members = await segmentMembers(param(request, 0), items.map(({ name }) => name))
+      return ok({ segments: items.map(({ name, segment }, i) => ({ name, ...segment, members: members[i]! })), next })
     }),
     route('put', '/admin/accounts/:account/segments/:name', 'editor', {
       summary: 'Create or replace a segment', description: 'With a rule it is computed (members are re-evaluated); without, it is manual.',
@@ -279,10 +283,12 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     }),
     route('get', '/admin/accounts/:account/segments/:name', 'viewer', {
       summary: 'Read a segment', tag: 'Segments',
-      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'segment_not_found'],
-    }, request => {
+      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'segment_not_found', 'unavailable'],
+    }, async request => {
       const name = param(request, 1)
-      return ok({ name, ...catalogs.segments.get(param(request, 0), name), members: segmentMembers(param(request, 0), name) })
+      const segment = catalogs.segments.get(param(request, 0), name)
+      const [members] = await segmentMembers(param(request, 0), [name])
+      return ok({ name, ...segment, members: members! })
     }),
     route('del', '/admin/accounts/:account/segments/:name', 'editor', {
       summary: 'Delete a segment', tag: 'Segments',

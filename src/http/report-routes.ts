@@ -1,5 +1,6 @@
-// Reports (viewer and up): per hour or day over a range, as JSON or CSV. The numbers are what the
-// nodes folded into the store, so they may be up to `lagMs` late.
+// Reports (viewer and up): per hour or day over a range, as JSON or CSV. Embedded mode: the numbers
+// are what was folded into the store, so they may be up to `lagMs` late. Cluster mode: every live
+// node's counts, folded or not (src/reports/cluster-reports.ts): `lagMs` 0.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
@@ -7,20 +8,35 @@ import type { Clock } from '../clock.js'
 import type { Catalogs } from '../catalog/catalogs.js'
 import type { Store } from '../store/store.js'
 import { RANGE_MAX_DAYS, readReport, reportCsv } from '../reports/report.js'
-import { GRANULARITIES, type Granularity } from '../reports/report-shape.js'
+import { GRANULARITIES, type Granularity, type ReportRow } from '../reports/report-shape.js'
 import { DAY_MS } from '../reports/counters.js'
 import { accountParam } from './access.js'
 import { json, type RouteDefinition } from './route.js'
 import * as R from './reply-schemas.js'
 
-export function reportRoutes ({ catalogs, store, clock, foldMs }: { catalogs: Catalogs, store: Store, clock: Clock, foldMs: number }): RouteDefinition[] {
+/** Reports across the nodes of a cluster. */
+export interface ClusterReportRows {
+  rows: (account: string, fromMs: number, toMs: number, granularity: Granularity) => Promise<ReportRow[]>
+}
+
+export interface ReportDeps {
+  catalogs: Catalogs
+  store: Store
+  clock: Clock
+  foldMs: number
+  /** Cluster mode: every live node's counts (src/reports/cluster-reports.ts); null or absent: this node's store. */
+  clusterReports?: ClusterReportRows | null
+}
+
+export function reportRoutes ({ catalogs, store, clock, foldMs, clusterReports = null }: ReportDeps): RouteDefinition[] {
   return [{
     method: 'get', pattern: '/admin/accounts/:account/reports', body: false, role: 'viewer',
     doc: {
       summary: 'Report per hour or day',
       description: `One row per bucket of [from, to), empty ones included; hour ranges up to ${RANGE_MAX_DAYS.hour} days, day ranges up to ${RANGE_MAX_DAYS.day}. ` +
         'Buckets are UTC and by arrival time. Impressions: campaigns /campaigns/query answered; views and clicks: events of the kinds campaignView and campaignClick with their campaignId. ' +
-        '`format=csv` answers text/csv in long format: `t,kind,key,value`.',
+        '`format=csv` answers text/csv in long format: `t,kind,key,value`. ' +
+        'In cluster mode the counts of every live node, folded or not (`lagMs` 0), merged (unique visitors by their sketches); a node that does not answer within 5 s makes it a 503 `unavailable` (Retry-After: 1).',
       tag: 'Reports',
       query: [
         { name: 'from', description: 'ISO-8601 start (default: to minus one day for hour, 30 days for day).', schema: Type.String() },
@@ -28,9 +44,9 @@ export function reportRoutes ({ catalogs, store, clock, foldMs }: { catalogs: Ca
         { name: 'granularity', description: 'hour or day (default day).', schema: Type.Union([Type.Literal('hour'), Type.Literal('day')]) },
         { name: 'format', description: 'json (default) or csv.', schema: Type.Union([Type.Literal('json'), Type.Literal('csv')]) },
       ],
-      ok: json(200, 'The rows (or CSV with format=csv).', R.Report), errors: ['account_not_found', 'invalid_field'],
+      ok: json(200, 'The rows (or CSV with format=csv).', R.Report), errors: ['account_not_found', 'invalid_field', 'unavailable'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
       const query = new URLSearchParams(request.query)
       const granularity = (query.get('granularity') ?? 'day') as Granularity
@@ -43,14 +59,14 @@ export function reportRoutes ({ catalogs, store, clock, foldMs }: { catalogs: Ca
       }
       const format = query.get('format') ?? 'json'
       if (format !== 'json' && format !== 'csv') throw new ApiError('invalid_field', 'format must be json or csv.', '/format')
-      const rows = readReport(store, account, fromMs, toMs, granularity)
+      const rows = clusterReports === null ? readReport(store, account, fromMs, toMs, granularity) : await clusterReports.rows(account, fromMs, toMs, granularity)
       if (format === 'csv') {
         return {
           status: 200, body: reportCsv(rows), contentType: 'text/csv; charset=utf-8',
           headers: { 'Content-Disposition': `attachment; filename="beacon-report-${granularity}.csv"` },
         }
       }
-      return { status: 200, body: { granularity, from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), lagMs: foldMs, rows } }
+      return { status: 200, body: { granularity, from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), lagMs: clusterReports === null ? foldMs : 0, rows } }
     },
   }]
 }

@@ -66,6 +66,12 @@ export interface ReportCountersOptions {
   /** Whether the account has this campaign (views and clicks of unknown ids are not counted: they come from browsers). */
   hasCampaign: (account: string, id: string) => boolean
   onError: (error: unknown) => void
+  /**
+   * Cluster mode: a node's member count is its share (the enters minus the exits it counted), stored
+   * as it is, below zero too (it may count exits of members another node counted in); only the
+   * cluster's sum is floored at zero (src/reports/cluster-reports.ts). Embedded mode floors the stored count.
+   */
+  signedMembers?: boolean
 }
 
 export class ReportCounters {
@@ -74,6 +80,7 @@ export class ReportCounters {
   readonly foldMs: number
   private readonly hasCampaign: (account: string, id: string) => boolean
   private readonly onError: (error: unknown) => void
+  private readonly signedMembers: boolean
   /** Per account, the hour being counted. */
   private current = new Map<string, Pending>()
   /** Hours that ended before the next fold. */
@@ -83,12 +90,13 @@ export class ReportCounters {
   private timer: NodeJS.Timeout | null = null
   private folding: Promise<void> = Promise.resolve()
 
-  constructor ({ store, clock, foldMs, hasCampaign, onError }: ReportCountersOptions) {
+  constructor ({ store, clock, foldMs, hasCampaign, onError, signedMembers = false }: ReportCountersOptions) {
     this.store = store
     this.clock = clock
     this.foldMs = foldMs
     this.hasCampaign = hasCampaign
     this.onError = onError
+    this.signedMembers = signedMembers
   }
 
   start (): void {
@@ -147,6 +155,36 @@ export class ReportCounters {
     return Math.max(0, folded + (this.members.get(account)?.get(segment) ?? 0))
   }
 
+  /** This node's share of a segment's member count: the folded one plus what it counted since, not floored (cluster mode). */
+  memberShare (account: string, segment: string): number {
+    return ((this.store.reports.get([account, 'members', segment]) as number | undefined) ?? 0) + (this.members.get(account)?.get(segment) ?? 0)
+  }
+
+  /**
+   * Resolves when no fold is between taking the counts out of memory and their commit: what the store
+   * holds plus what is in memory, read in the same tick after this, is everything counted, once.
+   */
+  async settled (): Promise<void> {
+    for (;;) {
+      const folding = this.folding
+      await folding.catch(() => {})
+      if (folding === this.folding) return
+    }
+  }
+
+  /** The account's counts not folded yet, per bucket of `granularity` starting in [firstMs, toMs). */
+  pending (account: string, granularity: 'hour' | 'day', firstMs: number, toMs: number): Map<number, StoredBucket> {
+    const buckets = new Map<number, StoredBucket>()
+    const current = this.current.get(account)
+    for (const pending of current === undefined ? this.ended : [...this.ended, current]) {
+      if (pending.account !== account) continue
+      const startMs = granularity === 'hour' ? pending.hourMs : pending.hourMs - pending.hourMs % DAY_MS
+      if (startMs < firstMs || startMs >= toMs) continue
+      buckets.set(startMs, mergeInto(buckets.get(startMs), pending))
+    }
+    return buckets
+  }
+
   /** Merge everything counted so far into the store; concurrent calls run one after the other. */
   fold (): Promise<void> {
     this.folding = this.folding.then(() => this.foldNow(), () => this.foldNow())
@@ -181,7 +219,8 @@ export class ReportCounters {
       for (const [account, deltas] of members) {
         for (const [segment, delta] of deltas) {
           const key = [account, 'members', segment]
-          db.put(key, Math.max(0, ((db.get(key) as number | undefined) ?? 0) + delta))
+          const count = ((db.get(key) as number | undefined) ?? 0) + delta
+          db.put(key, this.signedMembers ? count : Math.max(0, count))
         }
       }
     })

@@ -18,17 +18,26 @@ export function bucketStart (ms: number, granularity: Granularity): number {
 
 /** Rows for every bucket that starts in [fromMs, toMs), the first one being the bucket holding fromMs. */
 export function readReport (store: Store, account: string, fromMs: number, toMs: number, granularity: Granularity): ReportRow[] {
-  const size = granularity === 'hour' ? HOUR_MS : DAY_MS
-  const first = bucketStart(fromMs, granularity)
+  return reportRows(storedBuckets(store, account, fromMs, toMs, granularity), fromMs, toMs, granularity)
+}
+
+/** The folded buckets of the account that start in [bucketStart(fromMs), toMs), by start. */
+export function storedBuckets (store: Store, account: string, fromMs: number, toMs: number, granularity: Granularity): Map<number, StoredBucket> {
   const stored = new Map<number, StoredBucket>()
-  for (const { key, value } of store.reports.getRange({ start: [account, granularity, first], end: [account, granularity, toMs] })) {
+  for (const { key, value } of store.reports.getRange({ start: [account, granularity, bucketStart(fromMs, granularity)], end: [account, granularity, toMs] })) {
     const startMs = (key as [string, string, number])[2]
     // Folds write buckets at their hour's or day's start (counters.ts): any other key is not ours.
     assert(Number.isInteger(startMs) && bucketStart(startMs, granularity) === startMs, 'a stored report bucket starts on its granularity', { account, granularity, startMs })
     stored.set(startMs, value as StoredBucket)
   }
+  return stored
+}
+
+/** One row per bucket starting in [bucketStart(fromMs), toMs), empty ones included. */
+export function reportRows (buckets: ReadonlyMap<number, StoredBucket>, fromMs: number, toMs: number, granularity: Granularity): ReportRow[] {
+  const size = granularity === 'hour' ? HOUR_MS : DAY_MS
   const rows: ReportRow[] = []
-  for (let t = first; t < toMs; t += size) rows.push(rowOf(t, stored.get(t)))
+  for (let t = bucketStart(fromMs, granularity); t < toMs; t += size) rows.push(rowOf(t, buckets.get(t)))
   return rows
 }
 
