@@ -7,6 +7,7 @@
 
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../errors.js'
+import { log } from '../log.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
 import { hashPassword } from './password.js'
@@ -175,9 +176,13 @@ export class Users implements Replicated {
       this.forget(record)
       this.sessions.revokeUser(record.id)
     }
-    // Cluster mode: every node runs this (idempotent deletes), no check to make: no lock.
+    // Cluster mode: every node's deletion job runs this (idempotent deletes, no check to make: no lock),
+    // in the background like the account's other records: a NATS failure does not stop the job. Records
+    // every node failed to delete stay in the bucket, unusable (their account is gone), their emails taken.
     if (this.writer !== null) {
-      await this.writer.removeAll(leaving.map(record => ({ db: 'users', key: record.id })))
+      this.writer.removeAll(leaving.map(record => ({ db: 'users', key: record.id }))).catch((error: unknown) => {
+        log.error({ err: error, account }, 'removing a deleted account\'s users from the cluster failed')
+      })
       return leaving.length
     }
     let last: Promise<boolean> | null = null

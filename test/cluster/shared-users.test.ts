@@ -5,7 +5,8 @@
 // every node, a user removed through one node has its sessions refused on every node, each within 1 s
 // (until() bounds, times printed, never asserted); a duplicate user created concurrently through two
 // nodes is created once (201 and 409); a password change ends the user's sessions everywhere; a
-// session expires on every node; with NATS without a quorum a sign-in is 503 with Retry-After.
+// session expires on every node; an account's deletion ends its users' sessions everywhere and frees
+// their emails; with NATS without a quorum a sign-in is 503 with Retry-After.
 
 import { expect } from 'chai'
 import { admin, post, visitorId, type Answer } from '../helpers/beacon.js'
@@ -34,7 +35,7 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
   })
 
   const account = (): string => cluster.tenant.account
-  const usersPath = (): string => `/admin/accounts/${account()}/users`
+  const usersPath = (inAccount = account()): string => `/admin/accounts/${inAccount}/users`
 
   /** Polls `check` through every node in `through` until it holds everywhere; prints how long it took. */
   async function everywhere (what: string, through: ClusterMember[], check: (member: ClusterMember) => Promise<boolean>): Promise<void> {
@@ -43,8 +44,8 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
     console.log(`      ${what}: on ${through.map(member => member.id).join(', ')} after ${Date.now() - startedMs} ms`)
   }
 
-  const listed = async (member: ClusterMember, email: string): Promise<boolean> => {
-    const res = await admin(member.url, 'GET', usersPath())
+  const listed = async (member: ClusterMember, email: string, inAccount = account()): Promise<boolean> => {
+    const res = await admin(member.url, 'GET', usersPath(inAccount))
     return res.status === 200 && (res.body.users as Array<{ email: string }>).some(user => user.email === email)
   }
   const session = (member: ClusterMember, cookie: string): Promise<Answer> => asUser(member.url, cookie, 'GET', '/admin/session')
@@ -66,9 +67,9 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
    * A user created through `created`, listed through `signedIn` within 1 s, signed in there; the cookie
    * accepted through `accepted` within 1 s.
    */
-  async function newSession (email: string, role: string, created: ClusterMember, signedIn: ClusterMember, accepted: ClusterMember[]): Promise<{ id: string, cookie: string }> {
-    const { id } = await addUser(created.url, account(), email, role)
-    await everywhere('the new user listed', [signedIn], member => listed(member, email))
+  async function newSession (email: string, role: string, created: ClusterMember, signedIn: ClusterMember, accepted: ClusterMember[], inAccount = account()): Promise<{ id: string, cookie: string }> {
+    const { id } = await addUser(created.url, inAccount, email, role)
+    await everywhere('the new user listed', [signedIn], member => listed(member, email, inAccount))
     const answer = await signIn(signedIn.url, email)
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200)
     const cookie = answer.signedIn!.cookie
@@ -123,6 +124,20 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
     const { cookie } = await newSession('viewer-1@example.com', 'viewer', node[0]!, node[2]!, node)
     await until('the session expired on node-1', async () => (await session(node[0]!, cookie)).status === 401, SESSION_TTL_MS + 5_000, 50)
     for (const member of node) expect((await session(member, cookie)).status, `${member.id}: expired`).to.equal(401)
+  })
+
+  it('an account deleted through node 2 ends its users\' sessions on every node and frees their emails', async () => {
+    const created = await admin(node[0]!.url, 'POST', '/admin/accounts', { name: 'Leaving' })
+    expect(created.status, JSON.stringify(created.body)).to.equal(201)
+    const leaving = created.body.account as string
+    await everywhere('the new account', [node[2]!], async member => (await admin(member.url, 'GET', `/admin/accounts/${leaving}`)).status === 200)
+    const email = 'leaving-owner@example.com'
+    const { cookie } = await newSession(email, 'owner', node[0]!, node[2]!, node, leaving)
+    const deleted = await admin(node[1]!.url, 'DELETE', `/admin/accounts/${leaving}`)
+    expect(deleted.status, JSON.stringify(deleted.body)).to.equal(202)
+    await everywhere('the deleted account\'s session refused', node, async member => (await session(member, cookie)).status === 401)
+    // Its users' records leave the cluster's configuration in the background: the email is free again.
+    await until('the email free again', async () => (await admin(node[2]!.url, 'POST', usersPath(), { email, password: 'correct horse battery staple', role: 'viewer' })).status === 201, 5_000, 20)
   })
 
   it('a duplicate user created concurrently through two nodes is created once (201 and 409)', async () => {
