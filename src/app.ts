@@ -135,12 +135,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // Cluster mode: accounts the replicated configuration removes before the deletions exist (below).
   const removedAccounts: Array<{ account: string, name: string }> = []
   if (cluster !== null) catalogs.accountRemoved = (account, name) => { removedAccounts.push({ account, name }) }
-  if (cluster !== null) await cluster.start(catalogs)
-  const linksBackfill = new LinksBackfill(store)
-  linksBackfill.start()
-
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
   const users = new Users(store, clock, sessions)
+  // Cluster mode: the panel's users and sessions are the cluster's (docs/cluster.md, "Panel users and sessions").
+  if (cluster !== null) await cluster.start(catalogs, { users, sessions })
+  const linksBackfill = new LinksBackfill(store)
+  linksBackfill.start()
   const accountDeletions = new AccountDeletions({
     store, catalogs, clock, entitiesIdle: account => maintenance.idle(account), forgetUsers: account => users.removeAccount(account),
     // Cluster mode: visitors and profiles are erased through their partitions' owners (the changelog knows).

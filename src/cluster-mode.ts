@@ -1,7 +1,8 @@
 // Cluster mode's wiring (BEACON_CLUSTER set), called by src/app.ts: its own NATS connection, the
 // cluster node (leases, members, ownership: src/cluster/node.ts), the entity log the visitor and
 // profile kinds write through (actors/entity-log.ts), the replicated configuration the catalogs write
-// through (src/catalog/replicated-config.ts) and the forwarder that routes requests to their
+// through (src/catalog/replicated-config.ts: the panel users' records too), the panel sessions' shared
+// bucket (src/cluster/session-kv.ts) and the forwarder that routes requests to their
 // partition's owner (src/cluster/forwarder.ts), and the calls to a named node (src/cluster/node-calls.ts:
 // the deliveries log, reports and audit log of every node), and the media every node serves from the
 // cluster's Object Store bucket (src/media/cluster-media-store.ts), joined as docs/cluster.md says. Nothing here runs in
@@ -30,6 +31,9 @@ import { ObjectBucket } from './cluster/object-bucket.js'
 import { LeaseTable } from './cluster/leases.js'
 import { ClusterMediaStore, MEDIA_LOCK_MS } from './media/cluster-media-store.js'
 import type { Clock } from './clock.js'
+import type { Replicated } from './catalog/config-writer.js'
+import { SESSION_TTL_MARGIN_MS, SessionKv } from './cluster/session-kv.js'
+import type { SessionBucket } from './users/sessions.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -59,13 +63,24 @@ export interface ClusterMode {
   /** The media routes' store (images in the cluster's bucket) and the account deletions' `removeMedia`. */
   media: ClusterMediaStore
   /**
-   * Applies the cluster's configuration (the catalogs write through its bucket from then on), then
-   * catches up with the media bucket, joins and starts taking partitions. After the delivery hub started: recovery resends outbox rows,
-   * and the hub hears of the webhooks the configuration brings.
+   * Applies the cluster's configuration (the catalogs and the panel users write through its bucket
+   * from then on) and the panel sessions' bucket, then catches up with the media bucket, joins and
+   * starts taking partitions. After the delivery hub started: recovery resends outbox rows, and the hub
+   * hears of the webhooks the configuration brings.
    */
-  start (catalogs: Catalogs): Promise<void>
+  start (catalogs: Catalogs, panel: PanelSharing): Promise<void>
   /** Hands every partition over (in-flight writes finished, leases released), leaves, closes NATS. */
   stop (): Promise<void>
+}
+
+/** The panel's users and sessions, shared by every node of the cluster (src/users). */
+export interface PanelSharing {
+  users: Replicated
+  sessions: {
+    /** Sessions live in `bucket` from then on; resolves once its sessions are in memory here. */
+    share (bucket: SessionBucket): Promise<void>
+    close (): void
+  }
 }
 
 export interface ClusterModeOptions {
@@ -125,6 +140,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       store, clock, perAccountMax: config.mediaPerAccountMax,
     })
     let replicatedConfig: ReplicatedConfig | null = null
+    let sessions: PanelSharing['sessions'] | null = null
     return {
       node,
       entityLog,
@@ -154,9 +170,11 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       actors,
       calls,
       media,
-      async start (catalogs) {
-        replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs })
+      async start (catalogs, panel) {
+        replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs, users: panel.users })
         await replicatedConfig.ready
+        sessions = panel.sessions
+        await sessions.share(await SessionKv.open({ nc, bucket: `BEACON_SESSIONS_${cluster}`, replicas: config.replicas, ttlMs: config.sessionTtlMs + SESSION_TTL_MARGIN_MS }))
         await media.start()
         await node.start(entityLog)
         forwarder.sync()
@@ -172,6 +190,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await holders.close()
         replicatedConfig?.close()
         media.close()
+        sessions?.close()
         entityLog.close()
         await nc.close().catch(() => {})
       },

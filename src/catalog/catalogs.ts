@@ -137,7 +137,8 @@ export class Catalogs {
       if (account !== undefined && this.accounts.knows(account)) this.tokens.apply(row.key, value)
       return
     }
-    if (this.accounts.knows(row.key[0])) this.byRowKind.get(row.key[1])?.apply(row.key, value)
+    // Users rows are the panel users' (src/users/users.ts), applied there.
+    if (row.db === 'config' && this.accounts.knows(row.key[0])) this.byRowKind.get(row.key[1])?.apply(row.key, value)
   }
 
   /** Every configuration row of the account: its tokens and its config rows (what deleting it removes). */

@@ -7,8 +7,11 @@
 /** A key of the config db: [account, kind, name], or [account, kind] for a row of the kind as a whole. */
 export type ConfigKey = [string, string, string?]
 
-/** A configuration row as the local store keeps it: the accounts db (key: id), the tokens db (key: id) or the config db. */
-export type ConfigRow = { db: 'accounts', key: string } | { db: 'tokens', key: string } | { db: 'config', key: ConfigKey }
+/**
+ * A configuration row as the local store keeps it: the accounts db (key: id), the tokens db (key: id),
+ * the config db, or the panel users db (key: id; src/users/users.ts).
+ */
+export type ConfigRow = { db: 'accounts', key: string } | { db: 'tokens', key: string } | { db: 'config', key: ConfigKey } | { db: 'users', key: string }
 
 /** One row of a change: its new stored value (secrets sealed, as in the store), or null to delete it. */
 export interface RowWrite {
@@ -18,7 +21,8 @@ export interface RowWrite {
 
 export interface ConfigWriter {
   /**
-   * One change of `scope` (an account id; '' for the installation: creating accounts). `decide` runs
+   * One change of `scope` (an account id; '' for the installation: creating accounts; USERS_SCOPE for
+   * the panel users, whose emails are unique across accounts). `decide` runs
    * while this node holds the scope's cluster-wide lock and has applied every change acknowledged
    * before it: it checks (limits, existence) against the catalogs in memory and answers the rows to
    * write (it may throw an ApiError). Resolves once the rows are in the replicated bucket (a quorum)
@@ -27,4 +31,15 @@ export interface ConfigWriter {
   change (scope: string, decide: () => RowWrite[]): Promise<void>
   /** Deletes rows without the lock: those of an account already deleted (nothing else writes them). */
   removeAll (rows: readonly ConfigRow[]): Promise<void>
+}
+
+/** The scope of every change of panel users (not an account id: those are UUIDs). */
+export const USERS_SCOPE = 'users'
+
+/** What the replicated configuration writes for and applies to (the catalogs, the panel users). */
+export interface Replicated {
+  /** From here on, changes are written through `writer` and come back through `apply`. */
+  replicate (writer: ConfigWriter): void
+  /** A row changed in the replicated configuration (null: deleted) and was written to the local store. */
+  apply (row: ConfigRow, value: unknown): void
 }

@@ -1,8 +1,8 @@
-// Cluster mode's configuration: accounts, tokens, event types, campaigns, segments and webhooks live in
-// one replicated KV bucket (`BEACON_CONFIG_<cluster>`, src/cluster/config-kv.ts), each row as its
+// Cluster mode's configuration: accounts, tokens, event types, campaigns, segments, webhooks and the
+// panel users (src/users/users.ts) live in one replicated KV bucket (`BEACON_CONFIG_<cluster>`, src/cluster/config-kv.ts), each row as its
 // stored form (msgpack; secrets sealed as in LMDB) under `<kind>.<id>`. Every node watches the bucket
 // and applies each record to its local LMDB copy and to the catalogs in memory (Catalogs.apply), which
-// recompile and tell their listeners as after a write of their own. A change made through a node is
+// recompile and tell their listeners as after a write of their own, or to the users (Users.apply). A change made through a node is
 // written to the bucket under its account's lock, and answered once the bucket acknowledged it (a
 // quorum with R3) and this node applied it from the watch.
 //
@@ -11,6 +11,7 @@
 // which JetStream checks exactly on every server version, given back by a delete and a purge, lapsing
 // after CONFIG_LOCK_MS if its holder dies). Its holder first waits until it has applied every change
 // the bucket holds, so the catalogs in memory count what the cluster has when the limit is checked.
+// Users changes share one lock (USERS_SCOPE): an email is unique across every account.
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
@@ -25,7 +26,7 @@ import type { Key, Store } from '../store/store.js'
 import type { Database } from 'lmdb'
 import type { Catalogs } from './catalogs.js'
 import type { ConfigKey } from './config-rows.js'
-import type { ConfigRow, ConfigWriter, RowWrite } from './config-writer.js'
+import type { ConfigRow, ConfigWriter, Replicated, RowWrite } from './config-writer.js'
 
 /** How long an account's lock lasts if its holder never gives it back (it died): the bucket's TTL. */
 export const CONFIG_LOCK_MS = 10_000
@@ -49,6 +50,8 @@ export interface ReplicatedConfigOptions {
   replicas: number
   store: Store
   catalogs: Catalogs
+  /** The panel users: their records are configuration too. */
+  users: Replicated
   /** Tests only: a shorter lock lifetime. */
   lockMs?: number
 }
@@ -58,10 +61,10 @@ export interface ReplicatedConfigOptions {
  * watch runs; `ready` resolves once this node applied the whole configuration (report ready after it).
  * Without this call (embedded mode) nothing changes.
  */
-export async function startReplicatedConfig ({ nc, cluster, replicas, store, catalogs, lockMs = CONFIG_LOCK_MS }: ReplicatedConfigOptions): Promise<ReplicatedConfig> {
+export async function startReplicatedConfig ({ nc, cluster, replicas, store, catalogs, users, lockMs = CONFIG_LOCK_MS }: ReplicatedConfigOptions): Promise<ReplicatedConfig> {
   const records = await ConfigStore.open({ nc, bucket: `BEACON_CONFIG_${cluster}`, replicas })
   const locks = await LeaseTable.open({ nc, bucket: `BEACON_CONFIG_LOCKS_${cluster}`, leaseMs: lockMs, replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') })
-  const replicated = new ReplicatedConfig(records, locks, store, catalogs)
+  const replicated = new ReplicatedConfig(records, locks, store, catalogs, users)
   await replicated.start()
   return replicated
 }
@@ -83,7 +86,7 @@ export class ReplicatedConfig implements ConfigWriter {
   private deferred: ConfigChange[] = []
   private watch: { stop (): void } | null = null
 
-  constructor (private readonly records: ConfigStore, private readonly locks: LeaseTable, private readonly store: Store, private readonly catalogs: Catalogs) {
+  constructor (private readonly records: ConfigStore, private readonly locks: LeaseTable, private readonly store: Store, private readonly catalogs: Catalogs, private readonly users: Replicated) {
     this.ready = new Promise(resolve => { this.resolveReady = resolve })
   }
 
@@ -91,6 +94,7 @@ export class ReplicatedConfig implements ConfigWriter {
   async start (): Promise<void> {
     await this.seedIfEmpty()
     this.catalogs.replicate(this)
+    this.users.replicate(this)
     this.watch = await this.records.watch({ onChange: change => this.received(change), onReady: () => this.caughtUp() })
   }
 
@@ -161,9 +165,10 @@ export class ReplicatedConfig implements ConfigWriter {
     try {
       const db = this.dbOf(row)
       // Never decided by reading the store: a put issued here a moment ago may not be committed yet.
+      const target = this.targetOf(row)
       if (change.value === null) {
         this.store.ignoreFailure(db.remove(keyOf(row)))
-        this.catalogs.apply(row, null)
+        target.apply(row, null)
         return
       }
       if (!this.isReady) {
@@ -174,7 +179,7 @@ export class ReplicatedConfig implements ConfigWriter {
       }
       const value = packr.unpack(change.value) as unknown
       this.store.ignoreFailure(db.put(keyOf(row), value))
-      this.catalogs.apply(row, value)
+      target.apply(row, value)
     } catch (error) {
       log.error({ err: error, kind: change.kind, id: change.id, revision: change.revision }, 'a replicated configuration record could not be applied on this node')
     }
@@ -189,11 +194,12 @@ export class ReplicatedConfig implements ConfigWriter {
       if (replicated(row) && !this.seen.has(recordName(row))) stale.push(row)
     }
     for (const key of this.store.tokens.getKeys()) if (!this.seen.has(recordName({ db: 'tokens', key: key as string }))) stale.push({ db: 'tokens', key: key as string })
+    for (const key of this.store.users.getKeys()) if (!this.seen.has(recordName({ db: 'users', key: key as string }))) stale.push({ db: 'users', key: key as string })
     // Accounts last: their rows are still known while theirs go.
     for (const key of this.store.accounts.getKeys()) if (!this.seen.has(recordName({ db: 'accounts', key: key as string }))) stale.push({ db: 'accounts', key: key as string })
     for (const row of stale) {
       this.store.ignoreFailure(this.dbOf(row).remove(keyOf(row)))
-      this.catalogs.apply(row, null)
+      this.targetOf(row).apply(row, null)
     }
     if (stale.length > 0) log.info({ rows: stale.length }, 'configuration rows removed from the cluster while this node was away were removed here')
   }
@@ -215,6 +221,7 @@ export class ReplicatedConfig implements ConfigWriter {
       const writes: RowWrite[] = []
       for (const { key, value } of this.store.accounts.getRange()) writes.push({ row: { db: 'accounts', key: key as string }, value })
       for (const { key, value } of this.store.tokens.getRange()) writes.push({ row: { db: 'tokens', key: key as string }, value })
+      for (const { key, value } of this.store.users.getRange()) writes.push({ row: { db: 'users', key: key as string }, value })
       for (const { key, value } of this.store.config.getRange()) {
         const row: ConfigRow = { db: 'config', key: key as ConfigKey }
         if (replicated(row)) writes.push({ row, value })
@@ -227,12 +234,18 @@ export class ReplicatedConfig implements ConfigWriter {
   }
 
   private loadedAtStart (row: ConfigRow, local: unknown): boolean {
+    // The users load every row of the store at start.
+    if (row.db === 'users') return true
     const account = row.db === 'accounts' ? row.key : row.db === 'tokens' ? (local as { account: string }).account : row.key[0]
     return this.catalogs.loadedAtStart.has(account)
   }
 
+  private targetOf (row: ConfigRow): Replicated {
+    return row.db === 'users' ? this.users : this.catalogs
+  }
+
   private dbOf (row: ConfigRow): Database {
-    return row.db === 'accounts' ? this.store.accounts : row.db === 'tokens' ? this.store.tokens : this.store.config
+    return row.db === 'accounts' ? this.store.accounts : row.db === 'tokens' ? this.store.tokens : row.db === 'users' ? this.store.users : this.store.config
   }
 }
 
@@ -254,7 +267,7 @@ export function recordOf (row: ConfigRow): { kind: ConfigKind, id: string } {
 }
 
 export function rowOf (kind: ConfigKind, id: string): ConfigRow | null {
-  if (kind === 'accounts' || kind === 'tokens') return { db: kind, key: id }
+  if (kind === 'accounts' || kind === 'tokens' || kind === 'users') return { db: kind, key: id }
   const slash = id.indexOf('/')
   if (slash < 0) return kind === 'segments' ? { db: 'config', key: [id, 'segments-version'] } : null
   const rowKind = ROW_OF_KIND[kind]

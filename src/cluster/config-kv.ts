@@ -1,5 +1,5 @@
-// Configuration records of cluster mode (accounts, tokens, event types, campaigns, segments, webhooks)
-// in one replicated JetStream KV bucket, as opaque bytes under `<kind>.<id>`. Every node watches the
+// Configuration records of cluster mode (accounts, tokens, event types, campaigns, segments, webhooks,
+// panel users) in one replicated JetStream KV bucket, as opaque bytes under `<kind>.<id>`. Every node watches the
 // bucket: it gets each record's current value first, then every change in the order it was written,
 // and recompiles what it serves from them. No TTL: configuration never lapses.
 //
@@ -14,7 +14,7 @@ import { invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 import { readyAt } from './applied-revision.js'
 
-export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks'] as const
+export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
 
 export interface ConfigChange {
@@ -57,11 +57,8 @@ export class ConfigStore {
   }
 
   /** Deletes a record (a delete marker, what KV delete writes); resolves with its revision once stored. */
-  async delete (kind: ConfigKind, id: string): Promise<number> {
-    const h = headers()
-    h.set('KV-Operation', 'DEL')
-    // Published by hand rather than through kv.delete, which does not answer the marker's revision.
-    return (await this.js.publish(`$KV.${this.bucket}.${configKey(kind, id)}`, Empty, { headers: h })).seq
+  delete (kind: ConfigKind, id: string): Promise<number> {
+    return deleteKey(this.js, this.bucket, configKey(kind, id))
   }
 
   /** The bucket's last revision, as its stream leader answers it: every write acknowledged so far is at or below it. */
@@ -86,6 +83,16 @@ export class ConfigStore {
     })().catch(() => {})
     return iterator
   }
+}
+
+/**
+ * Writes a KV delete marker for `key`; resolves with its revision once stored. Published by hand rather
+ * than through kv.delete, which does not answer the marker's revision.
+ */
+export async function deleteKey (js: JetStreamClient, bucket: string, key: string): Promise<number> {
+  const h = headers()
+  h.set('KV-Operation', 'DEL')
+  return (await js.publish(`$KV.${bucket}.${key}`, Empty, { headers: h })).seq
 }
 
 export function configKey (kind: ConfigKind, id: string): string {

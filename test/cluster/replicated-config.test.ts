@@ -18,6 +18,8 @@ import { Listeners } from '../../src/listeners.js'
 import { log } from '../../src/log.js'
 import type { CampaignDef, MatchContext } from '../../src/matching/index.js'
 import { Store } from '../../src/store/store.js'
+import { Sessions } from '../../src/users/sessions.js'
+import { Users } from '../../src/users/users.js'
 import { WEBHOOKS_MAX } from '../../src/store/limits.js'
 import type { WebhookChanged } from '../../src/webhooks/lookup.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
@@ -73,7 +75,8 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     webhookChanged.add((account, id, webhook) => webhookChanges.push(`${webhook === null ? 'gone' : 'set'} ${id}`))
     const urls = [cluster.urls[server]!, ...cluster.urls.filter((_, i) => i !== server)]
     const nc = await connect({ servers: urls, noRandomize: true, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
-    const replicated = await startReplicatedConfig({ nc, cluster: clusterName, replicas: 3, store, catalogs })
+    const users = new Users(store, systemClock, new Sessions(store, systemClock, 60_000))
+    const replicated = await startReplicatedConfig({ nc, cluster: clusterName, replicas: 3, store, catalogs, users })
     const node: Node = {
       dir, store, catalogs, replicated, nc, segmentVersions, webhookChanges,
       async stop () {

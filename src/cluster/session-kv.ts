@@ -1,0 +1,99 @@
+// Cluster mode's panel sessions: one replicated KV bucket (`BEACON_SESSIONS_<cluster>`), one entry per
+// session under its key (the SHA-256 of the cookie's id, hex: never the id), its value opaque bytes.
+// The bucket's max age is at least the sessions' lifetime, so a session's entry outlives it and then
+// disappears by itself (JetStream 2.9 tells no watcher of that: each node also checks the expiry the
+// value carries). Every node watches the bucket into its memory, so checking a cookie is a map lookup.
+
+import type { NatsConnection } from '@nats-io/transport-node'
+import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream'
+import { Kvm, type KV } from '@nats-io/kv'
+import { deleteKey } from './config-kv.js'
+import { invalidArgument, positiveInteger } from './errors.js'
+import { retryWhileElecting } from './retry.js'
+
+/** An entry outlives its session by this much in the bucket: the nodes' clocks differ a little. */
+export const SESSION_TTL_MARGIN_MS = 60_000
+
+/** How long a starting node waits for the bucket's current entries before it serves anyway (see `watch`). */
+export const SESSIONS_READY_WAIT_MS = 5_000
+
+export interface SessionKvOptions {
+  nc: NatsConnection
+  /** The KV bucket's name, e.g. `BEACON_SESSIONS_<cluster>`. */
+  bucket: string
+  replicas: number
+  /** The bucket's max age: at least a session's lifetime. */
+  ttlMs: number
+}
+
+export interface SessionKvWatch {
+  /** Resolves once the entries the bucket held when the watch started were delivered. */
+  ready: Promise<void>
+  stop (): void
+}
+
+/** A session entry as the watch delivers it: its bytes, or null once deleted. */
+export type SessionKvChange = (key: string, value: Uint8Array | null, revision: number) => void
+
+export class SessionKv {
+  private constructor (private readonly kv: KV, private readonly js: JetStreamClient, private readonly bucket: string) {}
+
+  static async open ({ nc, bucket, replicas, ttlMs }: SessionKvOptions): Promise<SessionKv> {
+    positiveInteger('replicas', replicas)
+    positiveInteger('ttlMs', ttlMs)
+    const kv = await retryWhileElecting(() => new Kvm(nc).create(bucket, { history: 1, replicas, ttl: ttlMs }))
+    // An existing bucket keeps the max age it was made with: raised when sessions now last longer.
+    const status = await retryWhileElecting(() => kv.status())
+    if (status.ttl < ttlMs) {
+      const jsm = await jetstreamManager(nc)
+      await retryWhileElecting(() => jsm.streams.update(status.streamInfo.config.name, { ...status.streamInfo.config, max_age: ttlMs * 1_000_000 }))
+    }
+    return new SessionKv(kv, jetstream(nc), bucket)
+  }
+
+  /** Stores an entry; resolves with its revision once JetStream stored it (on a quorum with R3). */
+  put (key: string, value: Uint8Array): Promise<number> {
+    return this.kv.put(checked(key), value)
+  }
+
+  /** Deletes an entry (a delete marker every watcher sees); resolves with its revision once stored. */
+  delete (key: string): Promise<number> {
+    return deleteKey(this.js, this.bucket, checked(key))
+  }
+
+  /**
+   * Every live entry, then every change, in revision order. Ready once an entry arrives with nothing
+   * pending after it, or at once when the bucket held none; entries may lapse between the count and
+   * the watch's start, so it is ready after SESSIONS_READY_WAIT_MS at the latest.
+   */
+  async watch (onChange: SessionKvChange): Promise<SessionKvWatch> {
+    const live = (await this.kv.status()).values
+    const iterator = await this.kv.watch({ key: '>' })
+    let becomeReady!: () => void
+    const ready = new Promise<void>(resolve => { becomeReady = resolve })
+    const timer = setTimeout(becomeReady, SESSIONS_READY_WAIT_MS)
+    const done = (): void => {
+      clearTimeout(timer)
+      becomeReady()
+    }
+    if (live === 0) done()
+    void (async () => {
+      for await (const entry of iterator) {
+        onChange(entry.key, entry.operation === 'PUT' ? entry.value : null, entry.revision)
+        if (entry.delta === 0) done()
+      }
+    })().catch(() => {})
+    return {
+      ready,
+      stop () {
+        clearTimeout(timer)
+        iterator.stop()
+      },
+    }
+  }
+}
+
+function checked (key: string): string {
+  if (!/^[0-9a-f]{64}$/.test(key)) throw invalidArgument('key', 'must be a SHA-256 in hex')
+  return key
+}
