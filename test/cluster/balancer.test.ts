@@ -39,15 +39,18 @@ describe('balancer: handovers and takeovers (3-server NATS cluster, R3 buckets)'
     await cluster?.close()
   })
 
-  it('keeps renewing every lease (those being handed over too) and beating while a handover hangs; the joining node never takes more than its share', async () => {
+  /**
+   * Node `first` holding every partition, whose handovers hang (as a keeper whose release waits for
+   * something that does not come: a relay that never settles) until `open()`; then node `second` started.
+   */
+  async function handingOverNodes (first: string, second: string, partitions: number, handoverLimitMs?: number): Promise<{ a: LeaseNode, b: LeaseNode, handingOver: Set<number>, lostByA: Array<{ partition: number, reason: LossReason }> }> {
     const gate = new Promise<void>(resolve => { open = resolve })
     const handingOver = new Set<number>()
     const lostByA: Array<{ partition: number, reason: LossReason }> = []
     const a = await openLeaseNode({
-      urls: cluster.urls, id: 'a', leaseMs: LEASE_MS, partitions: PARTITIONS,
+      urls: cluster.urls, id: first, leaseMs: LEASE_MS, partitions, handoverLimitMs,
       onAcquired: () => {},
       onLost: (partition, reason) => { lostByA.push({ partition, reason }) },
-      // As a keeper whose release waits for something that does not come (a relay that never settles).
       onReleasing: async partition => {
         handingOver.add(partition)
         await gate
@@ -56,12 +59,16 @@ describe('balancer: handovers and takeovers (3-server NATS cluster, R3 buckets)'
     connections.push(a.nc)
     nodes.push(a)
     await a.balancer.start()
-    await until('a holding every partition', () => a.balancer.owned().length === PARTITIONS, 30_000, 20)
-
-    const b = await openLeaseNode({ urls: cluster.urls, id: 'b', leaseMs: LEASE_MS, partitions: PARTITIONS, onAcquired: () => {}, onLost: () => {} })
+    await until(`${first} holding every partition`, () => a.balancer.owned().length === partitions, 30_000, 20)
+    const b = await openLeaseNode({ urls: cluster.urls, id: second, leaseMs: LEASE_MS, partitions, onAcquired: () => {}, onLost: () => {} })
     connections.push(b.nc)
     nodes.push(b)
     await b.balancer.start()
+    return { a, b, handingOver, lostByA }
+  }
+
+  it('keeps renewing every lease (those being handed over too) and beating while a handover hangs; the joining node never takes more than its share', async () => {
+    const { a, b, handingOver, lostByA } = await handingOverNodes('a', 'b', PARTITIONS)
     await until('a handing 32 partitions over', () => handingOver.size === PARTITIONS / 2, 10_000, 20)
 
     // Three lease times with the handovers hung: a keeps all 64 leases (32 kept, 32 being handed over),
@@ -93,26 +100,7 @@ describe('balancer: handovers and takeovers (3-server NATS cluster, R3 buckets)'
 
   it('cuts a handover still hanging after handoverLimitMs short: the partition dropped (onLost "handover"), its lease released and taken by the joining node, not taken back while its release hangs', async () => {
     const partitions = 16
-    const gate = new Promise<void>(resolve => { open = resolve })
-    const handingOver = new Set<number>()
-    const lostByA: Array<{ partition: number, reason: LossReason }> = []
-    const a = await openLeaseNode({
-      urls: cluster.urls, id: 'h1', leaseMs: LEASE_MS, partitions, handoverLimitMs: 2 * LEASE_MS,
-      onAcquired: () => {},
-      onLost: (partition, reason) => { lostByA.push({ partition, reason }) },
-      onReleasing: async partition => {
-        handingOver.add(partition)
-        await gate
-      },
-    })
-    connections.push(a.nc)
-    nodes.push(a)
-    await a.balancer.start()
-    await until('h1 holding every partition', () => a.balancer.owned().length === partitions, 30_000, 20)
-    const b = await openLeaseNode({ urls: cluster.urls, id: 'h2', leaseMs: LEASE_MS, partitions, onAcquired: () => {}, onLost: () => {} })
-    connections.push(b.nc)
-    nodes.push(b)
-    await b.balancer.start()
+    const { a, b, handingOver, lostByA } = await handingOverNodes('h1', 'h2', partitions, 2 * LEASE_MS)
     await until('h1 handing 8 partitions over', () => handingOver.size === partitions / 2, 10_000, 20)
     const handingSince = Date.now()
     // Within the limit the handovers just hang: h1 keeps every lease, h2 gets nothing.
