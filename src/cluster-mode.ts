@@ -31,7 +31,7 @@ import { ObjectBucket } from './cluster/object-bucket.js'
 import { LeaseTable } from './cluster/leases.js'
 import { ClusterMediaStore, MEDIA_LOCK_MS } from './media/cluster-media-store.js'
 import type { Clock } from './clock.js'
-import type { Replicated } from './catalog/config-writer.js'
+import type { Replicated } from './store/config-writer.js'
 import { SESSION_TTL_MARGIN_MS, SessionKv } from './cluster/session-kv.js'
 import type { SessionBucket } from './users/sessions.js'
 

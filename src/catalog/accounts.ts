@@ -11,7 +11,7 @@ import type { Key, Store } from '../store/store.js'
 import { ACCOUNTS_MAX } from '../store/limits.js'
 import { pageOf, type Page } from '../store/paging.js'
 import type { PageRequest } from './config-rows.js'
-import type { ConfigWriter, RowWrite } from './config-writer.js'
+import type { ConfigWriter, RowWrite } from '../store/config-writer.js'
 import { Reservations } from './reservations.js'
 
 export const IDENTITY_VERIFICATION = ['required', 'off'] as const

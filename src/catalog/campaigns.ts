@@ -7,7 +7,7 @@ import type { Page } from '../store/paging.js'
 import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type CampaignSet } from '../matching/index.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
-import type { ConfigWriter } from './config-writer.js'
+import type { ConfigWriter } from '../store/config-writer.js'
 
 /** A campaign build runs in slices of this much work, the event loop serving requests in between. */
 export const COMPILE_SLICE_MS = 5

@@ -6,7 +6,7 @@
 import { ApiError, type ErrorCode } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { pageOf, type Page } from '../store/paging.js'
-import type { ConfigKey, ConfigRow } from './config-writer.js'
+import type { ConfigKey, ConfigRow } from '../store/config-writer.js'
 import { Reservations } from './reservations.js'
 
 /** Which page of a listing: items whose key sorts after `cursor` ('' = the first page), at most `limit`. */
@@ -15,7 +15,7 @@ export interface PageRequest {
   limit: number
 }
 
-export type { ConfigKey } from './config-writer.js'
+export type { ConfigKey } from '../store/config-writer.js'
 
 /** What a catalog of one configuration kind does at start and when an account goes (catalogs.ts calls these). */
 export interface ConfigCatalog {

@@ -7,7 +7,7 @@ import { EVENT_TYPES_MAX } from '../store/limits.js'
 import type { Page } from '../store/paging.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
-import type { ConfigWriter } from './config-writer.js'
+import type { ConfigWriter } from '../store/config-writer.js'
 
 export interface EventType {
   name: string

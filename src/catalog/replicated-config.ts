@@ -26,7 +26,7 @@ import type { Key, Store } from '../store/store.js'
 import type { Database } from 'lmdb'
 import type { Catalogs } from './catalogs.js'
 import type { ConfigKey } from './config-rows.js'
-import type { ConfigRow, ConfigWriter, Replicated, RowWrite } from './config-writer.js'
+import type { ConfigRow, ConfigWriter, Replicated, RowWrite } from '../store/config-writer.js'
 
 /** How long an account's lock lasts if its holder never gives it back (it died): the bucket's TTL. */
 export const CONFIG_LOCK_MS = 10_000

@@ -12,7 +12,7 @@ import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/se
 import type { SegmentDef } from '../segments/rules.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
-import type { ConfigWriter, RowWrite } from './config-writer.js'
+import type { ConfigWriter, RowWrite } from '../store/config-writer.js'
 
 /** Told of the account's new segments version, once its row is written. */
 export type SegmentsChanged = (account: string, version: number) => void

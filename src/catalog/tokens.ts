@@ -9,7 +9,7 @@ import { TOKENS_MAX } from '../store/limits.js'
 import { pageOf, type Page } from '../store/paging.js'
 import type { AccountCatalog } from './accounts.js'
 import type { PageRequest } from './config-rows.js'
-import type { ConfigWriter } from './config-writer.js'
+import type { ConfigWriter } from '../store/config-writer.js'
 import { Reservations } from './reservations.js'
 
 export interface LiveToken {

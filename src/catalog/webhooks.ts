@@ -12,7 +12,7 @@ import { compileWebhook, mapSecrets, redactWebhook, restoreSecrets, type Compile
 import type { WebhookChanged, WebhookLookup } from '../webhooks/lookup.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
-import type { ConfigWriter, RowWrite } from './config-writer.js'
+import type { ConfigWriter, RowWrite } from '../store/config-writer.js'
 import type { SegmentCatalog } from './segments.js'
 
 /** Event types of updates, as event-driven webhooks select them. */

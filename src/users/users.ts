@@ -11,7 +11,7 @@ import { log } from '../log.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
 import { hashPassword } from './password.js'
-import { USERS_SCOPE, type ConfigRow, type ConfigWriter, type Replicated, type RowWrite } from '../catalog/config-writer.js'
+import { USERS_SCOPE, type ConfigRow, type ConfigWriter, type Replicated, type RowWrite } from '../store/config-writer.js'
 
 export const ROLES = ['viewer', 'editor', 'owner'] as const
 export type Role = typeof ROLES[number]

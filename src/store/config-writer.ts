@@ -1,4 +1,5 @@
-// How the catalogs write their configuration in cluster mode (replicated-config.ts implements it):
+// How the catalogs (and the panel users) write their configuration in cluster mode
+// (src/catalog/replicated-config.ts implements it):
 // instead of writing their rows to the local LMDB and updating memory themselves, they hand the rows
 // of one change to the writer, which stores them in the cluster's replicated bucket; every node, the
 // writer included, then applies them from the bucket's watch (Catalogs.apply). Embedded mode has no
