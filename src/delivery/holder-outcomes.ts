@@ -26,6 +26,7 @@ import { log } from '../log.js'
 import { asStored, decodeMessage, encodeMessage, encodeRecord } from '../store/record-codec.js'
 import type { Store } from '../store/store.js'
 import type { HubWrites } from './hub-writes.js'
+import { withTimeout } from './jetstream/wait.js'
 import {
   CLUSTER_PAGE_SIZE_MAX_BYTES, HOLDER_OUTCOMES_BATCH_MAX, HOLDER_OUTCOMES_DELAY_MS, HOLDER_OUTCOMES_RETRY_DELAY_MAX_MS,
   HOLDER_OUTCOMES_RETRY_DELAY_MIN_MS, STOP_OUTCOMES_WAIT_MAX_MS,
@@ -83,6 +84,8 @@ export class HolderOutcomes {
   /** Message ids are `<instance>.<counter>`: unique per process run. */
   private readonly instance = nuid.next()
   private batches = 0
+  /** Outcomes given to send() and not stored yet. */
+  private unstored = 0
   /** Stopping: batches go at once; one JetStream does not take is not sent again. */
   private stopping = false
 
@@ -112,6 +115,7 @@ export class HolderOutcomes {
     }
     const outcome: Outcome = { account: record.account, webhookId: record.webhookId, seq: record.seq, id: record.id, replayedAtMs: record.replayedAtMs, row }
     queue.pending.push({ bytes: encodeRecord(outcome), stored })
+    this.unstored++
     if (queue.sending === null && queue.timer === null) queue.timer = setTimeout(() => this.drainSoon(holder, queue), HOLDER_OUTCOMES_DELAY_MS)
   }
 
@@ -127,15 +131,8 @@ export class HolderOutcomes {
       this.drainSoon(holder, queue)
     }
     const sending = [...this.holders.values()].map(queue => queue.sending)
-    let timer: NodeJS.Timeout | undefined
-    const waited = await Promise.race([
-      Promise.all(sending).then(() => true),
-      new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), STOP_OUTCOMES_WAIT_MAX_MS) }),
-    ])
-    clearTimeout(timer)
-    let left = 0
-    for (const queue of this.holders.values()) left += queue.pending.length
-    if (!waited || left > 0) log.warn({ outcomes: left }, 'delivery outcomes not stored for the nodes holding their records (stopping); their deliveries will be attempted again')
+    await withTimeout(Promise.all(sending), STOP_OUTCOMES_WAIT_MAX_MS)
+    if (this.unstored > 0) log.warn({ outcomes: this.unstored }, 'delivery outcomes not stored for the nodes holding their records (stopping); their deliveries will be attempted again')
     await this.transport.stop()
   }
 
@@ -155,6 +152,7 @@ export class HolderOutcomes {
         queue.pending.length = 0
         return
       }
+      this.unstored -= batch.length
       for (const waiting of batch) waiting.stored()
     }
   }
