@@ -31,6 +31,7 @@ import { Erasure } from './jobs/erasure.js'
 import { AccountDeletions } from './jobs/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './delivery/jetstream/queue.js'
+import type { JetStreamQueueOptions } from './delivery/jetstream/options.js'
 import { Metrics } from './ops/metrics.js'
 import { opsRoutes, withOpenApi } from './ops/ops-routes.js'
 import { requestObservers } from './ops/request-log.js'
@@ -119,7 +120,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   maintenance.start()
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, config.natsAckPendingMax)
+  // Cluster mode: outcomes of attempts go back to the node holding each record (its data folder id) through the queue's outcome stream.
+  const outcomes = cluster === null || config.cluster === null ? null : { cluster: config.cluster, holder: store.nodeId, replicas: config.replicas }
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes })
   const deliveries: DeliveryHub = new DeliveryHub({
     store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -127,7 +130,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     }, membersReady: account => maintenance.idle(account),
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
-    cluster: cluster?.deliveries ?? null,
+    cluster: cluster === null ? null : { ...cluster.deliveries, outcomes: queue?.outcomes ?? null },
   })
   await deliveries.start()
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
@@ -257,11 +260,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */
-async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, ackPendingMax: number): Promise<JetStreamQueue> {
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, settings: Pick<JetStreamQueueOptions, 'ackPendingMax' | 'ackWaitMs' | 'outcomes'>): Promise<JetStreamQueue> {
   try {
     // The transport's timing runs against the NATS server's (ack_wait, heartbeats, publish timeouts):
     // the system clock, even when Beacon runs on a manual one (tests).
-    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection, ackPendingMax, clock: systemClock })
+    return await JetStreamQueue.connect({ url, name: 'beacon', nodeId, onConnection, ...settings, clock: systemClock })
   } catch (error) {
     throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL): ${error instanceof Error ? error.message : String(error)}`)
   }

@@ -41,9 +41,10 @@ export interface ClusterMode {
   entityLog: EntityLog
   /**
    * The delivery hub's cluster side: delivery ids with this node's id, schedule runs claimed once per
-   * cluster, calls to the node holding a record (by its data folder id: outcomes go back to it).
+   * cluster. (Outcomes go back to a record's holder through the delivery transport's outcome stream:
+   * src/delivery/jetstream/outcome-stream.ts.)
    */
-  deliveries: { idOrigin: string, schedules: ScheduleCluster, holders: NodeCalls }
+  deliveries: { idOrigin: string, schedules: ScheduleCluster }
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
   ownsKey (account: string, id: string): boolean
   /** Told each time a partition becomes owned here (recovered). */
@@ -132,8 +133,6 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
     const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })
     const calls = new NodeCalls({ nc, cluster, nodeId, live: () => node.liveNodes() })
-    // A record names the data folder holding it (its `node`), not BEACON_NODE_ID: calls addressed by that.
-    const holders = new NodeCalls({ nc, cluster, nodeId: store.nodeId, live: () => [], namespace: 'holder' })
     const media = new ClusterMediaStore({
       bucket: await ObjectBucket.open({ nc, bucket: `BEACON_MEDIA_${cluster}`, replicas: config.replicas }),
       locks: await LeaseTable.open({ nc, bucket: `BEACON_MEDIA_LOCKS_${cluster}`, leaseMs: MEDIA_LOCK_MS, replicas: config.replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') }),
@@ -164,7 +163,6 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
           claim: (account, webhookId, runMs, part) => claims.claim(account, webhookId, runMs, part, nodeId),
           staleAfterMs: claims.ttlMs / 2,
         },
-        holders,
       },
       forwarder,
       actors,
@@ -187,7 +185,6 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await forwarder.close()
         await actors.close()
         await calls.close()
-        await holders.close()
         replicatedConfig?.close()
         media.close()
         sessions?.close()

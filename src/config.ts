@@ -36,6 +36,8 @@ export interface Config {
   natsUrl: string | null
   /** BEACON_NATS_MAX_ACK_PENDING: messages the main JetStream delivery consumer hands out unacked, over every node. */
   natsAckPendingMax: number
+  /** BEACON_NATS_ACK_WAIT_MS: a record handed out to a node that stopped heartbeating (crashed) is handed out again after this. */
+  natsAckWaitMs: number
   /** BEACON_SECRETS_KEY: base64 32-byte keys, comma-separated, the first sealing; null: <data>/secrets.key. */
   secretsKey: string | null
   /** BEACON_SESSION_TTL_MS: a panel session ends this long after sign-in (absolute; sign-out ends it sooner). */
@@ -196,6 +198,7 @@ export function loadConfig (env: Env = process.env): Config {
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
     natsAckPendingMax: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
+    natsAckWaitMs: integer(env, 'BEACON_NATS_ACK_WAIT_MS', 30_000, 1000, 3_600_000, problems),
     secretsKey: secretsKey(env, problems),
     sessionTtlMs: integer(env, 'BEACON_SESSION_TTL_MS', 43_200_000, 1000, 30 * 86_400_000, problems),
     mediaSizeMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),

@@ -2,8 +2,7 @@
 // node can answer, because it lives in its own LMDB (its delivery records), asked over NATS
 // request/reply. Unlike the forwarder (one subject per partition, whoever owns it), a call names its
 // node: subject `beacon.<cluster>.node.<node id>.<method>`, subscribed by that node once it serves the
-// method (`serve`). Another namespace names nodes otherwise: `beacon.<cluster>.holder.<data folder id>.<method>`
-// reaches the node whose LMDB a delivery record names as its holder (the record's `node`).
+// method (`serve`).
 //
 // A call is sent once and waits at most `budgetMs` (5 s by default) for the answer: it is not resent
 // after a timeout (a method may change state: a replay must not run twice). It is resent only on "no
@@ -33,8 +32,6 @@ export interface NodeCallsOptions {
   live: () => string[]
   /** How long a call waits for its answer before 503 unavailable; default 5000. */
   budgetMs?: number
-  /** What `nodeId` names: 'node' (BEACON_NODE_ID, the default) or 'holder' (the data folder's id). */
-  namespace?: 'node' | 'holder'
 }
 
 /** What goes back: the handler's answer, or its refusal. */
@@ -63,7 +60,7 @@ export class NodeCalls {
     this.nc = options.nc
     this.requests = new Requests(options.nc)
     this.nodeId = options.nodeId
-    this.prefix = `beacon.${options.cluster}.${options.namespace ?? 'node'}`
+    this.prefix = `beacon.${options.cluster}.node`
     this.live = options.live
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
   }

@@ -18,7 +18,7 @@ import { Sender } from '../webhooks/sender.js'
 import type { AttemptRecord, DeliveryItem, SendResult } from '../webhooks/types.js'
 import { EmbeddedQueue } from './embedded-queue.js'
 import { DeliveryHistory } from './history.js'
-import { HolderOutcomes, type HolderCalls } from './holder-outcomes.js'
+import { HolderOutcomes, type OutcomeTransport } from './holder-outcomes.js'
 import { HubWrites } from './hub-writes.js'
 import { HUB_WRITE_DELAY_MS, RELAY_DELAY_MS, RETENTION_DEFAULT_MS } from './limits.js'
 import { Overflow } from './overflow.js'
@@ -56,9 +56,9 @@ export interface DeliveryHubOptions {
   /**
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
    * counting from 1), schedules run once per cluster (schedules.ts), and outcomes of records other
-   * nodes hold go back to them (holder-outcomes.ts, through `holders`). Null in embedded mode.
+   * nodes hold go back to them (holder-outcomes.ts, stored for them through `outcomes`). Null in embedded mode.
    */
-  cluster?: { idOrigin: string, schedules: ScheduleCluster, holders?: HolderCalls } | null
+  cluster?: { idOrigin: string, schedules: ScheduleCluster, outcomes?: OutcomeTransport | null } | null
 }
 
 export class DeliveryHub {
@@ -116,9 +116,9 @@ export class DeliveryHub {
       store, registry, clock, queue: this.queue, writes: this.writes, retentionMs, isLive, onFailure,
       relayed: () => this.relay.settled(),
     })
-    const holders = cluster?.holders
-    this.holderOutcomes = holders === undefined ? null : new HolderOutcomes({
-      store, writes: this.writes, calls: holders, clock,
+    const outcomes = cluster?.outcomes ?? null
+    this.holderOutcomes = outcomes === null ? null : new HolderOutcomes({
+      store, writes: this.writes, transport: outcomes,
       // A live copy here (an attempt this node made before) follows the outcome another node's attempt had.
       applied: record => {
         if (!this.live.has(record.id)) return
@@ -133,6 +133,7 @@ export class DeliveryHub {
     for (const webhook of this.registry.allWebhooks()) this.workers.set(slot(webhook.account, webhook.id), this.worker(webhook))
     this.webhookChanged.add((account, id, webhook) => { this.swap(account, id, webhook).catch(logFailure) })
     await this.queue.start(record => this.enqueue(record))
+    this.holderOutcomes?.start()
     this.outboxAppended.add(this.appendedRow)
     this.relay.relaySoon()
     this.schedules.start()
@@ -203,7 +204,6 @@ export class DeliveryHub {
 
   async stop (): Promise<void> {
     this.relay.stop()
-    this.holderOutcomes?.stop()
     this.overflow.stop()
     this.history.stop()
     await this.schedules.stop()
@@ -213,6 +213,9 @@ export class DeliveryHub {
     await Promise.all([...this.workers.values()].map(worker => worker.stop()))
     this.workers.clear()
     await this.writes.flush()
+    // The outcomes of other nodes' records gathered so far stored for their holders, which settles their
+    // delivery messages, before the queue gives back what is not settled.
+    await this.holderOutcomes?.stop()
     await this.queue.stop()
     await this.sender.close()
   }
@@ -299,10 +302,12 @@ export class DeliveryHub {
       // A record relayed by another node (JetStream) is that node's: its key here may be another record's.
       if (own) {
         this.writes.outcome(webhook.account, webhook.id, record.seq, change, { record: settled, outcome, delayMs })
-      } else {
+      } else if (this.holderOutcomes === null) {
         this.queue.settle(settled, outcome, delayMs)
-        // Cluster mode: the holder writes it (holder-outcomes.ts).
-        this.holderOutcomes?.send(record, change)
+      } else {
+        // Cluster mode: the holder writes it (holder-outcomes.ts); its message is settled once the
+        // outcome is stored for the holder, so a crash in between attempts it again rather than lose it.
+        this.holderOutcomes.send(record, change, () => this.queue.settle(settled, outcome, delayMs))
       }
       this.syncWaits.attempted(record.id, this.relay.relayedThrough)
     }

@@ -11,17 +11,29 @@ export const LIST_PAGE_MAX = 500
 /** Cluster mode: a node's page of a cluster-wide listing (256 KiB), and a listing's cursor (4,096 characters). */
 export { CLUSTER_CURSOR_LENGTH_MAX, CLUSTER_PAGE_SIZE_MAX_BYTES } from '../cluster/node-listing.js'
 /**
- * Cluster mode: outcomes of records another node holds are sent to it in batches of at most this many
- * (and CLUSTER_PAGE_SIZE_MAX_BYTES as JSON), gathered for HOLDER_OUTCOMES_DELAY_MS after the first.
+ * Cluster mode: outcomes of records another node holds are stored for it in the outcome stream
+ * (jetstream/outcome-stream.ts) in messages of at most this many (and CLUSTER_PAGE_SIZE_MAX_BYTES),
+ * gathered for HOLDER_OUTCOMES_DELAY_MS after the first: one JetStream publish for a batch, not one per outcome.
  */
 export const HOLDER_OUTCOMES_BATCH_MAX = 200
 export const HOLDER_OUTCOMES_DELAY_MS = 20
-/** Cluster mode: outcomes waiting for one holder at most; past it new ones are dropped (logged). */
-export const HOLDER_OUTCOMES_PENDING_MAX = 10_000
-/** Cluster mode: a batch the holder does not take is sent again (pausing 1 s, 2 s, up to 5 s) for this long, then dropped (logged). */
-export const HOLDER_OUTCOMES_GIVE_UP_MS = 30_000
-export const HOLDER_OUTCOMES_PAUSE_MIN_MS = 1000
-export const HOLDER_OUTCOMES_PAUSE_MAX_MS = 5000
+/** Cluster mode: a batch JetStream did not store (NATS away) is published again after 1 s, then 2, 4, up to 5 s, until the node stops. */
+export const HOLDER_OUTCOMES_RETRY_DELAY_MIN_MS = 1000
+export const HOLDER_OUTCOMES_RETRY_DELAY_MAX_MS = 5000
+/** Stopping waits this long at most for the outcomes gathered so far to be stored (their deliveries are acked then; the others are attempted again). */
+export const STOP_OUTCOMES_WAIT_MAX_MS = 5000
+/**
+ * Cluster mode: the outcome stream keeps an outcome its holder has not taken for this long at most (a
+ * holder gone for longer loses it: its record stays as it was there), and this many bytes at most
+ * over every holder (past it the oldest go first).
+ */
+export const OUTCOMES_MAX_AGE_MS = 7 * 86_400_000
+export const OUTCOMES_MAX_BYTES = 1024 * 1024 * 1024
+/** Cluster mode: a holder's outcome messages handed out and not yet acked (each up to HOLDER_OUTCOMES_BATCH_MAX outcomes), and how long before they come back. */
+export const OUTCOMES_ACK_PENDING_MAX = 1000
+export const OUTCOMES_ACK_WAIT_MS = 10_000
+/** Cluster mode: a holder applies at most this many outcome messages in one write transaction. */
+export const OUTCOMES_APPLY_MESSAGES_MAX = 50
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
 /** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */

@@ -23,19 +23,18 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream'
 import type { Clock } from '../../clock.js'
 import { decodeMessage, encodeMessage, encodeRecord } from '../../store/record-codec.js'
-import {
-  CONSUME_RESTART_DELAY_MAX_MS, CONSUME_RESTART_DELAY_MIN_MS, CONSUME_RUN_RESET_MS, RETRY_STATE_MARGIN_MS, STOP_CONSUMES_WAIT_MAX_MS, STOP_NAK_DELAY_MS,
-} from '../limits.js'
+import { RETRY_STATE_MARGIN_MS, STOP_CONSUMES_WAIT_MAX_MS, STOP_NAK_DELAY_MS } from '../limits.js'
 import type { Feed, FeedAnswer } from '../queue.js'
 import { laterThan, type DeliveryOutcome, type DeliveryRecord } from '../record.js'
 import { deliveryCountOf } from './ack-reply.js'
+import { consumeForever } from './consume-loop.js'
 import type { QueueLogger } from './options.js'
 import type { PublishedCache } from './published-cache.js'
 import { DUE_HEADER, type Publisher } from './publisher.js'
 import { Shares } from './shares.js'
-import { apiErrorCode, CONSUMER_NOT_FOUND, STREAM_NOT_FOUND, type StreamSetup } from './stream-setup.js'
+import type { StreamSetup } from './stream-setup.js'
 import { messageIdOf, RETRY_TOKEN, type Subjects } from './subjects.js'
-import { sleep, withTimeout } from './wait.js'
+import { withTimeout } from './wait.js'
 
 /** A message held here: its records fed to local workers, not all settled yet. */
 interface Carrier {
@@ -203,46 +202,12 @@ export class Consumer {
     this.handedBack.clear()
   }
 
-  /** Pull for as long as the queue runs: a consume that ends (an error, a lost consumer) starts again. */
-  private async consumeLoop (name: string, onMessage: (msg: JsMsg) => void): Promise<void> {
-    let backoffMs = CONSUME_RESTART_DELAY_MIN_MS
-    while (!this.stopped) {
-      const startedMs = this.clock.nowMs()
-      let running: ConsumerMessages | null = null
-      try {
-        const consumer = await this.js.consumers.get(this.setup.streamName, name)
-        if (this.stopped) break
-        const messages = await consumer.consume({ max_messages: this.pullMessagesMax, callback: onMessage })
-        running = messages
-        this.messages.add(messages)
-        void this.watchConsumer(messages)
-        const ended = await messages.closed()
-        if (this.stopped) break
-        if (ended instanceof Error) this.log.warn({ err: ended }, 'the JetStream delivery consumer stopped; restarting it')
-        else this.log.warn({}, 'the JetStream delivery consumer ended; restarting it')
-      } catch (error) {
-        if (this.stopped) break
-        this.log.warn({ err: error }, 'could not pull from the JetStream delivery consumer; retrying')
-        if (apiErrorCode(error) === STREAM_NOT_FOUND || apiErrorCode(error) === CONSUMER_NOT_FOUND) this.setup.ensureSoon()
-      } finally {
-        if (running !== null) this.messages.delete(running)
-      }
-      if (this.clock.nowMs() - startedMs > CONSUME_RUN_RESET_MS) backoffMs = CONSUME_RESTART_DELAY_MIN_MS
-      await sleep(backoffMs)
-      backoffMs = Math.min(backoffMs * 2, CONSUME_RESTART_DELAY_MAX_MS)
-    }
-  }
-
-  /** A consumer or stream that vanished (a server that lost its store) is created again. */
-  private async watchConsumer (messages: ConsumerMessages): Promise<void> {
-    try {
-      for await (const status of messages.status()) {
-        if (status.type === 'consumer_not_found' || status.type === 'stream_not_found' || status.type === 'consumer_deleted') {
-          this.log.warn({ status: status.type }, 'the JetStream delivery consumer is missing; creating it again')
-          this.setup.ensureSoon()
-        }
-      }
-    } catch {}
+  /** Pull for as long as the queue runs (consume-loop.ts). */
+  private consumeLoop (consumer: string, onMessage: (msg: JsMsg) => void): Promise<void> {
+    return consumeForever({
+      js: this.js, clock: this.clock, log: this.log, stream: this.setup.streamName, consumer, pullMessagesMax: this.pullMessagesMax,
+      what: 'delivery', running: this.messages, stopped: () => this.stopped, ensureSoon: () => this.setup.ensureSoon(), onMessage,
+    })
   }
 
   /** A message of the retry consumer: nak'd with the time left until it is due, then fed as the main consumer's are. */

@@ -46,6 +46,11 @@ export interface JetStreamQueueOptions {
    * ids must not absorb another's. Empty (default): the record id alone.
    */
   nodeId?: string
+  /**
+   * Cluster mode: the outcome stream of the cluster (outcome-stream.ts), where attempts' outcomes are
+   * stored for the node holding their records, and this node reads those of its own records.
+   */
+  outcomes?: { cluster: string, holder: string, replicas: number } | null
   /** The NATS connection name (monitoring). */
   name?: string
   /** Told when the connection goes down or comes back (readiness, metrics); told `true` at start. */

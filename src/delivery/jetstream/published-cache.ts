@@ -30,8 +30,9 @@ export class PublishedCache {
 
   /** Keep what a stored message carried, under the stream sequence its PubAck names. */
   keep (pubAck: Uint8Array, message: OutgoingMessage): void {
-    // A handed-back record waits in the retry consumer (often long): not kept, it would push out fresh ones.
-    if (message.dueAtMs > 0) return
+    // A handed-back record waits in the retry consumer (often long): not kept, it would push out fresh
+    // ones. A message of no records (delivery outcomes for their holder: outcome-stream.ts) is not for the consumer.
+    if (message.dueAtMs > 0 || message.records.length === 0) return
     const seq = pubAckSeqOf(pubAck)
     if (seq === 0 || this.published.has(seq) || message.records.length > this.recordsMax) return
     while (this.records + message.records.length > this.recordsMax) {

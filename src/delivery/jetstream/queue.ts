@@ -29,6 +29,7 @@ import type { DeliveryOutcome, DeliveryRecord } from '../record.js'
 import { connectNats } from './connect.js'
 import { Consumer } from './consumer.js'
 import { JETSTREAM_DEFAULTS, type JetStreamQueueOptions, type QueueLogger } from './options.js'
+import { OutcomeStream } from './outcome-stream.js'
 import { PublishedCache } from './published-cache.js'
 import { Publisher, type OutgoingMessage } from './publisher.js'
 import { StreamSetup } from './stream-setup.js'
@@ -48,6 +49,8 @@ export class JetStreamQueue implements DeliveryQueue {
   readonly streamName: string
   readonly subjectPrefix: string
   readonly consumerName: string
+  /** Cluster mode: the outcome stream (outcome-stream.ts); null otherwise. */
+  readonly outcomes: OutcomeStream | null
   private readonly nc: NatsConnection
   private readonly clock: Clock
   private readonly log: QueueLogger
@@ -93,6 +96,7 @@ export class JetStreamQueue implements DeliveryQueue {
         this.consumer.restart()
       },
     })
+    const js = jetstream(nc)
     this.publisher = new Publisher({
       nc,
       clock: this.clock,
@@ -101,10 +105,20 @@ export class JetStreamQueue implements DeliveryQueue {
       publishTimeoutMs,
       publishGiveUpMs: options.publishGiveUpMs ?? JETSTREAM_DEFAULTS.publishGiveUpMs,
       onStored: (pubAck, message) => this.published.keep(pubAck, message),
-      onNoResponder: () => this.setup.ensureSoon(),
+      onNoResponder: () => {
+        this.setup.ensureSoon()
+        this.outcomes?.ensureSoon()
+      },
     })
+    const outcomes = options.outcomes ?? null
+    this.outcomes = outcomes === null
+      ? null
+      : new OutcomeStream({
+        jsm, js, publisher: this.publisher, clock: this.clock, log: this.log, ...outcomes,
+        duplicateWindowMs: options.duplicateWindowMs ?? JETSTREAM_DEFAULTS.duplicateWindowMs,
+      })
     this.consumer = new Consumer({
-      js: jetstream(nc),
+      js,
       clock: this.clock,
       log: this.log,
       setup: this.setup,
@@ -186,6 +200,7 @@ export class JetStreamQueue implements DeliveryQueue {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.timer)
+    await this.outcomes?.stop()
     await this.consumer.stop()
     this.published.clear()
     this.publisher.stop()
@@ -257,8 +272,9 @@ export class JetStreamQueue implements DeliveryQueue {
         this.log.info({ server: redactUrl(status.server) }, 'NATS reconnected')
         this.published.clear()
         this.publisher.reconnected()
-        // The server may have come back without its store: make sure the stream and consumer exist.
+        // The server may have come back without its store: make sure the streams and consumers exist.
         this.setup.ensureSoon()
+        this.outcomes?.ensureSoon()
       }
     }
   }

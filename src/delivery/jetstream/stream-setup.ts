@@ -22,6 +22,28 @@ export function apiErrorCode (error: unknown): number | undefined {
   return error instanceof JetStreamApiError ? error.code : undefined
 }
 
+/** `ensure` tried until it succeeds or `stopped()`, pausing 250 ms doubling to 5 s; `trying` told before each try. */
+export async function ensureUntilDone ({ ensure, stopped, log, what, trying }: {
+  ensure: () => Promise<unknown>
+  stopped: () => boolean
+  log: QueueLogger
+  /** Names the stream in log lines ('delivery', 'outcome'). */
+  what: string
+  trying: () => void
+}): Promise<void> {
+  for (let waitMs = ENSURE_RETRY_DELAY_MIN_MS; !stopped(); waitMs = Math.min(waitMs * 2, ENSURE_RETRY_DELAY_MAX_MS)) {
+    trying()
+    try {
+      await ensure()
+      return
+    } catch (error) {
+      if (stopped()) return
+      log.warn({ err: error }, `could not check the JetStream ${what} stream; will retry`)
+    }
+    await sleep(waitMs)
+  }
+}
+
 export interface StreamSetupOptions {
   jsm: JetStreamManager
   clock: Clock
@@ -84,19 +106,10 @@ export class StreamSetup {
   /** ensure() in the background, retried until it succeeds (at most one at a time). */
   ensureSoon (): void {
     if (this.stopped || this.ensuring !== null || this.clock.nowMs() - this.lastEnsureMs < ENSURE_INTERVAL_MIN_MS) return
-    this.ensuring = (async () => {
-      for (let waitMs = ENSURE_RETRY_DELAY_MIN_MS; !this.stopped; waitMs = Math.min(waitMs * 2, ENSURE_RETRY_DELAY_MAX_MS)) {
-        this.lastEnsureMs = this.clock.nowMs()
-        try {
-          await this.ensure()
-          return
-        } catch (error) {
-          if (this.stopped) return
-          this.log.warn({ err: error }, 'could not check the JetStream delivery stream; will retry')
-        }
-        await sleep(waitMs)
-      }
-    })().finally(() => { this.ensuring = null })
+    this.ensuring = ensureUntilDone({
+      ensure: () => this.ensure(), stopped: () => this.stopped, log: this.log, what: 'delivery',
+      trying: () => { this.lastEnsureMs = this.clock.nowMs() },
+    }).finally(() => { this.ensuring = null })
   }
 
   /** No more background checks. Answers the one under way, if any. */
