@@ -2,17 +2,23 @@
 // index of which keys this node's LMDB holds per partition. Part of the data format: every node of
 // every release must read what any other wrote, so entries are plain msgpack maps with short keys.
 //
-//   write     { t: 'e', k: 'v' | 'p', a: account, i: id, s: state | null (deleted), n: node, w: watermark, o?: rows }
+//   write     { t: 'e', k: 'v' | 'p', a: account, i: id, s: state | null (deleted), n: node, w: watermark, o?: rows, d?: folder }
 //   chunk     { t: 'c', id: snapshot id, e: [[k, account, id, state as plain msgpack bytes], …], o?: rows }
-//   marker    { t: 'm', id, x: covered sequence, c: chunk count, n: node, w: watermark }
+//   marker    { t: 'm', id, x: covered sequence, c: chunk count, n: node, w: watermark, d?: folder }
 //   watermark { t: 'w', n: node, w: watermark }
 //
-// rows: the outbox rows issued with the write, [seq on node n, encodeRow bytes]. The watermark: every
-// outbox row of node n with seq ≤ w had been handed to the delivery stream when the entry was written.
+// rows: the outbox rows issued with the write (or, in a snapshot's chunks, still in node n's outbox),
+// [seq on node n, encodeRow bytes, origin?]. The watermark: every outbox row of node n with seq ≤ w had
+// been handed to the delivery stream when the entry was written. A row's deliveries are sent under the
+// webhook-id its first place gave them (src/delivery/record.ts, `item.messageId`), whichever node
+// relays it: the node's data folder id `d` (Store.nodeId; with rows, and on markers) and the row's seq
+// there, or, for a row node n resends for another node, its origin [folder id, seq]. Entries of earlier
+// releases have no `d`: their rows' deliveries go out under the relaying node's ids.
 
 import { Packr } from 'msgpackr'
 import type { Database, Key } from 'lmdb'
 import type { Store } from '../src/store/store.js'
+import type { RowOrigin } from '../src/store/record-codec.js'
 import type { Changelog } from '../src/cluster/changelog.js'
 import type { EntityKindName } from './entity-writes.js'
 
@@ -31,13 +37,27 @@ export interface PartitionLog {
 }
 
 export type KindTag = 'v' | 'p'
-export type OutboxPart = [seq: number, bytes: Uint8Array]
+/** Where a row resent for another node was first written: [data folder id, seq there]. */
+export type PartOrigin = [node: string, seq: number]
+export type OutboxPart = [seq: number, bytes: Uint8Array, origin?: PartOrigin]
 
-export interface WriteEntry { t: 'e', k: KindTag, a: string, i: string, s: Record<string, unknown> | null, n: string, w: number, o?: OutboxPart[] }
+export interface WriteEntry { t: 'e', k: KindTag, a: string, i: string, s: Record<string, unknown> | null, n: string, w: number, o?: OutboxPart[], d?: string }
 export interface ChunkEntry { t: 'c', id: string, e: [KindTag, string, string, Uint8Array][], o?: OutboxPart[] }
-export interface MarkerEntry { t: 'm', id: string, x: number, c: number, n: string, w: number }
+export interface MarkerEntry { t: 'm', id: string, x: number, c: number, n: string, w: number, d?: string }
 export interface WatermarkEntry { t: 'w', n: string, w: number }
 export type LogEntry = WriteEntry | ChunkEntry | MarkerEntry | WatermarkEntry
+
+/** A row's part of an entry: its origin only when it was first written elsewhere. */
+export function outboxPart (seq: number, bytes: Uint8Array, origin: RowOrigin | null): OutboxPart {
+  return origin === null ? [seq, bytes] : [seq, bytes, [origin.node, origin.seq]]
+}
+
+/** Where a row of an entry was first written: its origin, or its own seq on folder `d` (null: an entry of an earlier release). */
+export function originOfPart (part: OutboxPart, d: string | undefined): RowOrigin | null {
+  const origin = part[2]
+  if (origin !== undefined) return { node: origin[0], seq: origin[1] }
+  return d === undefined ? null : { node: d, seq: part[0] }
+}
 
 /** Plain msgpack, as the changelog's own: a state packed here decodes on any node, in any release. */
 export const plain = new Packr({ useRecords: false, moreTypes: false })

@@ -22,7 +22,7 @@ import type { OutboxAppended, Store } from '../src/store/store.js'
 import { log } from '../src/log.js'
 import type { ActorRuntime } from './runtime.js'
 import type { EntityKindName, EntityWrites } from './entity-writes.js'
-import { partitionIndex, tagOf, type OutboxPart, type PartitionLog, type WriteEntry } from './entity-log-format.js'
+import { outboxPart, partitionIndex, tagOf, type OutboxPart, type PartitionLog, type WriteEntry } from './entity-log-format.js'
 import { writeSnapshot, type SnapshotReport } from './entity-snapshot.js'
 import { recoverPartition, type RecoveryReport } from './entity-recovery.js'
 
@@ -80,10 +80,10 @@ export class EntityLog implements EntityWrites, PartitionLog {
   private rows: OutboxPart[] = []
   /** Off while a recovery appends the rows it resends: they belong to no write. */
   private collecting = true
-  private readonly collect: OutboxAppended = (seq, _row, bytes) => {
+  private readonly collect: OutboxAppended = (seq, _row, bytes, origin) => {
     if (!this.collecting) return
     if (this.rows.length === 0) queueMicrotask(this.dropStray)
-    this.rows.push([seq, bytes])
+    this.rows.push(outboxPart(seq, bytes, origin))
   }
 
   /**
@@ -136,7 +136,11 @@ export class EntityLog implements EntityWrites, PartitionLog {
     }
     const tag = tagOf(kind)
     const entry: WriteEntry = { t: 'e', k: tag, a: account, i: id, s: state as Record<string, unknown> | null, n: this.node, w: this.relayedThrough() }
-    if (rows.length > 0) entry.o = rows
+    if (rows.length > 0) {
+      entry.o = rows
+      // The rows' first place, whichever node relays them: their deliveries' webhook-id names it.
+      entry.d = this.store.nodeId
+    }
     const db = tag === 'v' ? this.store.visitors : this.store.profiles
     const indexKey = [partition, tag, account, id]
     let put: Promise<boolean>
@@ -257,7 +261,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
 
   /** A write that will not be acknowledged: its rows leave the outbox (those not relayed yet never go out). */
   private takeBack (rows: readonly OutboxPart[]): void {
-    for (const [seq] of rows) this.store.ignoreFailure(this.store.outbox.remove(seq))
+    for (const [seq, , origin] of rows) this.store.ignoreFailure(this.store.removeOutbox(seq, origin !== undefined))
   }
 
   private failed (partition: number, rows: readonly OutboxPart[], error: unknown): never {

@@ -7,12 +7,14 @@
 // Outbox rows: each entry names its node's watermark (rows of that node at or below it had reached the
 // delivery stream). The rows of the snapshot (its chunks) and of the entries after it that are above their
 // node's highest watermark seen may not have gone out: they are appended to this node's outbox, which
-// relays them. A row that did go out after its node's last watermark is sent twice, under another
-// webhook-id (the record id is `<seq>.<webhook>` of the relaying node's outbox).
+// relays them. Each keeps its first place (origin: the data folder that wrote it and its seq there):
+// this node's records of it have ids of this node, but their requests carry the webhook-id made there,
+// `<folder>:<seq>.<webhook>` (src/delivery/record.ts), so a row that did go out after its node's last
+// watermark is sent twice under the same webhook-id.
 
 import { CLUSTER_ERRORS, ClusterError } from '../src/cluster/errors.js'
-import { decodeRow } from '../src/store/record-codec.js'
-import { dbOf, kindOf, partitionRange, plain, writeDerived, type ChunkEntry, type KindTag, type LogEntry, type MarkerEntry, type PartitionLog } from './entity-log-format.js'
+import { decodeRow, type RowOrigin } from '../src/store/record-codec.js'
+import { dbOf, kindOf, originOfPart, partitionRange, plain, writeDerived, type ChunkEntry, type KindTag, type LogEntry, type MarkerEntry, type PartitionLog } from './entity-log-format.js'
 
 export interface RecoveryReport {
   partition: number
@@ -34,7 +36,8 @@ export interface RecoveryReport {
 }
 
 interface Latest { seq: number, tag: KindTag, account: string, id: string, state: Record<string, unknown> | null }
-interface Row { node: string, seq: number, bytes: Uint8Array }
+/** A row to resend: its seq in node's outbox (against node's watermark), and where it was first written (null: unknown, an earlier release's entry). */
+interface Row { node: string, seq: number, bytes: Uint8Array, origin: RowOrigin | null }
 
 export async function recoverPartition (log: PartitionLog, partition: number, withoutCollecting: (resend: () => void) => void): Promise<RecoveryReport> {
   const startedMs = performance.now()
@@ -59,7 +62,7 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
         case 'e':
           latest.set(slotOf(entry.k, entry.a, entry.i), { seq: record.seq, tag: entry.k, account: entry.a, id: entry.i, state: entry.s })
           seen(entry.n, entry.w)
-          for (const [seq, bytes] of entry.o ?? []) entryRows.push({ at: record.seq, row: { node: entry.n, seq, bytes } })
+          for (const part of entry.o ?? []) entryRows.push({ at: record.seq, row: { node: entry.n, seq: part[0], bytes: part[1], origin: originOfPart(part, entry.d) } })
           break
         case 'c': {
           let list = chunks.get(entry.id)
@@ -107,16 +110,16 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
   const rows: Row[] = []
   const candidates: Row[] = []
   if (marker !== null) {
-    const node = marker.n
-    for (const chunk of chunks.get(marker.id) ?? []) for (const [seq, bytes] of chunk.o ?? []) candidates.push({ node, seq, bytes })
+    const { n: node, d } = marker
+    for (const chunk of chunks.get(marker.id) ?? []) for (const part of chunk.o ?? []) candidates.push({ node, seq: part[0], bytes: part[1], origin: originOfPart(part, d) })
   }
   for (const { at, row } of entryRows) if (at > covered) candidates.push(row)
   // A row can be both in the marker (still in its node's outbox when the snapshot was written) and in an
-  // entry after it: (node, seq) names it once.
+  // entry after it, or resent by an owner and in that owner's snapshot: its first place names it once.
   const taken = new Set<string>()
   for (const row of candidates) {
     if (row.seq <= (watermarks.get(row.node) ?? 0)) continue
-    const name = `${row.node}\u0000${row.seq}`
+    const name = row.origin === null ? `${row.node}\u0000${row.seq}` : `\u0001${row.origin.node}\u0000${row.origin.seq}`
     if (taken.has(name)) continue
     taken.add(name)
     rows.push(row)
@@ -142,7 +145,7 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
       writeDerived(log.store, kindOf(tag), account, id, state, true)
       entities++
     }
-    for (const row of rows) log.store.appendOutbox(decodeRow(row.bytes))
+    for (const row of rows) log.store.appendOutbox(decodeRow(row.bytes), row.origin)
   })
   await log.store.root.committed
   return {

@@ -11,13 +11,14 @@
 // which a recovery replays over the snapshot anyway (entries carry whole states: replaying is idempotent).
 //
 // Outbox rows: chunks after the states carry the rows of this partition still in the local outbox and
-// not handed to the delivery stream (the entries before X that carried them are purged); the marker
-// names their node and its watermark.
+// not handed to the delivery stream (the entries before X that carried them are purged), each with its
+// origin when this node resends it for another; the marker names their node, its data folder id and
+// its watermark.
 
 import type { Key } from 'lmdb'
 import { decodeRow } from '../src/store/record-codec.js'
 import { CLUSTER_ERRORS, ClusterError } from '../src/cluster/errors.js'
-import { dbOf, partitionRange, plain, type ChunkEntry, type KindTag, type MarkerEntry, type OutboxPart, type PartitionLog } from './entity-log-format.js'
+import { dbOf, outboxPart, partitionRange, plain, type ChunkEntry, type KindTag, type MarkerEntry, type OutboxPart, type PartitionLog } from './entity-log-format.js'
 
 export interface SnapshotReport {
   partition: number
@@ -66,7 +67,7 @@ export async function writeSnapshot (log: PartitionLog, partition: number): Prom
     await log.changelog.append(partition, [entry])
     chunks++
   }
-  const marker: MarkerEntry = { t: 'm', id, x: covered, c: chunks, n: log.node, w: watermark }
+  const marker: MarkerEntry = { t: 'm', id, x: covered, c: chunks, n: log.node, w: watermark, d: log.store.nodeId }
   const markerSeq = await log.changelog.append(partition, [marker])
   const purged = await log.changelog.purge(partition, covered + 1)
   return { partition, coveredSeq: covered, markerSeq, entities, chunks, bytes, rows: rows.length, purged, ms: performance.now() - startedMs }
@@ -110,7 +111,7 @@ function pendingRows (log: PartitionLog, partition: number, watermark: number): 
     const row = decodeRow(value)
     const id = row.visitorId ?? row.profileId
     if (id === undefined || log.partitionOfKey(row.account, id) !== partition) continue
-    rows.push([key, Buffer.from(value)])
+    rows.push(outboxPart(key, Buffer.from(value), log.store.outboxOrigin(key)))
   }
   return rows
 }

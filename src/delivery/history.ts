@@ -150,7 +150,7 @@ export class DeliveryHistory {
     for (const key of this.store.outbox.getKeys() as Iterable<number>) {
       const row = storedRow(key, this.store.outbox.get(key)).value
       if (row.account === account && carries(row)) {
-        last = this.store.outbox.remove(key)
+        last = this.store.removeOutbox(key, true)
         removed++
       }
     }

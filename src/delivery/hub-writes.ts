@@ -5,7 +5,7 @@
 // makes the attempt again, to the same webhook-id, and never leaves a record listed as it was before
 // an attempt the queue has forgotten.
 
-import { asStored, encodeRecord } from '../store/record-codec.js'
+import { asStored, encodeRecord, type RowOrigin } from '../store/record-codec.js'
 import type { Key, Store } from '../store/store.js'
 import type { DeliveryQueue } from './queue.js'
 import type { DeliveryOutcome, DeliveryRecord, OutcomeRow } from './record.js'
@@ -38,7 +38,7 @@ export class HubWrites {
   private readonly onFailure: (error: unknown) => void
   private outcomes: PendingOutcome[] = []
   /** Outbox rows relayed, to remove with the next writes. */
-  private relayedRows: number[] = []
+  private relayedRows: { key: number, origin: RowOrigin | null }[] = []
   /** Queue settles waiting for their outcome row's commit. */
   private settles: PendingSettle[] = []
   /** Those of writes issued and not committed yet. */
@@ -61,8 +61,8 @@ export class HubWrites {
   }
 
   /** Remove these relayed outbox rows with the next writes. */
-  relayed (rows: readonly { key: number }[]): void {
-    for (const { key } of rows) this.relayedRows.push(key)
+  relayed (rows: readonly { key: number, origin: RowOrigin | null }[]): void {
+    for (const row of rows) this.relayedRows.push(row)
     this.soon()
   }
 
@@ -112,7 +112,7 @@ export class HubWrites {
       }
       last = this.store.deliveries.put(outcome.key, stored)
     }
-    for (const key of relayedRows) last = this.store.outbox.remove(key)
+    for (const row of relayedRows) last = this.store.removeOutbox(row.key, row.origin !== null)
     // A failed commit loses outcome rows (logged): the queue is told all the same, the delivery was made.
     this.writing.add(settles)
     const tell = (): void => {

@@ -55,8 +55,9 @@ export interface DeliveryHubOptions {
   relayDelayMs?: number
   /**
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
-   * counting from 1), schedules run once per cluster (schedules.ts), and outcomes of records other
-   * nodes hold go back to them (holder-outcomes.ts, stored for them through `outcomes`). Null in embedded mode.
+   * counting from 1; a row resent for another node is sent under the webhook-id it had there),
+   * schedules run once per cluster (schedules.ts), and outcomes of records other nodes hold go back to
+   * them (holder-outcomes.ts, stored for them through `outcomes`). Null in embedded mode.
    */
   cluster?: { idOrigin: string, schedules: ScheduleCluster, outcomes?: OutcomeTransport | null } | null
 }
@@ -66,7 +67,7 @@ export class DeliveryHub {
   private readonly registry: WebhookLookup
   private readonly webhookChanged: Listeners<WebhookChanged>
   private readonly outboxAppended: Listeners<OutboxAppended>
-  private readonly appendedRow: OutboxAppended = (seq, row, bytes) => { this.relay.appendedRow(seq, row, bytes) }
+  private readonly appendedRow: OutboxAppended = (seq, row, bytes, origin) => { this.relay.appendedRow(seq, row, bytes, origin) }
   private readonly clock: Clock
   private readonly sender: Sender
   private readonly queue: DeliveryQueue

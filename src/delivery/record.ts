@@ -1,9 +1,12 @@
 // A delivery record: one delivery of one outbox row (or one schedule run) to one webhook, with what
 // its attempts changed. Its id is `<seq>.<webhook id>` (embedded mode) or `<origin node>:<seq>.<webhook id>`
 // (cluster mode, where every node's outbox counts from 1 and all publish to one delivery stream), so
-// its key in the deliveries db is derivable from it.
+// its key in the deliveries db is derivable from it and it names the node that holds it. Its item's id
+// is the record's id, and so is the webhook-id its requests carry; except for a row a new owner resends
+// for the node that first wrote it (a partition taken over): the item is then sent under the id made
+// there (`item.messageId`), so a receiver that had it from the first owner can tell it is the same.
 
-import type { OutboxRow } from '../store/record-codec.js'
+import type { OutboxRow, RowOrigin } from '../store/record-codec.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
 import { maskCredentials } from '../webhooks/mask-credentials.js'
 import type { AttemptRecord, DeliveryContext, DeliveryItem } from '../webhooks/types.js'
@@ -64,8 +67,11 @@ export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   return row.change === 'enter' ? trigger.onEnter : trigger.onExit
 }
 
-/** The record of an outbox row for one webhook, pending its first attempt. */
-export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string, origin: string | null = null): DeliveryRecord {
+/**
+ * The record of an outbox row for one webhook, pending its first attempt. Cluster mode (`origin`, this
+ * node): a row resent for another node (`resent`, its first place) is sent under the id made there.
+ */
+export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook, nowMs: number, node: string, origin: string | null = null, resent: RowOrigin | null = null): DeliveryRecord {
   const context: DeliveryContext = { account: row.account }
   if (row.visitorId !== undefined) context.visitorId = row.visitorId
   if (row.profileId !== undefined) context.profileId = row.profileId
@@ -79,13 +85,15 @@ export function newRecord (row: OutboxRow, seq: number, webhook: CompiledWebhook
   }
   if (row.attributes !== undefined) context.attributes = row.attributes
   const id = deliveryId(seq, webhook.id, origin)
+  const item: DeliveryItem = { id, occurredAtMs: row.occurredAtMs, context }
+  if (origin !== null && resent !== null) item.messageId = deliveryId(resent.seq, webhook.id, resent.node)
   const record: DeliveryRecord = {
     id,
     account: row.account,
     webhookId: webhook.id,
     seq,
     status: 'pending',
-    item: { id, occurredAtMs: row.occurredAtMs, context },
+    item,
     attempt: 1,
     attempts: [],
     dueMs: 0,

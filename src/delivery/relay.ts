@@ -2,7 +2,7 @@
 // deliveries db and published to the queue; then the rows go (with the hub's next writes).
 
 import type { Clock } from '../clock.js'
-import { asStored, decodeRow, encodeRecord, originBytes, recordOfRow, recordPrefix, type OutboxRow } from '../store/record-codec.js'
+import { asStored, decodeRow, encodeRecord, originBytes, recordOfRow, recordPrefix, type OutboxRow, type RowOrigin } from '../store/record-codec.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
 import type { Store } from '../store/store.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
@@ -16,6 +16,8 @@ export interface AppendedRow {
   key: number
   value: OutboxRow
   bytes: Uint8Array | null
+  /** A row resent for another node (cluster mode): where it was first written, which names the webhook-id its deliveries are sent under. */
+  origin: RowOrigin | null
 }
 
 /** Who hears of relayed records: the requests waiting for their sync webhooks (sync-waits.ts). */
@@ -90,9 +92,9 @@ export class Relay {
   }
 
   /** An outbox row was appended (not committed yet): relay it with the rows that follow it soon. */
-  appendedRow (seq: number, row: OutboxRow, bytes: Uint8Array): void {
+  appendedRow (seq: number, row: OutboxRow, bytes: Uint8Array, origin: RowOrigin | null): void {
     if (this.stopped) return
-    if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row, bytes })
+    if (this.appended.length < APPENDED_ROWS_MAX) this.appended.push({ key: seq, value: row, bytes, origin })
     this.relayLater()
   }
 
@@ -175,11 +177,13 @@ export class Relay {
       const encoded: Uint8Array[] = []
       const nowMs = this.clock.nowMs()
       let last: Promise<boolean> | null = null
-      for (const { key, value: row, bytes: rowBytes } of rows) {
+      for (const { key, value: row, bytes: rowBytes, origin } of rows) {
         for (const webhook of this.registry.webhooksOf(row.account)) {
           if (!selects(webhook, row)) continue
-          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId, this.idOrigin)
-          const bytes = rowBytes === null ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs, this.originBytes)
+          const record = newRecord(row, key, webhook, nowMs, this.store.nodeId, this.idOrigin, origin)
+          // A row resent for another node (cluster mode, rare) has its item sent under the id its first
+          // place gave it (item.messageId), which the row's bytes do not hold: encoded as a whole.
+          const bytes = rowBytes === null || record.item.messageId !== undefined ? encodeRecord(record) : recordOfRow(rowBytes, key, this.prefixOf(webhook), nowMs, this.originBytes)
           last = this.store.deliveries.put([record.account, record.webhookId, record.seq], asStored(bytes))
           created.push(record)
           encoded.push(bytes)
@@ -211,10 +215,13 @@ export class Relay {
     const rows: AppendedRow[] = []
     const appended = this.appended
     let i = 0
+    // Rows resent for another node are few (after a takeover): their origins are looked up only from the first on.
+    let firstResent = Infinity
+    for (const key of this.store.outboxOrigins.getKeys({ start: readFrom, limit: 1 }) as Iterable<number>) firstResent = key
     for (const key of this.store.outbox.getKeys({ start: readFrom, limit: RELAY_BATCH_MAX }) as Iterable<number>) {
       while (i < appended.length && appended[i]!.key < key) i++
       if (i < appended.length && appended[i]!.key === key) rows.push(appended[i++]!)
-      else rows.push(storedRow(key, this.store.outbox.get(key)))
+      else rows.push(storedRow(key, this.store.outbox.get(key), key < firstResent ? null : this.store.outboxOrigin(key)))
     }
     if (i > 0) appended.splice(0, i)
     return rows
@@ -231,8 +238,8 @@ export class Relay {
 }
 
 /** An outbox row read from LMDB: its bytes (a Buffer, as the db gives a msgpack bin), or a row of an earlier release. */
-export function storedRow (key: number, value: unknown): AppendedRow {
-  return value instanceof Uint8Array ? { key, value: decodeRow(value), bytes: value } : { key, value: value as OutboxRow, bytes: null }
+export function storedRow (key: number, value: unknown, origin: RowOrigin | null = null): AppendedRow {
+  return value instanceof Uint8Array ? { key, value: decodeRow(value), bytes: value, origin } : { key, value: value as OutboxRow, bytes: null, origin }
 }
 
 function noop (): void {}

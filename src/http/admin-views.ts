@@ -22,6 +22,7 @@ export function deliveryView (record: DeliveryRecord): Record<string, unknown> {
   const done = record.status === 'delivered' || record.status === 'dead'
   return {
     id: record.id,
+    messageId: record.item.messageId ?? record.id,
     webhookId: record.webhookId,
     status: record.status,
     occurredAt: iso(record.item.occurredAtMs),

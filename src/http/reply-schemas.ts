@@ -249,7 +249,10 @@ const Attempt = Type.Object({
 })
 
 export const DeliveryRecord = Type.Object({
-  id: Type.String({ description: '<outbox seq>.<webhook id> (cluster mode: <node>:<outbox seq>.<webhook id>): the webhook-id header of its requests.' }),
+  id: Type.String({ description: '<outbox seq>.<webhook id> (cluster mode: <node>:<outbox seq>.<webhook id>, the node holding it): what a replay by id names.' }),
+  messageId: Type.String({
+    description: 'The webhook-id header of its requests (batchSize 1): its id, except for a row a new owner resent after a cluster takeover, sent under the id its first owner gave it.',
+  }),
   webhookId: Type.String(),
   status: literals(['pending', 'failed', 'delivered', 'dead']),
   occurredAt: IsoOrNull,

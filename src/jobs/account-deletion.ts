@@ -195,6 +195,9 @@ export class AccountDeletions {
           if (cluster.owns(job.account, id)) await cluster.erase(phase, job.account, id).catch(eraseFailed)
           else store.ignoreFailure(db.remove(key))
         }))
+      } else if (phase === 'outbox') {
+        // A row resent for another node goes with its origin.
+        for (const key of remove) store.ignoreFailure(store.removeOutbox(key as unknown as number, true))
       } else {
         for (const key of remove) store.ignoreFailure(db.remove(key))
       }

@@ -82,8 +82,9 @@ const MESSAGE_VERSION = 1
  * attempts, dueMs, createdAtMs, updatedAtMs, replayedAtMs, occurredAtMs, visitorId, profileId, event,
  * eventFields, audience, change, attributes[, origin]]: no field names at all, and what its ids repeat (the id
  * `<seq>.<webhookId>`, or `<origin>:<seq>.<webhookId>` in cluster mode, the item's id, the context's
- * account) not written twice. A record those do not
- * hold for, and any other value (an outcome row), is written as it is.
+ * account) not written twice. A record those do not hold for (among them one whose item is sent under
+ * another webhook-id, `messageId`: a row a new owner resends after a takeover, rare), and any other
+ * value (an outcome row), is written as it is.
  */
 const TUPLE = 1
 
@@ -101,7 +102,7 @@ interface RecordShape {
   replayedAtMs: number | null
   node?: string
   origin?: string
-  item: { id: string, occurredAtMs: number, context: ContextShape }
+  item: { id: string, occurredAtMs: number, context: ContextShape, messageId?: string }
 }
 
 interface ContextShape {
@@ -122,7 +123,7 @@ export function encodeRecord (value: object): Uint8Array {
   const context = item?.context
   const origin = record.origin
   const id = origin === undefined ? `${record.seq}.${record.webhookId}` : `${origin}:${record.seq}.${record.webhookId}`
-  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id) {
+  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id || item.messageId !== undefined) {
     return encoder.pack(value)
   }
   const tuple = [
@@ -134,6 +135,16 @@ export function encodeRecord (value: object): Uint8Array {
   // Cluster mode: the id's node, a 21st element (records of embedded mode keep their 20).
   if (origin !== undefined) tuple.push(origin)
   return encoder.pack(tuple)
+}
+
+/**
+ * Where an outbox row was first written, when another node resends it (cluster mode: a partition taken
+ * over): that node's data folder id and its outbox seq there, which name the webhook-id its deliveries
+ * are sent under.
+ */
+export interface RowOrigin {
+  node: string
+  seq: number
 }
 
 /**

@@ -18,7 +18,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Durability } from '../config.js'
-import { asStored, encodeRow, type OutboxRow } from './record-codec.js'
+import { asStored, encodeRow, type OutboxRow, type RowOrigin } from './record-codec.js'
 import { lockDataFolder, type DataLock } from './data-lock.js'
 import { restrict, restrictOwnFolder } from './file-modes.js'
 import { resolveSecretsKeys, SecretBox } from './secrets.js'
@@ -26,8 +26,11 @@ import type { Listeners } from '../listeners.js'
 
 export type Key = string | (string | number)[]
 
-/** Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row). */
-export type OutboxAppended = (seq: number, row: OutboxRow, bytes: Uint8Array) => void
+/**
+ * Told of every outbox row appended (the delivery hub's relay wakes up and keeps the row), with its
+ * origin when it is a row resent for another node (appendOutbox), null otherwise.
+ */
+export type OutboxAppended = (seq: number, row: OutboxRow, bytes: Uint8Array, origin: RowOrigin | null) => void
 /** Told how long an awaited write took to become durable (metrics). */
 export type DurableObserved = (durationMs: number) => void
 
@@ -58,6 +61,12 @@ export class Store {
   readonly profiles: Database
   /** Rows that must reach the outside (audience changes, webhook deliveries): key = sequence number. */
   readonly outbox: Database
+  /**
+   * Cluster mode: the outbox rows this node resends for another (a partition taken over), key = their
+   * seq here, value [origin node, origin seq]: where they were first written, which names the webhook-id
+   * their deliveries are sent under.
+   */
+  readonly outboxOrigins: Database
   /** When an entity's segment windows next expire: key [dueMs, account, kind, id], value null. */
   readonly expiries: Database
   /** Who is in which segment: key [account, segment, 'visitor' | 'profile', id], value null. */
@@ -128,6 +137,7 @@ export class Store {
     this.visitors = this.root.openDB('visitors', sharedStructures(this.meta, 'visitors'))
     this.profiles = this.root.openDB('profiles', sharedStructures(this.meta, 'profiles'))
     this.outbox = this.root.openDB('outbox', sharedStructures(this.meta, 'outbox'))
+    this.outboxOrigins = this.root.openDB('outbox-origins', {})
     this.expiries = this.root.openDB('expiries', {})
     this.deliveries = this.root.openDB('deliveries', sharedStructures(this.meta, 'deliveries'))
     this.members = this.root.openDB('members', {})
@@ -172,15 +182,30 @@ export class Store {
   /**
    * Append an outbox row; issued in the same event turn as the state change that caused it, it is
    * committed in the same transaction. Returns the row's id (its sequence number, as a string).
+   * `origin`: the row was first written elsewhere (a row a new owner resends, cluster mode), and its
+   * deliveries are sent under the webhook-id made there; kept in outboxOrigins until the row is relayed.
    */
-  appendOutbox (row: OutboxRow): string {
+  appendOutbox (row: OutboxRow, origin: RowOrigin | null = null): string {
     const seq = this.allocateSeq()
     const bytes = encodeRow(row)
     // Its failure is the transaction's, reported through the state write it travels with. The row's
     // id is its key: not stored in it too.
     this.ignoreFailure(this.outbox.put(seq, asStored(bytes)))
-    if (this.outboxAppended !== null) for (const appended of this.outboxAppended.list) appended(seq, row, bytes)
+    if (origin !== null) this.ignoreFailure(this.outboxOrigins.put(seq, [origin.node, origin.seq]))
+    if (this.outboxAppended !== null) for (const appended of this.outboxAppended.list) appended(seq, row, bytes, origin)
     return String(seq)
+  }
+
+  /** Where the outbox row `seq` was first written, when this node resends it for another; null for its own rows. */
+  outboxOrigin (seq: number): RowOrigin | null {
+    const value = this.outboxOrigins.get(seq) as [string, number] | undefined
+    return value === undefined ? null : { node: value[0], seq: value[1] }
+  }
+
+  /** Removes an outbox row (relayed, taken back or erased), and its origin if it has one. Resolves with the row's removal. */
+  removeOutbox (seq: number, origin: boolean): Promise<boolean> {
+    if (origin) this.ignoreFailure(this.outboxOrigins.remove(seq))
+    return this.outbox.remove(seq)
   }
 
   /**

@@ -18,6 +18,12 @@ export interface DeliveryItem {
   id: string
   occurredAtMs: number
   context: DeliveryContext
+  /**
+   * The webhook-id it is sent under when that is not `id`: in cluster mode, a row a new partition owner
+   * resends after a takeover is sent under the id its first owner's delivery of it had (the record's
+   * own id, `id`, names the node holding it).
+   */
+  messageId?: string
 }
 
 /** What is kept of one attempt: for the dead letter and for delivery history. */

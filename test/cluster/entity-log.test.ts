@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { ApiError } from '../../src/errors.js'
+import { encodeRow } from '../../src/store/record-codec.js'
 import { CLUSTER_ERRORS, ClusterError } from '../../src/cluster/errors.js'
 import type { VisitorState } from '../../actors/visitor.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
@@ -171,6 +172,48 @@ describe('entity log: visitor and profile writes through the partition changelog
     a.relayed.through = 23
     await a.event(ACCOUNT, v7!, { event: 'pageView' })
     expect((await b.log.recover(7)).rowsResent).to.equal(1)
+  })
+
+  it('resends each row with its first place (data folder and seq there), through a second takeover and a snapshot too, once', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    const c = await node('c')
+    await a.log.recover(3)
+    const [v] = idsIn(a.log, ACCOUNT, 3, 1)
+    for (let k = 0; k < 3; k++) await a.event(ACCOUNT, v!, { event: 'pageView' })
+    const first = [...a.store.outbox.getKeys() as Iterable<number>].map(seq => `${a.store.nodeId}:${seq}`)
+    expect(first).to.have.length(3)
+    const originsIn = (n: EntityNode): string[] => [...n.store.outbox.getKeys() as Iterable<number>].map(seq => {
+      const origin = n.store.outboxOrigin(seq)
+      return origin === null ? `${n.store.nodeId}:${seq}` : `${origin.node}:${origin.seq}`
+    })
+    // b takes over: a's three rows go into b's outbox under b's seqs, each naming its place on a.
+    expect((await b.log.recover(3)).rowsResent).to.equal(3)
+    expect(originsIn(b)).to.deep.equal(first)
+    // b's recovery snapshot carries them (unrelayed) as chunk rows with their origins; b writes one row of its own.
+    await b.log.snapshot(3)
+    await b.event(ACCOUNT, v!, { event: 'pageView' })
+    const own = originsIn(b)[3]!
+    expect(own.startsWith(`${b.store.nodeId}:`)).to.equal(true)
+    // c takes over from b: a's rows still name a, b's names b, each once.
+    expect((await c.log.recover(3)).rowsResent).to.equal(4)
+    expect(originsIn(c)).to.deep.equal([...first, own])
+  })
+
+  it('resends the rows of an entry of an earlier release (no data folder id) as before: without an origin', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    await a.log.recover(4)
+    const [v] = idsIn(a.log, ACCOUNT, 4, 1)
+    await a.event(ACCOUNT, v!, { event: 'pageView' })
+    // The entry an earlier release wrote for a second write: its rows and no `d`.
+    const state = a.store.visitors.get([ACCOUNT, v!]) as Record<string, unknown>
+    const row = encodeRow({ kind: 'event', account: ACCOUNT, event: 'pageView', visitorId: v!, occurredAtMs: Date.now() })
+    const earlier: WriteEntry = { t: 'e', k: 'v', a: ACCOUNT, i: v!, s: state, n: 'earlier-node', w: 0, o: [[7, row]] }
+    await a.changelog.append(4, [earlier])
+    expect((await b.log.recover(4)).rowsResent).to.equal(2)
+    const origins = [...b.store.outbox.getKeys() as Iterable<number>].map(seq => b.store.outboxOrigin(seq))
+    expect(origins).to.deep.equal([{ node: a.store.nodeId, seq: 1 }, null])
   })
 
   it('delivers the webhook of every acknowledged write after a crash, through the new owner\'s relay, each once', async () => {

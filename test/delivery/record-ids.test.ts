@@ -1,10 +1,16 @@
 // Delivery ids (record.ts): `<seq>.<webhook>` in embedded mode, `<node>:<seq>.<webhook>` in cluster mode,
 // where every node's outbox counts from 1. Both derive the record's key (seqOf), both are stored as
 // the compact tuple (record-codec.ts: a 21st element for the node), and the relay's fast path from a
-// row's bytes makes the very record newRecord makes.
+// row's bytes makes the very record newRecord makes. A row a new owner resends after a takeover keeps
+// a record id of that node (its key there), and its item is sent under its first place's id (messageId).
 
 import { expect } from 'chai'
-import { decodeMessage, decodeRecord, encodeMessage, encodeRecord, encodeRow, originBytes, recordOfRow, recordPrefix, type OutboxRow } from '../../src/store/record-codec.js'
+import { asStored, decodeMessage, decodeRecord, encodeMessage, encodeRecord, encodeRow, originBytes, recordOfRow, recordPrefix, type OutboxRow } from '../../src/store/record-codec.js'
+import { Store } from '../../src/store/store.js'
+import { readRecordById } from '../../src/delivery/records-db.js'
+import { messageIdOf } from '../../src/delivery/jetstream/subjects.js'
+import { batchIdOf } from '../../src/webhooks/batch-id.js'
+import { removeDir, tempDir } from '../helpers/beacon.js'
 import { deliveryId, newRecord, scheduledRecord, seqOf } from '../../src/delivery/record.js'
 import type { CompiledWebhook } from '../../src/webhooks/compile.js'
 
@@ -60,6 +66,42 @@ describe('delivery ids', () => {
         expect(decodeRecord(bytes)).to.deep.equal(decodeRecord(encodeRecord(expected)))
         expect(decodeMessage(encodeMessage([bytes, encodeRecord(newRecord(row, 2, webhook, NOW, 'node-1'))]))[0]).to.deep.equal(expected)
       }
+    }
+  })
+
+  it('gives a resent row\'s record this node\'s id and key, and its item its first place\'s id as webhook-id', () => {
+    const FIRST = 'a1b2c3d4-0000-4000-8000-000000000001'
+    for (const row of rows) {
+      for (const seq of [1, 64, 2 ** 32]) {
+        const record = newRecord(row, seq, webhook, NOW, NODE, NODE, { node: FIRST, seq: 17 })
+        expect(record.id).to.equal(`${NODE}:${seq}.orders`)
+        expect(seqOf(record.id)).to.equal(record.seq)
+        expect(record.item.id).to.equal(record.id)
+        expect(record.item.messageId).to.equal(`${FIRST}:17.orders`)
+        expect(batchIdOf([record.item])).to.equal(`${FIRST}:17.orders`)
+        // Stored and published whole (not the tuple, which has no room for it), read back the same.
+        const bytes = encodeRecord(record)
+        expect(decodeRecord(bytes)).to.deep.equal(JSON.parse(JSON.stringify(record)))
+        expect(decodeMessage(encodeMessage([encodeRecord(newRecord(row, 2, webhook, NOW, NODE, NODE)), bytes]))[1]).to.deep.equal(JSON.parse(JSON.stringify(record)))
+        // Its stream message id is its own, as any record's: no other record has it.
+        expect(messageIdOf(record, NODE)).to.equal(`${NODE}:${NODE}:${seq}.orders`)
+      }
+    }
+    // Embedded mode has no first place to keep; a row of its own writer has no messageId.
+    expect(newRecord(rows[0]!, 5, webhook, NOW, 'node-1', null, { node: FIRST, seq: 17 }).item).not.to.have.property('messageId')
+    expect(newRecord(rows[0]!, 5, webhook, NOW, NODE, NODE).item).not.to.have.property('messageId')
+  })
+
+  it('finds a resent row\'s record by its id, from its key', async () => {
+    const dir = tempDir()
+    const store = new Store({ path: dir, durability: 'committed' })
+    try {
+      const resent = newRecord(rows[1]!, 6, webhook, NOW, store.nodeId, store.nodeId, { node: 'a1b2c3d4-0000-4000-8000-000000000001', seq: 5 })
+      await store.deliveries.put([resent.account, resent.webhookId, resent.seq], asStored(encodeRecord(resent)))
+      expect(readRecordById(store, 'acc-1', 'orders', resent.id)).to.deep.equal(JSON.parse(JSON.stringify(resent)))
+    } finally {
+      await store.close()
+      removeDir(dir)
     }
   })
 })

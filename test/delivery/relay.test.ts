@@ -144,6 +144,36 @@ describe('outbox relay', () => {
     })
   })
 
+  it('relays a row resent for another node (cluster mode) under a record of its own whose item carries the first place\'s id, and removes its origin with it', async () => {
+    const published: DeliveryRecord[] = []
+    const queue = publishingQueue(async records => { published.push(...records) })
+    const FIRST = 'a1b2c3d4-0000-4000-8000-000000000001'
+    const cluster = (store: Store): Partial<DeliveryHubOptions> => ({
+      queue, relayDelayMs: 1,
+      cluster: { idOrigin: store.nodeId, schedules: { owns: () => true, partitionOf: () => 0, claim: async () => true, staleAfterMs: 60_000 } },
+    })
+    await withHub('http://127.0.0.1:9/in', cluster, async (hub, store) => {
+      // One resent row read back from LMDB at start, one appended while running, and a row of this node's own.
+      const stored = Number(store.appendOutbox(purchase(1), { node: FIRST, seq: 7 }))
+      await store.root.committed
+      await hub.start()
+      const appended = Number(store.appendOutbox(purchase(2), { node: FIRST, seq: 8 }))
+      const own = Number(store.appendOutbox(purchase(3)))
+      await waitFor(() => published.length === 3, 5000, 'three rows relayed')
+      await hub.settled()
+      await store.root.committed
+      expect(published.map(record => [record.id, record.item.id, record.item.messageId])).to.deep.equal([
+        [`${store.nodeId}:${stored}.orders`, `${store.nodeId}:${stored}.orders`, `${FIRST}:7.orders`],
+        [`${store.nodeId}:${appended}.orders`, `${store.nodeId}:${appended}.orders`, `${FIRST}:8.orders`],
+        [`${store.nodeId}:${own}.orders`, `${store.nodeId}:${own}.orders`, undefined],
+      ])
+      for (const record of published) {
+        expect(decodeRecord(store.deliveries.get([ACCOUNT, 'orders', record.seq]) as Uint8Array)).to.deep.equal(JSON.parse(JSON.stringify(record)))
+      }
+      await waitFor(() => store.outbox.getCount() === 0 && store.outboxOrigins.getCount() === 0, 5000, 'rows and origins removed')
+    })
+  })
+
   it('takes rows appended while it runs from memory, decodes only those from before its start, and never relays a row LMDB lacks', async () => {
     const published: DeliveryRecord[] = []
     const queue = publishingQueue(async records => { published.push(...records) })
@@ -160,7 +190,7 @@ describe('outbox relay', () => {
       expect(decoded).to.equal(1)
       // A row whose transaction failed: the hub heard of it, LMDB never had it.
       const lost = store.allocateSeq()
-      for (const appended of outboxAppended.list) appended(lost, purchase(1, { orderId: 'lost' }), encodeRow(purchase(1, { orderId: 'lost' })))
+      for (const appended of outboxAppended.list) appended(lost, purchase(1, { orderId: 'lost' }), encodeRow(purchase(1, { orderId: 'lost' })), null)
       const seqs = Array.from({ length: 20 }, (_, i) => Number(store.appendOutbox(purchase(i, { orderId: `o-${i}` }))))
       await waitFor(() => published.length === 21, 5000, 'twenty rows relayed')
       await new Promise(resolve => setTimeout(resolve, 50))

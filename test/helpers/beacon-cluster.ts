@@ -26,6 +26,8 @@ export type ClusterAnswer = ClusterStatus
 export interface ClusterMember {
   id: string
   dataDir: string
+  /** The data folder's id (Store.nodeId): what its delivery ids start with. */
+  folderId: string
   /** The running process, null while stopped. */
   process: BeaconProcess | null
   /** The URL of the running process (throws while stopped). */
@@ -70,6 +72,7 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
   const nats = await startNatsCluster()
   const template = tempDir('beacon-cluster-seed-')
   const dirs: string[] = [template]
+  const folderIds = new Map<string, string>()
   const members: ClusterMember[] = []
   try {
     const seed = await startBeacon({ dataDir: template })
@@ -80,7 +83,9 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       cpSync(template, dir, { recursive: true })
       rmSync(join(dir, LOCK_FILE), { force: true })
       const store = new Store({ path: dir, durability: 'committed' })
-      store.meta.putSync(NODE_ID_KEY, randomUUID())
+      const folderId = randomUUID()
+      store.meta.putSync(NODE_ID_KEY, folderId)
+      folderIds.set(dir, folderId)
       await store.close()
       dirs.push(dir)
       return dir
@@ -96,7 +101,7 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       ...extra,
     })
     const member = (id: string, dataDir: string): ClusterMember => ({
-      id, dataDir, process: null,
+      id, dataDir, folderId: folderIds.get(dataDir)!, process: null,
       get url () {
         if (this.process === null) throw new Error(`${this.id} is not running`)
         return this.process.url

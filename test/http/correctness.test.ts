@@ -245,6 +245,9 @@ describe('correctness', function () {
       await until('delivered', async () => (delivered = await deliveries('orders', 'delivered')).length === 1)
       const record = delivered[0]
       expect(record).to.include({ status: 'delivered', nextAttempt: null, dueAt: null, replayedAt: null })
+      // Embedded mode: the webhook-id of its requests is its id.
+      expect(record.messageId).to.equal(record.id)
+      expect(receiver.requests.filter(r => r.url === '/orders').map(r => r.headers['webhook-id'])).to.include(record.id)
       expect(record.attempts).to.have.length(1)
       expect(record.attempts[0]).to.include({ attempt: 1, status: 200 })
       for (const time of [record.attempts[0].at, record.occurredAt, record.createdAt, record.updatedAt]) expect(time).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)

@@ -94,6 +94,17 @@ describe('Sender.sendOnce', () => {
       expect(batchIdOf([items[0]!])).to.equal('10.hook')
     })
 
+    it('sends an item that has a messageId (a row resent after a takeover) under it, alone and in a batch', async () => {
+      const r = await receiver()
+      const resent = { ...item(), id: 'node-b:4.hook', messageId: 'node-a:9.hook' }
+      const result = await sender.sendOnce(compiled(r.url), [resent])
+      expect(result).to.include({ outcome: 'delivered', deliveryId: 'node-a:9.hook' })
+      expect(r.requests[0]!.headers['webhook-id']).to.equal('node-a:9.hook')
+      // The batch id is over the webhook-ids: the same as a batch of the first owner's items.
+      const others = ['10.hook', '11.hook'].map(id => ({ ...item(), id }))
+      expect(batchIdOf([...others, { ...item(), id: '3.hook', messageId: '9.hook' }])).to.equal('batch_12d9c0f860b2fcb3551e2a26ccf25888')
+    })
+
     it('sends a single object with batchSize 1 and a one-element array with batchSize > 1', () => {
       const one = item()
       expect(renderRequest(compiled('https://h.example.com/'), [one]).body).to.match(/^\{/)
