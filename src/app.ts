@@ -27,6 +27,7 @@ import { log } from './log.js'
 import { SegmentMaintenance } from './jobs/segment-maintenance.js'
 import { DeliveryHub } from './delivery/hub.js'
 import { ClusterDeliveries } from './delivery/cluster-history.js'
+import { ClusterErasures } from './delivery/cluster-erasures.js'
 import { Erasure } from './jobs/erasure.js'
 import { AccountDeletions } from './jobs/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
@@ -120,9 +121,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   maintenance.start()
-  // Cluster mode: outcomes of attempts go back to the node holding each record (its data folder id) through the queue's outcome stream.
+  // Cluster mode: outcomes of attempts go back to the node holding each record (its data folder id) through the queue's outcome stream;
+  // erasures of a person's delivery records reach every node through its erasure stream.
   const outcomes = cluster === null || config.cluster === null ? null : { cluster: config.cluster, holder: store.nodeId, replicas: config.replicas }
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes })
+  const erasureStream = outcomes === null ? null : { cluster: outcomes.cluster, node: store.nodeId, replicas: config.replicas }
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes, erasures: erasureStream })
   const deliveries: DeliveryHub = new DeliveryHub({
     store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -135,6 +138,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   await deliveries.start()
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
   const clusterDeliveries = cluster === null ? null : new ClusterDeliveries({ hub: deliveries, calls: cluster.calls })
+  // Cluster mode: erasing a person removes their delivery records on every node, one down at the time
+  // included (src/delivery/cluster-erasures.ts).
+  const clusterErasures = queue?.erasures == null ? null : new ClusterErasures({ hub: deliveries, transport: queue.erasures })
+  clusterErasures?.start()
   // Cluster mode: accounts the replicated configuration removes before the deletions exist (below).
   const removedAccounts: Array<{ account: string, name: string }> = []
   if (cluster !== null) catalogs.accountRemoved = (account, name) => { removedAccounts.push({ account, name }) }
@@ -211,7 +218,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
-        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
+        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
@@ -249,6 +256,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         await accountDeletions.stop()
         await linksBackfill.stop()
         await runtime.drain()
+        await clusterErasures?.stop()
         await deliveries.stop()
         await reports.stop().catch((error: unknown) => log.error({ err: error }, 'report fold failed'))
         runtime.close()
@@ -260,7 +268,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */
-async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, settings: Pick<JetStreamQueueOptions, 'ackPendingMax' | 'ackWaitMs' | 'outcomes'>): Promise<JetStreamQueue> {
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, settings: Pick<JetStreamQueueOptions, 'ackPendingMax' | 'ackWaitMs' | 'outcomes' | 'erasures'>): Promise<JetStreamQueue> {
   try {
     // The transport's timing runs against the NATS server's (ack_wait, heartbeats, publish timeouts):
     // the system clock, even when Beacon runs on a manual one (tests).

@@ -42,7 +42,9 @@ export interface ClusterMode {
   /**
    * The delivery hub's cluster side: delivery ids with this node's id, schedule runs claimed once per
    * cluster. (Outcomes go back to a record's holder through the delivery transport's outcome stream:
-   * src/delivery/jetstream/outcome-stream.ts.)
+   * src/delivery/jetstream/outcome-stream.ts; the erasure of a person's records reaches every node
+   * through its erasure stream: src/delivery/cluster-erasures.ts and jetstream/erasure-stream.ts, built
+   * in src/app.ts from the delivery transport.)
    */
   deliveries: { idOrigin: string, schedules: ScheduleCluster }
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */

@@ -34,6 +34,24 @@ export const OUTCOMES_ACK_PENDING_MAX = 1000
 export const OUTCOMES_ACK_WAIT_MS = 10_000
 /** Cluster mode: a holder applies at most this many outcome messages in one write transaction. */
 export const OUTCOMES_APPLY_MESSAGES_MAX = 50
+/**
+ * Cluster mode: the erasure stream (jetstream/erasure-stream.ts) keeps an erasure for this long (a node
+ * away for longer misses it: its records of that person stay), and this many bytes at most (past it
+ * the oldest go first, whatever their age).
+ */
+export const ERASURES_MAX_AGE_MS = 30 * 86_400_000
+export const ERASURES_MAX_BYTES = 256 * 1024 * 1024
+/**
+ * Cluster mode: a node's erasure messages handed out and not yet acked, how long before they come back
+ * (each is a scan of the account's records), and how many one apply takes.
+ */
+export const ERASURES_ACK_PENDING_MAX = 100
+export const ERASURES_ACK_WAIT_MS = 60_000
+export const ERASURES_APPLY_MESSAGES_MAX = 10
+/** Cluster mode: visitor ids per erasure message at most (ids are up to 256 characters: under 1 MB, NATS's default max payload). */
+export const ERASURE_VISITORS_MAX = 2000
+/** Cluster mode: an erase request waits this long at most for its erasure to be stored, then answers 503 unavailable. */
+export const ERASURE_STORE_WAIT_MAX_MS = 5000
 /** Schedule runs create their records in pages of this many members. */
 export const SCHEDULE_PAGE_MAX = 1000
 /** A failed relay pass (the queue refused: NATS away) is tried again after 1 s, then 2, 4, … up to 30 s. */

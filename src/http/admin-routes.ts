@@ -406,8 +406,8 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     })),
     keyed('profile', route('del', '/admin/accounts/:account/profiles/:profileId', 'owner', {
       summary: 'Erase a person', tag: 'People',
-      description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. See "Privacy" in docs/operations.md.',
-      ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found'],
+      description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. In cluster mode the delivery records of every node go (the erasure is stored for them; `deliveries` counts the answering node\'s), and a 503 `unavailable` (Retry-After: 1) says it could not be stored: retry. See "Privacy" in docs/operations.md.',
+      ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found', 'unavailable'],
     }, async request => {
       const account = knownAccount(request)
       const id = param(request, 1)
@@ -417,8 +417,8 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     })),
     keyed('visitor', route('del', '/admin/accounts/:account/visitors/:visitorId', 'owner', {
       summary: 'Erase a visitor', tag: 'People',
-      description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id.',
-      ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found'],
+      description: 'One device: its record, its indexes, its copy in a linked profile, and the outbox rows and webhook delivery records carrying its id (in cluster mode on every node, as for a person). A visitor erased already is 404, its delivery records erased again first.',
+      ok: json(200, 'What was erased.', R.VisitorErased), errors: ['account_not_found', 'visitor_not_found', 'unavailable'],
     }, async request => {
       const account = knownAccount(request)
       const id = visitorKey(param(request, 1))

@@ -8,7 +8,11 @@
 // router (`peers`, actors/actor-router.ts), which runs it at the owner of its key. The request itself
 // runs at the profile's owner (the route is keyed by the profile), so the links index read here is that
 // node's: it holds the links made while this node owned the profile, and the profile's own list (its
-// latest devices, in the replicated state) covers the rest.
+// latest devices, in the replicated state) covers the rest. The person's delivery records are erased
+// through `deliveries`: this node's (embedded mode), or every node's (cluster mode:
+// src/delivery/cluster-erasures.ts, which may refuse with 503 `unavailable` once the actors' erases are
+// done). So that a retry of the request still erases them, that step comes before the links go (a
+// retry finds the devices through them) and runs for a visitor found erased already.
 
 import type { Store } from '../store/store.js'
 import type { Clock } from '../clock.js'
@@ -26,7 +30,8 @@ export interface ErasureDeps {
   runtime: ActorRuntime
   visitors: VisitorKind
   profiles: ProfileKind
-  deliveries: DeliveryHub
+  /** The hub (embedded mode), or the cluster's erasures (src/delivery/cluster-erasures.ts). */
+  deliveries: Pick<DeliveryHub, 'forget'>
   clock: Clock
   /** Resolves once the links index holds the links of earlier releases too (src/store/links-backfill.ts). */
   linksReady: () => Promise<void>
@@ -96,10 +101,10 @@ export class Erasure {
       })
     }
     const had = await runtime.send(profiles, account, profileId, { type: 'erase' })
+    const removed = await deliveries.forget(account, new Set([profileId]), new Set(ids.filter(id => !kept.has(id))))
     let last: Promise<boolean> | null = null
     for (const id of ids) last = store.links.remove([account, profileId, id])
     if (last !== null) await store.durable(last)
-    const removed = await deliveries.forget(account, new Set([profileId]), new Set(ids.filter(id => !kept.has(id))))
     return { found: had !== null || erased.size > 0 || kept.size > 0, profile: had !== null, visitors: erased.size, keptVisitors: kept.size, deliveries: removed }
   }
 
@@ -108,7 +113,11 @@ export class Erasure {
     const { visitors, profiles, deliveries, clock } = this.deps
     const runtime = this.actors
     const result = await runtime.send(visitors, account, visitorId, { type: 'erase' })
-    if (!result.existed) return null
+    if (!result.existed) {
+      // Erased already, perhaps by a request that failed after it (its delivery records not all erased): they go now.
+      await deliveries.forget(account, NO_IDS, new Set([visitorId]))
+      return null
+    }
     if (result.profileId !== null) {
       await runtime.send(profiles, account, result.profileId, { type: 'unlink', visitorId, nowMs: clock.nowMs(), forget: true })
     }

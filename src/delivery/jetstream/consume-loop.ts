@@ -1,5 +1,5 @@
 // A durable pull consumer consumed for as long as its owner runs: the delivery consumers (consumer.ts)
-// and a holder's outcome consumer (outcome-stream.ts). A consume that ends (an error, a lost consumer)
+// and a node's consumers of the cluster's node streams (node-stream.ts: outcomes, erasures). A consume that ends (an error, a lost consumer)
 // starts again, pausing 100 ms doubling to 5 s (from 100 ms again after a run of 30 s); a stream or
 // consumer found missing (a server back without its store) is created again by `ensureSoon`.
 
@@ -17,7 +17,7 @@ export interface ConsumeLoop {
   stream: string
   consumer: string
   pullMessagesMax: number
-  /** Names the consumer in log lines ('delivery', 'outcome'). */
+  /** Names the consumer in log lines ('delivery', 'outcome', 'erasure'). */
   what: string
   /** The consumes running now: the owner closes them to stop. */
   running: Set<ConsumerMessages>

@@ -51,6 +51,11 @@ export interface JetStreamQueueOptions {
    * stored for the node holding their records, and this node reads those of its own records.
    */
   outcomes?: { cluster: string, holder: string, replicas: number } | null
+  /**
+   * Cluster mode: the erasure stream of the cluster (erasure-stream.ts), where an erasure of a person's
+   * delivery records is stored for every node, read by this node through its consumer `node`.
+   */
+  erasures?: { cluster: string, node: string, replicas: number } | null
   /** The NATS connection name (monitoring). */
   name?: string
   /** Told when the connection goes down or comes back (readiness, metrics); told `true` at start. */

@@ -29,6 +29,7 @@ import type { DeliveryOutcome, DeliveryRecord } from '../record.js'
 import { connectNats } from './connect.js'
 import { Consumer } from './consumer.js'
 import { JETSTREAM_DEFAULTS, type JetStreamQueueOptions, type QueueLogger } from './options.js'
+import { ErasureStream } from './erasure-stream.js'
 import { OutcomeStream } from './outcome-stream.js'
 import { PublishedCache } from './published-cache.js'
 import { Publisher, type OutgoingMessage } from './publisher.js'
@@ -51,6 +52,8 @@ export class JetStreamQueue implements DeliveryQueue {
   readonly consumerName: string
   /** Cluster mode: the outcome stream (outcome-stream.ts); null otherwise. */
   readonly outcomes: OutcomeStream | null
+  /** Cluster mode: the erasure stream (erasure-stream.ts); null otherwise. */
+  readonly erasures: ErasureStream | null
   private readonly nc: NatsConnection
   private readonly clock: Clock
   private readonly log: QueueLogger
@@ -108,15 +111,13 @@ export class JetStreamQueue implements DeliveryQueue {
       onNoResponder: () => {
         this.setup.ensureSoon()
         this.outcomes?.ensureSoon()
+        this.erasures?.ensureSoon()
       },
     })
-    const outcomes = options.outcomes ?? null
-    this.outcomes = outcomes === null
-      ? null
-      : new OutcomeStream({
-        jsm, js, publisher: this.publisher, clock: this.clock, log: this.log, ...outcomes,
-        duplicateWindowMs: options.duplicateWindowMs ?? JETSTREAM_DEFAULTS.duplicateWindowMs,
-      })
+    // Cluster mode: the streams every node reads through its own consumer (node-stream.ts).
+    const streams = { jsm, js, publisher: this.publisher, clock: this.clock, log: this.log, duplicateWindowMs: options.duplicateWindowMs ?? JETSTREAM_DEFAULTS.duplicateWindowMs }
+    this.outcomes = options.outcomes == null ? null : new OutcomeStream({ ...streams, ...options.outcomes })
+    this.erasures = options.erasures == null ? null : new ErasureStream({ ...streams, ...options.erasures })
     this.consumer = new Consumer({
       js,
       clock: this.clock,
@@ -201,6 +202,7 @@ export class JetStreamQueue implements DeliveryQueue {
     this.stopped = true
     clearInterval(this.timer)
     await this.outcomes?.stop()
+    await this.erasures?.stop()
     await this.consumer.stop()
     this.published.clear()
     this.publisher.stop()
@@ -275,6 +277,7 @@ export class JetStreamQueue implements DeliveryQueue {
         // The server may have come back without its store: make sure the streams and consumers exist.
         this.setup.ensureSoon()
         this.outcomes?.ensureSoon()
+        this.erasures?.ensureSoon()
       }
     }
   }

@@ -27,7 +27,7 @@ export async function ensureUntilDone ({ ensure, stopped, log, what, trying }: {
   ensure: () => Promise<unknown>
   stopped: () => boolean
   log: QueueLogger
-  /** Names the stream in log lines ('delivery', 'outcome'). */
+  /** Names the stream in log lines ('delivery', 'outcome', 'erasure'). */
   what: string
   trying: () => void
 }): Promise<void> {
