@@ -6,7 +6,9 @@
 // on it, before the two others start (what R3 adds), and (c2) the three nodes with each wrk sending only
 // ids its node owns, as a partition-aware client would (what the forwarding hop adds); and the hop's
 // transport alone, no Beacon on either side: NATS request/reply between two processes connected to two
-// of the servers (bench/nats-hop.ts), as many in flight as (c) forwards. For every row: the CPU per request of the Beacon processes and of the
+// of the servers (bench/nats-hop.ts), as many in flight as (c) forwards; and the hop in isolation: one
+// wrk with ids node-2 owns, sent to node-2, then to node-1 (every request forwarded), each node's CPU
+// apart. For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
 // the requests), and the share of requests forwarded to their partition's owner
 // (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
@@ -434,6 +436,33 @@ async function quiet (pids: number[]): Promise<void> {
   }
 }
 
+/** One wrk with ids node-2 owns, sent to `via`: requests, and CPU µs per request of each node and of NATS. */
+interface HopRun { label: string, workload: string, rps: number, nodeUs: number[], natsUs: number }
+
+/**
+ * The forwarding hop without the contention of (c): one wrk (all of BENCH_CONNECTIONS) whose ids node-2
+ * owns, sent to node-2 (no hop), then to node-1 (every request forwarded to node-2). Each node's CPU is
+ * counted apart: node-1's is the receiving side of the hop, node-2's rise the owner's side.
+ */
+async function measureIsolatedHop (nodes: Node[], natsPids: number[], tenant: Tenant, idFiles: string[]): Promise<HopRun[]> {
+  const out: HopRun[] = []
+  for (const workload of WORKLOADS) {
+    for (const [label, via] of [['sent to node-2', nodes[1]!], ['through node-1', nodes[0]!]] as const) {
+      process.stderr.write(`  the hop in isolation, ${workload.name} ${label}: warm-up ${WARMUP_S} s`)
+      await runWrk(workload, [via], tenant, WARMUP_S, false, [idFiles[1]!])
+      process.stderr.write(`, measuring ${DURATION_S} s`)
+      const before = { nodes: nodes.map(node => processCpu(node.pid)), nats: sumCpu(natsPids) }
+      const { runs } = await runWrk(workload, [via], tenant, DURATION_S, false, [idFiles[1]!])
+      const after = { nodes: nodes.map(node => processCpu(node.pid)), nats: sumCpu(natsPids) }
+      const requests = runs[0]!.requests
+      const per = (seconds: number): number => requests === 0 ? 0 : seconds * 1e6 / requests
+      out.push({ label, workload: workload.name, rps: requests / DURATION_S, nodeUs: after.nodes.map((cpu, i) => per(cpu - before.nodes[i]!)), natsUs: per(after.nats - before.nats) })
+      process.stderr.write(` — ${Math.round(requests / DURATION_S)} req/s\n`)
+    }
+  }
+  return out
+}
+
 /** The bare NATS round trip of bench/nats-hop.ts: CPU µs per round trip in the two processes and in nats-server. */
 interface Hop { inFlight: number, roundTrips: number, failed: number, clientUs: number, natsUs: number }
 
@@ -477,9 +506,10 @@ async function measureHop (cluster: NatsCluster, natsPids: number[]): Promise<Ho
   }
 }
 
-async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<{ takeover: Takeover | null, hop: Hop | null }> {
+async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<{ takeover: Takeover | null, hop: Hop | null, isolated: HopRun[] }> {
   const cluster: NatsCluster = await startNatsCluster()
   const nodes: Node[] = []
+  let isolated: HopRun[] = []
   try {
     const ids = ['node-1', 'node-2', 'node-3']
     // node-1 first, the two others once it is up: three nodes starting together on a new cluster can
@@ -500,9 +530,10 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
       const idFiles = await ownedIdFiles(nodes, tenant)
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
+      isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles)
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
-    return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop }
+    return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop, isolated }
   } finally {
     // SIGTERM (a SIGKILLed node is already gone): a node started with --cpu-prof writes its profile.
     await Promise.all(nodes.map(node => node.stop()))
@@ -640,7 +671,7 @@ const cpu = (row: Row): number => row.beaconUs + row.natsUs
  * what three nodes add without forwarding (c2 - b3), and what the forwarding hop costs (c - c2, per
  * request, and per forwarded request).
  */
-function decomposition (rows: Row[], hop: Hop | null): string[] {
+function decomposition (rows: Row[], hop: Hop | null, isolated: HopRun[]): string[] {
   const lines: string[] = []
   for (const { name } of WORKLOADS) {
     const [b, b3, c, c2] = (['b', 'b3', 'c', 'c2'] as const).map(phase => rows.find(row => row.phase === phase && row.workload === name && row.failed === null))
@@ -649,6 +680,13 @@ function decomposition (rows: Row[], hop: Hop | null): string[] {
     lines.push(`  ${name}: one node ${cpu(b).toFixed(0)} µs/req on R1; R3 ${us(cpu(b3) - cpu(b))} (Beacon ${us(b3.beaconUs - b.beaconUs)}, NATS ${us(b3.natsUs - b.natsUs)}); ` +
       `three nodes to the owner ${us(cpu(c2) - cpu(b3))}; the forwarding hop ${us(cpu(c) - cpu(c2))} a request ` +
       `(${((cpu(c) - cpu(c2)) / c.forwardedShare).toFixed(0)} µs per forwarded request, ${(c.forwardedShare * 100).toFixed(0)} % forwarded)`)
+  }
+  for (const { name } of WORKLOADS) {
+    const [sent, through] = ['sent to node-2', 'through node-1'].map(label => isolated.find(run => run.workload === name && run.label === label))
+    if (sent === undefined || through === undefined) continue
+    const us = (value: number): string => `${value.toFixed(0)} µs`
+    lines.push(`  ${name}, the hop in isolation (one wrk, ids node-2 owns): sent to node-2 ${Math.round(sent.rps)} req/s, node-2 ${us(sent.nodeUs[1]!)} + NATS ${us(sent.natsUs)} a request; ` +
+      `through node-1 ${Math.round(through.rps)} req/s, node-1 (receiving, forwarding) ${us(through.nodeUs[0]!)}, node-2 ${us(through.nodeUs[1]!)} (${us(through.nodeUs[1]! - sent.nodeUs[1]!)} more), NATS ${us(through.natsUs)}`)
   }
   if (hop !== null) {
     lines.push(`  the hop's transport alone (bench/nats-hop.ts: request/reply between two processes through two NATS servers, ${hop.inFlight} in flight, no Beacon): ` +
@@ -748,6 +786,7 @@ async function main (): Promise<void> {
   const rows: Row[] = []
   let takeover: Takeover | null = null
   let hop: Hop | null = null
+  let isolated: HopRun[] = []
   const failures: string[] = []
   const attempt = async (name: string, run: () => Promise<void>): Promise<void> => {
     try {
@@ -761,7 +800,7 @@ async function main (): Promise<void> {
   if (selected('b')) await attempt('(b)', () => phaseOneNode(rows))
   if (selected('c') || selected('takeover')) {
     await attempt('(c)', async () => {
-      ({ takeover, hop } = await phaseThreeNodes(rows, selected('c'), selected('takeover')))
+      ({ takeover, hop, isolated } = await phaseThreeNodes(rows, selected('c'), selected('takeover')))
     })
   }
 
@@ -769,7 +808,7 @@ async function main (): Promise<void> {
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
   process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
   process.stdout.write(table(rows) + '\n\n')
-  const parts = decomposition(rows, hop)
+  const parts = decomposition(rows, hop, isolated)
   if (parts.length > 0) process.stdout.write(`CPU per request, where it goes (Beacon + NATS):\n${parts.join('\n')}\n\n`)
   for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)
   const t = takeover as Takeover | null
@@ -787,7 +826,7 @@ async function main (): Promise<void> {
   for (const failure of failures) process.stdout.write(`FAILED ${failure}\n`)
   process.stdout.write('BENCH_JSON=' + JSON.stringify({
     date: new Date().toISOString(), build, machine, busyBefore, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S,
-    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, hop, takeover, targets, failures,
+    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, hop, isolated, takeover, targets, failures,
   }) + '\n')
   const failedRows = rows.some(row => row.failed !== null)
   if (failures.length > 0 || failedRows || (process.env.BENCH_STRICT === '1' && targets.some(target => !target.met))) process.exitCode = 1
