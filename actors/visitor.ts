@@ -253,6 +253,9 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     const summary = deviceSummary(state, segs, nowMs)
     summary.seq = seq
     const view = await profilesAt.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
+    // The visitor's row of the links index too, at its own owner (the profile's owner wrote one as well):
+    // in cluster mode that is the node that keeps it across the profile's takeovers (src/store/profile-links.ts).
+    if (previous !== profileId) store.ignoreFailure(store.links.put([actor.account, profileId, actor.id], null))
     state.profileId = profileId
     return view
   }
@@ -351,7 +354,11 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           // A row of an earlier release under an upper-case key was moved by load, not committed yet: its state tells.
           const existed = actor.pending !== null || db.get([actor.account, actor.id]) !== undefined ||
             state.firstSeenMs !== 0 || profileId !== null || Object.keys(state.attributes).length > 0 || state.segments.length > 0
-          if (message.ofProfile !== undefined && profileId !== null && profileId !== message.ofProfile) return { existed, kept: true, profileId } satisfies VisitorErased
+          if (message.ofProfile !== undefined && profileId !== null && profileId !== message.ofProfile) {
+            // Linked to another person since: kept, and no longer found as a device of the erased one.
+            store.ignoreFailure(store.links.remove([actor.account, message.ofProfile, actor.id]))
+            return { existed, kept: true, profileId } satisfies VisitorErased
+          }
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           if (membership !== null) countErased(state, actor.account, membership)

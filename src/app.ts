@@ -29,6 +29,7 @@ import { DeliveryHub } from './delivery/hub.js'
 import { ClusterDeliveries } from './delivery/cluster-history.js'
 import { ClusterErasures } from './delivery/cluster-erasures.js'
 import { Erasure } from './jobs/erasure.js'
+import { ProfileLinks } from './store/profile-links.js'
 import { AccountDeletions } from './jobs/account-deletion.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './delivery/jetstream/queue.js'
@@ -218,7 +219,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
-        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, linksReady: () => linksBackfill.settled(), peers: cluster?.actors ?? null }),
+        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),

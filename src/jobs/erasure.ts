@@ -5,10 +5,11 @@
 // kept, only its link to the erased profile goes.
 //
 // Cluster mode: the devices may sit in partitions other nodes own; every message goes through the actor
-// router (`peers`, actors/actor-router.ts), which runs it at the owner of its key. The request itself
-// runs at the profile's owner (the route is keyed by the profile), so the links index read here is that
-// node's: it holds the links made while this node owned the profile, and the profile's own list (its
-// latest devices, in the replicated state) covers the rest. The person's delivery records are erased
+// router (`peers`, actors/actor-router.ts), which runs it at the owner of its key. The links index is each
+// node's own: `links` (src/store/profile-links.ts) asks every live node for its rows of the profile, and
+// the owner of each visitor's partition holds that visitor's row (a node not answering: 503, before
+// anything is erased). Rows a former owner kept are harmless: the device they name is erased only if it
+// is still linked to this profile or to none. The person's delivery records are erased
 // through `deliveries`: this node's (embedded mode), or every node's (cluster mode:
 // src/delivery/cluster-erasures.ts, which may refuse with 503 `unavailable` once the actors' erases are
 // done). So that a retry of the request still erases them, that step comes before the links go (a
@@ -21,6 +22,7 @@ import type { ActorSender } from '../../actors/actor-router.js'
 import type { VisitorKind, VisitorState } from '../../actors/visitor.js'
 import type { ProfileKind, ProfileState } from '../../actors/profile.js'
 import type { DeliveryHub } from '../delivery/hub.js'
+import type { ProfileLinks } from '../store/profile-links.js'
 
 /** Devices erased at once (each its own actor message and write). */
 const ERASE_CONCURRENCY = 32
@@ -33,8 +35,8 @@ export interface ErasureDeps {
   /** The hub (embedded mode), or the cluster's erasures (src/delivery/cluster-erasures.ts). */
   deliveries: Pick<DeliveryHub, 'forget'>
   clock: Clock
-  /** Resolves once the links index holds the links of earlier releases too (src/store/links-backfill.ts). */
-  linksReady: () => Promise<void>
+  /** The links index: this node's (embedded mode), or every live node's (cluster mode). */
+  links: Pick<ProfileLinks, 'of'>
   /** Cluster mode: the actor router (messages run at their key's owner). Absent: the runtime. */
   peers?: ActorSender | null
 }
@@ -61,14 +63,7 @@ export class Erasure {
 
   /** Every visitor id ever linked to the profile: the index and the profile's own list. */
   async linkedVisitors (account: string, profileId: string, own: readonly string[]): Promise<string[]> {
-    await this.deps.linksReady()
-    const ids = new Set(own)
-    // No end key: a profile id may hold any character, so the range ends where the prefix does.
-    for (const key of this.deps.store.links.getKeys({ start: [account, profileId] }) as Iterable<string[]>) {
-      if (key[0] !== account || key[1] !== profileId) break
-      ids.add(key[2]!)
-    }
-    return [...ids]
+    return [...new Set([...own, ...await this.deps.links.of(account, profileId)])]
   }
 
   /** The profile, and every device still linked to it: what export shows. */

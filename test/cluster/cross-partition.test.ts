@@ -341,4 +341,45 @@ describe('Beacon cluster mode: cross-partition work (3 nodes, real processes)', 
     await cluster.restart(2)
     owners = await cluster.settled()
   })
+
+  it('SIGKILL of a profile\'s owner, then export and erase of the profile: every device ever linked to it is found, beyond the latest 100 its state keeps', async () => {
+    const { account } = cluster.tenant
+    const victim = cluster.members[0]!.id
+    let profileId: string
+    do profileId = `p-${randomUUID()}@example.com`
+    while (ownerOf(profileId) !== victim)
+    // 105 devices over partitions of every node; the first 5 (dropped from the profile's own list by the
+    // 100 after them) owned by the others: their rows sat in the victim's index only, before.
+    const devices: string[] = []
+    while (devices.length < 105) {
+      const id = randomUUID()
+      if (devices.length >= 5 || ownerOf(id) !== victim) devices.push(id)
+    }
+    expect(new Set(devices.map(ownerOf)).size, 'devices on every node').to.equal(3)
+    const link = async (visitorId: string): Promise<void> => {
+      const res = await event(visitorId, profileId, { event: 'purchase', orderId: `${visitorId}-o`, orderTotal: 1 })
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    }
+    for (const id of devices.slice(0, 5)) await link(id)
+    const rest = devices.slice(5)
+    await Promise.all(Array.from({ length: 10 }, async () => { for (let id = rest.shift(); id !== undefined; id = rest.shift()) await link(id) }))
+    expect((await profileOf(profileId)).visitors).to.have.length(100)
+    await cluster.kill(0)
+    owners = await cluster.settled()
+    const path = `/admin/accounts/${account}/profiles/${encodeURIComponent(profileId)}`
+    const exported = await admin(nextUrl(), 'GET', `${path}/export`)
+    expect(exported.status, JSON.stringify(exported.body)).to.equal(200)
+    expect(exported.body.visitors.map((v: { visitorId: string }) => v.visitorId).sort()).to.deep.equal([...devices].sort())
+    const erased = await admin(nextUrl(), 'DELETE', path)
+    expect(erased.status, JSON.stringify(erased.body)).to.equal(200)
+    expect(erased.body.erased).to.include({ profiles: 1, visitors: 105 })
+    const left: string[] = []
+    for (const id of devices) {
+      const visitor = await visitorOf(id)
+      if (visitor.profileId !== null || visitor.purchases !== 0) left.push(id)
+    }
+    expect(left, 'devices left with data').to.deep.equal([])
+    await cluster.restart(0)
+    owners = await cluster.settled()
+  })
 })
