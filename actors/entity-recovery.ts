@@ -52,9 +52,15 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
     if (watermark > (watermarks.get(node) ?? 0)) watermarks.set(node, watermark)
   }
   let claimRead = false
+  // Every message names the one it was written after (prev): one not read must be covered by the
+  // snapshot the recovery starts from (compacted), else the read is missing part of the partition.
+  const readSeqs = new Set<number>()
+  let missingPrev = 0
   for await (const record of log.changelog.read(partition, 0, claimSeq)) {
     if (record.seq > claimSeq) break
     if (record.seq === claimSeq) claimRead = record.kind === 'claim' && record.owner === log.changelog.owner
+    readSeqs.add(record.seq)
+    if (typeof record.prev === 'number' && record.prev > 0 && !readSeqs.has(record.prev)) missingPrev = Math.max(missingPrev, record.prev)
     messages++
     if (record.kind !== 'entries') continue
     for (const entry of record.entries as LogEntry[]) {
@@ -89,6 +95,12 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
   }
   const readMs = performance.now() - startedMs
   const covered = (marker as MarkerEntry | null)?.x ?? 0
+  // Seen after a NATS stream leader was killed and restarted (nats-server 2.9.10): a read that lacked
+  // the partition's latest snapshot and the entries before this node's claim, yet reached the claim; the
+  // recovery's own snapshot and compaction then removed the partition's acknowledged writes for good.
+  if (missingPrev > covered) {
+    throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the changelog read lacks message ${missingPrev}, which a later message follows and no snapshot covers`, partition)
+  }
   const states = new Map<string, Latest>()
   if (marker !== null) {
     const own = chunks.get(marker.id) ?? []

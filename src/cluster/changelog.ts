@@ -32,10 +32,18 @@ import { subjectPurgeIsSafe, warnIfCompareAndSetInexact } from './server-version
 
 export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
 
-export type ChangelogRecord =
+export type ChangelogRecord = (
   | { seq: number, kind: 'entries', entries: unknown[] }
   | { seq: number, kind: 'snapshot', state: Uint8Array }
   | { seq: number, kind: 'claim', owner: string }
+) & {
+  /**
+   * As read (read()): the partition's message this one was written after (its expected last subject
+   * sequence; 0 for the partition's first), or null when the message does not say. A reader can tell
+   * from it that a message before this one is missing from what it read.
+   */
+  prev?: number | null
+}
 
 export interface ChangelogOptions {
   nc: NatsConnection
@@ -360,7 +368,10 @@ export class Changelog {
             // writes. Refused: the caller tries again (a recovery gives its lease back).
             throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `reading partition ${partition} delivered ${read} of its ${held} messages`, partition)
           }
-          yield decode(message.seq, message.data)
+          const record = decode(message.seq, message.data)
+          const prev = message.headers?.get('Nats-Expected-Last-Subject-Sequence')
+          record.prev = prev === undefined || prev === '' ? null : Number(prev)
+          yield record
           if (message.seq >= untilSeq) return
         }
         if (got === 0) throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `reading partition ${partition} stalled before sequence ${untilSeq}`, partition)

@@ -2,6 +2,8 @@ import { expect } from 'chai'
 import { ApiError } from '../../src/errors.js'
 import { encodeRow } from '../../src/store/record-codec.js'
 import { CLUSTER_ERRORS, ClusterError } from '../../src/cluster/errors.js'
+import { changelogStreamName } from '../../src/cluster/changelog.js'
+import { jetstreamManager } from '@nats-io/jetstream'
 import type { VisitorState } from '../../actors/visitor.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
@@ -278,6 +280,30 @@ describe('entity log: visitor and profile writes through the partition changelog
       purchases += mine.purchases
     }
     expect(purchases).to.equal(ids.length * 30)
+  })
+
+  it('refuses a recovery whose read lacks the snapshot before its claim (messages missing from the start), rather than recovering without it', async () => {
+    const a = await node('a', { entriesMax: 10_000 })
+    const b = await node('b')
+    await a.log.recover(3)
+    const ids = idsIn(a.log, ACCOUNT, 3, 20)
+    for (const id of ids) await a.event(ACCOUNT, id, { event: 'purchase', orderId: 'first', orderTotal: 1 })
+    a.relayed.through = a.store.lastOutboxSeq
+    await a.log.snapshot(3)
+    for (const id of ids.slice(0, 5)) await a.event(ACCOUNT, id, { event: 'purchase', orderId: 'second', orderTotal: 1 })
+    // As a stream leader answering from a state without them (nats-server 2.9.10 after a restart): the
+    // snapshot's chunks and marker gone from what a reader gets, the entries after them still there.
+    const snapshot: number[] = []
+    for await (const record of a.changelog.read(3, 0)) {
+      if (record.kind === 'entries' && (record.entries as LogEntry[]).some(entry => entry.t === 'c' || entry.t === 'm')) snapshot.push(record.seq)
+    }
+    expect(snapshot.length).to.be.above(1)
+    const jsm = await jetstreamManager(a.nc)
+    for (const seq of snapshot) await jsm.streams.deleteMessage(changelogStreamName(streamName), seq, false)
+    const refused = await b.log.recover(3).then(() => null, (error: unknown) => error)
+    expect(refused).to.be.instanceOf(ClusterError)
+    expect((refused as ClusterError).code).to.equal(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE)
+    expect((refused as ClusterError).message).to.match(/lacks message \d+, which a later message follows and no snapshot covers/)
   })
 
   it('refuses a stale owner\'s write once another node claimed the partition, and tells the node to drop it', async () => {
