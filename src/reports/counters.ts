@@ -150,10 +150,7 @@ export class ReportCounters {
   }
 
   /** A segment's member count: the folded one plus what this node counted since (eventually consistent). */
-  readonly membersOf = (account: string, segment: string): number => {
-    const folded = (this.store.reports.get([account, 'members', segment]) as number | undefined) ?? 0
-    return Math.max(0, folded + (this.members.get(account)?.get(segment) ?? 0))
-  }
+  readonly membersOf = (account: string, segment: string): number => Math.max(0, this.memberShare(account, segment))
 
   /** This node's share of a segment's member count: the folded one plus what it counted since, not floored (cluster mode). */
   memberShare (account: string, segment: string): number {
