@@ -160,8 +160,9 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         // BEACON_NODE_ID (its outbox counting from 1 again) does not reuse ids either.
         idOrigin: store.nodeId,
         schedules: {
-          owns: ownsKey,
+          partitions: config.partitions,
           partitionOf: (account, id) => node.partitionOf(account, id),
+          owns: partition => node.owns(partition),
           claim: (account, webhookId, runMs, part) => claims.claim(account, webhookId, runMs, part, nodeId),
           staleAfterMs: claims.ttlMs / 2,
         },

@@ -1,7 +1,8 @@
 // Claims of schedule runs (cluster mode): a run of a schedule webhook, or its part for one partition,
 // is made by the one node that created its key in a replicated KV bucket, `BEACON_SCHEDULES_<cluster>`.
 // A put expecting an empty key (previous sequence 0) is checked exactly by JetStream on every server version (expected last
-// subject sequence 0, as lease acquisition: docs/cluster.md), so two nodes never both get a claim.
+// subject sequence 0, as lease acquisition: docs/cluster.md), so two nodes never both get a claim; the
+// key holds the claiming node's id, so that node asking again (its run failed part-way) gets it again.
 // Keys lapse after CLAIM_TTL_MS (the bucket's max age): a run older than that is not run again.
 
 import type { NatsConnection } from '@nats-io/transport-node'
@@ -38,15 +39,18 @@ export class ScheduleClaims {
   /**
    * Resolves true for the one node whose create made the key of (account, webhook, run, part), false
    * for every other (the key exists). `part`: a partition, or 'all' for a run made once as a whole.
-   * Fails (rejects) when NATS cannot answer: the caller makes nothing then.
+   * The node that holds a claim gets true again when it asks again: a run that failed part-way (or a
+   * create whose answer was lost) is made again by it, never by nobody. Fails (rejects) when NATS
+   * cannot answer: the caller makes nothing then, and asks again on its next check.
    */
   async claim (account: string, webhookId: string, runMs: number, part: number | 'all', node: string): Promise<boolean> {
+    const key = claimKey(account, webhookId, runMs, part)
     try {
-      await this.kv.put(claimKey(account, webhookId, runMs, part), new TextEncoder().encode(node), { previousSeq: 0 })
+      await this.kv.put(key, new TextEncoder().encode(node), { previousSeq: 0 })
       return true
     } catch (error) {
-      if (isExisting(error)) return false
-      throw error
+      if (!isExisting(error)) throw error
+      return (await this.kv.get(key))?.string() === node
     }
   }
 }

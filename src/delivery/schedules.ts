@@ -5,6 +5,8 @@
 // Cluster mode (`cluster`): every node runs each schedule's runs, but sends a run's members only of the
 // partitions it owns, each partition's part once its claim for (webhook, run, partition) succeeded,
 // and the call without segments once its claim for (webhook, run) did: one node in the cluster each.
+// A partition this node takes after it walked a run (a takeover, a handover) gets its part of that run
+// at the next check, unless its previous owner claimed it: no partition misses a run for moving.
 
 import type { Clock } from '../clock.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
@@ -34,9 +36,10 @@ export interface SchedulesOptions {
 
 /** What a node of a cluster tells the schedules. */
 export interface ScheduleCluster {
-  /** Whether this node owns (account, id)'s partition now, and which partition that is. */
-  owns: (account: string, id: string) => boolean
+  /** The number of partitions, the partition of (account, id), and whether this node owns one now. */
+  partitions: number
   partitionOf: (account: string, id: string) => number
+  owns: (partition: number) => boolean
   /** True for the one node of the cluster that claims this part of this run first. */
   claim: (account: string, webhookId: string, runMs: number, part: number | 'all') => Promise<boolean>
   /** Runs due longer ago than this are skipped, not made (their claims may have lapsed). */
@@ -55,6 +58,8 @@ export class Schedules {
   private readonly cluster: ScheduleCluster | null
   /** Per schedule webhook, the time of its next run (before its delay). */
   private readonly nextRuns = new Map<string, number>()
+  /** Cluster mode: per schedule webhook with segments, its latest run and the partitions walked for it. */
+  private readonly walked = new Map<string, { runMs: number, partitions: Set<number> }>()
   private scheduling: Promise<number> | null = null
   private timer: NodeJS.Timeout | null = null
   private stopped = false
@@ -80,6 +85,7 @@ export class Schedules {
   /** A webhook changed or went: its next run is worked out again. */
   forget (account: string, webhookId: string): void {
     this.nextRuns.delete(slot(account, webhookId))
+    this.walked.delete(slot(account, webhookId))
   }
 
   /** Run every schedule webhook whose time has come. Resolves with the number of runs made. */
@@ -109,9 +115,12 @@ export class Schedules {
         dueMs = nextRunMs(trigger.schedule, last?.lastRunMs ?? nowMs) ?? Number.MAX_SAFE_INTEGER
         this.nextRuns.set(key, dueMs)
       }
-      if (nowMs < dueMs + webhook.delayMs) continue
+      if (nowMs < dueMs + webhook.delayMs) {
+        await this.catchUp(webhook, trigger.segments, nowMs)
+        continue
+      }
       // Cluster mode: a run this late (a node back after a long stop) was the others' to make.
-      if (this.cluster === null || nowMs - dueMs - webhook.delayMs <= this.cluster.staleAfterMs) await this.runSchedule(webhook, trigger.segments, dueMs)
+      if (this.cluster === null || nowMs - dueMs - webhook.delayMs <= this.cluster.staleAfterMs) await this.runSchedule(webhook, trigger.segments, dueMs, null)
       await this.store.save(this.store.config, [webhook.account, 'schedule-run', webhook.id], { lastRunMs: dueMs })
       // Runs missed while down are not repeated one by one: a full sync supersedes them.
       this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
@@ -120,7 +129,23 @@ export class Schedules {
     return runs
   }
 
-  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number): Promise<void> {
+  /** Cluster mode: the latest run's parts of the partitions this node took since it walked that run. */
+  private async catchUp (webhook: CompiledWebhook, segments: readonly string[], nowMs: number): Promise<void> {
+    const cluster = this.cluster
+    const last = this.walked.get(slot(webhook.account, webhook.id))
+    if (cluster === null || last === undefined || nowMs - last.runMs > cluster.staleAfterMs) return
+    let taken: Set<number> | null = null
+    for (let partition = 0; partition < cluster.partitions; partition++) {
+      if (!last.partitions.has(partition) && cluster.owns(partition)) (taken ??= new Set()).add(partition)
+    }
+    if (taken !== null) await this.runSchedule(webhook, segments, last.runMs, taken)
+  }
+
+  /**
+   * Make a run (cluster mode: this node's parts of it). `only`: the partitions to walk, for a catch-up
+   * (null: every partition this node owns now).
+   */
+  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number, only: Set<number> | null): Promise<void> {
     const contexts: DeliveryContext[] = []
     const flush = async (): Promise<void> => {
       if (contexts.length === 0) return
@@ -139,17 +164,24 @@ export class Schedules {
       // A schedule webhook saved just now starts the indexing of its segments' members: wait for it.
       await this.membersReady(webhook.account)
     }
+    /** Cluster mode: the partitions walked, those owned at the start (one taken later is a catch-up's). */
+    let walk: Set<number> | null = only
+    if (cluster !== null && walk === null) {
+      walk = new Set()
+      for (let partition = 0; partition < cluster.partitions; partition++) if (cluster.owns(partition)) walk.add(partition)
+    }
     for (const segment of segments) {
       for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {
         const [account, seg, kind, id] = key as [string, string, string, string]
         if (account !== webhook.account || seg !== segment) break
         if (cluster !== null) {
-          // Another node's partition (this row is stale here), or a part another node claimed.
-          if (!cluster.owns(account, id)) continue
+          // Another node's partition (this row is stale here), one given away before its first member
+          // came (its new owner's), or a part another node claimed.
           const partition = cluster.partitionOf(account, id)
+          if (!walk!.has(partition)) continue
           let mine = claimed.get(partition)
           if (mine === undefined) {
-            mine = await cluster.claim(account, webhook.id, runMs, partition)
+            mine = cluster.owns(partition) && await cluster.claim(account, webhook.id, runMs, partition)
             claimed.set(partition, mine)
           }
           if (!mine) continue
@@ -162,5 +194,10 @@ export class Schedules {
       }
     }
     await flush()
+    if (cluster === null || segments.length === 0) return
+    const key = slot(webhook.account, webhook.id)
+    const last = this.walked.get(key)
+    if (only !== null && last?.runMs === runMs) for (const partition of only) last.partitions.add(partition)
+    else if (only === null) this.walked.set(key, { runMs, partitions: walk! })
   }
 }

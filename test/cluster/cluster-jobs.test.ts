@@ -92,11 +92,17 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
     const first = (Math.floor(assignedMs / 10_000) + 1) * 10_000
     const ticks = [first, first + 10_000, first + 20_000]
     await until('three ticks made', () => Date.now() > ticks[2]! + 5_000, 60_000, 200)
-    await until('their deliveries', () => ticks.every(t => requestsTo('/members').filter(r => Date.parse(JSON.parse(r.body).at) === t).length >= members.length), 30_000, 100)
+    const memberCallsAt = (t: number): string[] => requestsTo('/members').filter(r => Date.parse(JSON.parse(r.body).at) === t).map(r => JSON.parse(r.body).who as string)
+    await until('their deliveries', () => ticks.every(t => new Set(memberCallsAt(t)).size === members.length), 30_000, 100).catch((error: Error) => {
+      // What a failure needs to be understood: who was missed at which tick, and what the nodes logged.
+      const missed = ticks.map(t => `${new Date(t).toISOString()}: ${members.filter(v => !memberCallsAt(t).includes(v)).join(', ') || 'none'}`)
+      const logs = cluster.members.map(m => `${m.id}: ${m.process!.output().split('\n').filter(line => /"level":(40|50|60)/.test(line)).slice(-10).join('\n')}`)
+      throw new Error(`${error.message}\nmissed per tick:\n${missed.join('\n')}\nwarnings and errors:\n${logs.join('\n')}`)
+    })
     await new Promise(resolve => setTimeout(resolve, 2000)) // duplicates, if any, would come now
     for (const t of ticks) {
       const calls = requestsTo('/tick').filter(r => Date.parse(JSON.parse(r.body).at) === t)
-      const memberCalls = requestsTo('/members').filter(r => Date.parse(JSON.parse(r.body).at) === t).map(r => JSON.parse(r.body).who as string)
+      const memberCalls = memberCallsAt(t)
       const origins = new Set(requestsTo('/members').filter(r => Date.parse(JSON.parse(r.body).at) === t).map(r => String(r.headers['webhook-id']).split(':')[0]))
       console.log(`      tick ${new Date(t).toISOString()}: ${calls.length} call, ${memberCalls.length} member deliveries from ${origins.size} nodes`)
       expect(calls.length).to.equal(1)

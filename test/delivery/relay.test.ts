@@ -150,7 +150,7 @@ describe('outbox relay', () => {
     const FIRST = 'a1b2c3d4-0000-4000-8000-000000000001'
     const cluster = (store: Store): Partial<DeliveryHubOptions> => ({
       queue, relayDelayMs: 1,
-      cluster: { idOrigin: store.nodeId, schedules: { owns: () => true, partitionOf: () => 0, claim: async () => true, staleAfterMs: 60_000 } },
+      cluster: { idOrigin: store.nodeId, schedules: { partitions: 1, partitionOf: () => 0, owns: () => true, claim: async () => true, staleAfterMs: 60_000 } },
     })
     await withHub('http://127.0.0.1:9/in', cluster, async (hub, store) => {
       // One resent row read back from LMDB at start, one appended while running, and a row of this node's own.
