@@ -6,8 +6,9 @@
 //
 // Fencing: an append the changelog refuses (another node claimed the partition) or cannot confirm fails
 // the write with 503 `partition_moved` (the request path retries at the new owner), and `refused`
-// listeners hear of it once: the node must drop the partition. The outbox rows of a refused write are
-// taken back from the local outbox if they were not relayed yet.
+// listeners hear of it once: the node must drop the partition. A write's outbox rows are held from the
+// relay until its append is acknowledged (src/delivery/relay-gate.ts); those of a refused write are
+// taken back from the local outbox first, so its webhooks never go out.
 //
 // Compaction: after ENTITY_LOG_ENTRIES_MAX entries a partition is snapshotted (entity-snapshot.ts) and
 // its changelog purged up to the snapshot. Recovery by a new owner: entity-recovery.ts.
@@ -19,6 +20,7 @@ import type { Changelog } from '../src/cluster/changelog.js'
 import type { Ownership } from '../src/cluster/ownership.js'
 import type { Listeners } from '../src/listeners.js'
 import type { OutboxAppended, Store } from '../src/store/store.js'
+import type { RelayGate } from '../src/delivery/relay-gate.js'
 import { log } from '../src/log.js'
 import type { ActorRuntime } from './runtime.js'
 import type { EntityKindName, EntityWrites } from './entity-writes.js'
@@ -48,6 +50,8 @@ export interface EntityLogOptions {
   runtime?: ActorRuntime | null
   /** Resolves once every outbox row appended so far was relayed (the delivery hub); used on release. */
   relaySettled?: () => Promise<void>
+  /** What holds a write's outbox rows from the relay until its append is acknowledged; absent in tools. */
+  gate?: RelayGate | null
   /** Told when a background snapshot fails (the partition's log then grows until the next one succeeds). */
   onSnapshotError?: (partition: number, error: unknown) => void
   entriesMax?: number
@@ -72,6 +76,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
   private readonly outboxAppended: Listeners<OutboxAppended>
   private readonly runtime: ActorRuntime | null
   private readonly relaySettled: (() => Promise<void>) | null
+  private readonly gate: RelayGate | null
   private readonly onSnapshotError: (partition: number, error: unknown) => void
   private readonly entriesMax: number
   readonly chunkMaxBytes: number
@@ -84,6 +89,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
     if (!this.collecting) return
     if (this.rows.length === 0) queueMicrotask(this.dropStray)
     this.rows.push(outboxPart(seq, bytes, origin))
+    this.gate?.hold(seq)
   }
 
   /**
@@ -93,6 +99,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
   private readonly dropStray = (): void => {
     if (this.rows.length === 0) return
     log.warn({ rows: this.rows.length }, 'outbox rows appended without an entity write: not in the changelog')
+    this.letGo(this.rows)
     this.rows = []
   }
 
@@ -106,6 +113,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
     this.refusedListeners = options.refused
     this.runtime = options.runtime ?? null
     this.relaySettled = options.relaySettled ?? null
+    this.gate = options.gate ?? null
     this.onSnapshotError = options.onSnapshotError ?? noop
     this.entriesMax = options.entriesMax ?? ENTITY_LOG_ENTRIES_MAX
     this.chunkMaxBytes = options.chunkMaxBytes ?? SNAPSHOT_CHUNK_MAX_BYTES
@@ -153,7 +161,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
     }
     const appended = this.changelog.append(partition, [entry])
     if (++held.entries >= this.entriesMax && held.snapshot === null) this.snapshotInBackground(partition, held)
-    return Promise.all([put, appended]).then(noop, (error: unknown) => this.failed(partition, rows, error))
+    return Promise.all([put, appended]).then(() => { this.letGo(rows) }, (error: unknown) => this.failed(partition, rows, error))
   }
 
   /**
@@ -259,13 +267,29 @@ export class EntityLog implements EntityWrites, PartitionLog {
     return rows
   }
 
-  /** A write that will not be acknowledged: its rows leave the outbox (those not relayed yet never go out). */
+  /** The relay may take the rows of a write (acknowledged, or taken back from the outbox). */
+  private letGo (rows: readonly OutboxPart[]): void {
+    if (this.gate !== null && rows.length !== 0) this.gate.letGo(rows.map(([seq]) => seq))
+  }
+
+  /**
+   * A write that will not be acknowledged: its rows leave the outbox, and are let go once that removal
+   * committed (the relay, which reads committed rows, never sees them then).
+   */
   private takeBack (rows: readonly OutboxPart[]): void {
-    for (const [seq, , origin] of rows) this.store.ignoreFailure(this.store.removeOutbox(seq, origin !== undefined))
+    if (rows.length === 0) return
+    const removed = rows.map(([seq, , origin]) => this.store.removeOutbox(seq, origin !== undefined))
+    for (const removal of removed) this.store.ignoreFailure(removal)
+    void Promise.allSettled(removed).then(() => { this.letGo(rows) })
   }
 
   private failed (partition: number, rows: readonly OutboxPart[], error: unknown): never {
-    if (!(error instanceof ClusterError)) throw error
+    if (!(error instanceof ClusterError)) {
+      // Not the append's refusal (LMDB failed, say): whether the entry is in the changelog is not known,
+      // so the rows stay and go out, as the entry's rows would from a new owner.
+      this.letGo(rows)
+      throw error
+    }
     if (error.code === CLUSTER_ERRORS.CLUSTER_ENTRY_TOO_LARGE) {
       this.takeBack(rows)
       throw new ApiError('entity_full', 'This visitor or profile is too large to be written in cluster mode.')

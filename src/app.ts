@@ -135,6 +135,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     retentionMs: config.deliveryRetentionMs,
     ...(queue === null ? {} : { queue }),
     cluster: cluster === null ? null : { ...cluster.deliveries, outcomes: queue?.outcomes ?? null },
+    relayGate: cluster?.relayGate ?? null,
   })
   await deliveries.start()
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).

@@ -34,6 +34,7 @@ import type { Clock } from './clock.js'
 import type { Replicated } from './store/config-writer.js'
 import { SESSION_TTL_MARGIN_MS, SessionKv } from './cluster/session-kv.js'
 import type { SessionBucket } from './users/sessions.js'
+import { RelayGate } from './delivery/relay-gate.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -47,6 +48,8 @@ export interface ClusterMode {
    * in src/app.ts from the delivery transport.)
    */
   deliveries: { idOrigin: string, schedules: ScheduleCluster }
+  /** Holds each write's outbox rows from the delivery hub's relay until its append is acknowledged. */
+  relayGate: RelayGate
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
   ownsKey (account: string, id: string): boolean
   /** Told each time a partition becomes owned here (recovered). */
@@ -121,8 +124,10 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     })
     const refused = new Listeners<PartitionRefused>()
     refused.add(partition => node.refused(partition))
+    // A write's outbox rows wait for its append's acknowledgement before the relay takes them.
+    const gate = new RelayGate()
     const entityLog = new EntityLog({
-      store, changelog, ownership: node, outboxAppended, refused, runtime,
+      store, changelog, ownership: node, outboxAppended, refused, runtime, gate,
       relayedThrough: options.relayedThrough, relaySettled: options.relaySettled,
       onSnapshotError: (partition, error) => log.warn({ err: error, partition }, 'partition snapshot failed'),
     })
@@ -167,6 +172,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
           staleAfterMs: claims.ttlMs / 2,
         },
       },
+      relayGate: gate,
       forwarder,
       actors,
       calls,

@@ -10,6 +10,7 @@ import type { HubWrites } from './hub-writes.js'
 import { APPENDED_ROWS_MAX, RELAY_BATCH_MAX, RELAY_PASSES_MAX, RELAY_RETRY_DELAY_MAX_MS, RELAY_RETRY_DELAY_MIN_MS } from './limits.js'
 import type { DeliveryQueue } from './queue.js'
 import { newRecord, selects, type DeliveryRecord } from './record.js'
+import type { RelayGate } from './relay-gate.js'
 
 /** An outbox row as the relay reads it: its bytes too when it has them (not a row of an earlier release). */
 export interface AppendedRow {
@@ -40,10 +41,13 @@ export interface RelayOptions {
   onFailure: (error: unknown) => void
   /** Cluster mode: this node's id in every delivery id it makes (`<origin>:<seq>.<webhook>`); null in embedded mode. */
   idOrigin?: string | null
+  /** Cluster mode: rows whose write is not acknowledged yet, not taken until let go; null in embedded mode. */
+  gate?: RelayGate | null
 }
 
 export class Relay {
   private readonly idOrigin: string | null
+  private readonly gate: RelayGate | null
   private readonly originBytes: Uint8Array | null
   private readonly store: Store
   private readonly registry: WebhookLookup
@@ -73,8 +77,11 @@ export class Relay {
   private readonly prefixes = new WeakMap<CompiledWebhook, Uint8Array>()
   private stopped = false
 
-  constructor ({ store, registry, clock, queue, writes, listener, delayMs, onFailure, idOrigin = null }: RelayOptions) {
+  constructor ({ store, registry, clock, queue, writes, listener, delayMs, onFailure, idOrigin = null, gate = null }: RelayOptions) {
     this.idOrigin = idOrigin
+    this.gate = gate
+    // Rows let go are relayed as appended ones are: at once for a waiting request, else after delayMs.
+    gate?.onOpen(() => { if (this.listener.waiting) this.relaySoon(); else this.relayLater() })
     this.originBytes = idOrigin === null ? null : originBytes(idOrigin)
     this.store = store
     this.registry = registry
@@ -209,7 +216,8 @@ export class Relay {
    * keys: only committed ones, never those of a failed transaction); their values come from memory,
    * as they were appended, when they are there (decoding them cost the relay a third of its time), and
    * from LMDB otherwise (rows from before a start, past APPENDED_ROWS_MAX, or read again after a
-   * failed pass). Rows taken, and those left behind by them, leave the memory.
+   * failed pass). Rows taken, and those left behind by them, leave the memory. The batch ends before
+   * the first row the gate holds (its write not acknowledged yet).
    */
   private readOutbox (readFrom: number): AppendedRow[] {
     const rows: AppendedRow[] = []
@@ -219,6 +227,7 @@ export class Relay {
     let firstResent = Infinity
     for (const key of this.store.outboxOrigins.getKeys({ start: readFrom, limit: 1 }) as Iterable<number>) firstResent = key
     for (const key of this.store.outbox.getKeys({ start: readFrom, limit: RELAY_BATCH_MAX }) as Iterable<number>) {
+      if (this.gate !== null && this.gate.holds(key)) break
       while (i < appended.length && appended[i]!.key < key) i++
       if (i < appended.length && appended[i]!.key === key) rows.push(appended[i++]!)
       else rows.push(storedRow(key, this.store.outbox.get(key), key < firstResent ? null : this.store.outboxOrigin(key)))

@@ -248,6 +248,47 @@ describe('entity log: visitor and profile writes through the partition changelog
     }
   })
 
+  it('sends no webhook of a write before its append is acknowledged, and none of a write the changelog refused', async () => {
+    const receiver = await startReceiver()
+    try {
+      // Connected to the first server only, so that pausing the other two leaves it without a quorum.
+      const a = await node('a', { servers: [cluster.urls[0]!], webhookUrl: `${receiver.url}/orders` })
+      const b = await node('b')
+      await a.log.recover(0)
+      const [id] = idsIn(a.log, WEBHOOK_ACCOUNT, 0, 1)
+      const orders = (): string[] => receiver.requests.map(r => String((JSON.parse(r.body) as { order: string }).order))
+      await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-1', orderTotal: 1 })
+      await waitFor(() => orders().length === 1, 10_000, 'the acknowledged purchase delivered')
+
+      // No quorum: the write waits for its append, and its row (committed to LMDB) waits with it.
+      const paused = cluster.servers.slice(1)
+      for (const server of paused) await pauseProcess(server.pid!)
+      let answered = false
+      const reply = a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-2', orderTotal: 1 }).then(() => { answered = true })
+      try {
+        await new Promise(resolve => setTimeout(resolve, 1500))
+        expect(answered).to.equal(false)
+        expect([...a.store.outbox.getKeys({})], 'the row is in the outbox').to.have.length(1)
+        expect(orders(), 'no webhook before the acknowledgement').to.deep.equal(['o-1'])
+      } finally {
+        for (const server of paused) process.kill(server.pid!, 'SIGCONT')
+      }
+      await reply
+      await waitFor(() => orders().length === 2, 10_000, 'the purchase delivered once acknowledged')
+
+      // b claims the partition: a's next write is refused, and its webhook never goes out.
+      await b.log.recover(0)
+      const refused = await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-3', orderTotal: 1 }).then(() => null, (error: unknown) => error)
+      expect((refused as ApiError).items[0]!.code).to.equal('partition_moved')
+      await new Promise(resolve => setTimeout(resolve, 500))
+      await a.hub!.settled()
+      expect(orders()).to.deep.equal(['o-1', 'o-2'])
+      await waitFor(() => a.store.outbox.getCount() === 0, 5000, 'the refused row removed, the others relayed')
+    } finally {
+      await receiver.close()
+    }
+  })
+
   it('keeps the changelog bounded under continued writes by snapshots plus purge, and recovers exactly after compaction', async () => {
     const entriesMax = 100
     const a = await node('a', { entriesMax, chunkMaxBytes: 4096 })

@@ -18,6 +18,7 @@ import { removeDir, tempDir } from './beacon.js'
 import { Catalogs } from '../../src/catalog/catalogs.js'
 import type { WebhookChanged } from '../../src/webhooks/lookup.js'
 import { DeliveryHub } from '../../src/delivery/hub.js'
+import { RelayGate } from '../../src/delivery/relay-gate.js'
 import { systemClock } from '../../src/clock.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, config as webhookConfig } from '../webhooks/helpers.js'
 
@@ -72,12 +73,14 @@ export async function startEntityNode (id: string, options: EntityNodeOptions): 
   const relayed = { through: 0 }
   let relayedThrough = (): number => relayed.through
   const snapshotErrors: [number, unknown][] = []
+  // As in cluster mode: the hub's relay takes a write's rows once its append is acknowledged.
+  const gate = new RelayGate()
   const log = new EntityLog({
-    store, changelog, ownership: new TableOwnership(id, PARTITIONS, new Map()), outboxAppended, relayedThrough: () => relayedThrough(),
+    store, changelog, ownership: new TableOwnership(id, PARTITIONS, new Map()), outboxAppended, relayedThrough: () => relayedThrough(), gate,
     refused: refusedList, runtime, entriesMax: options.entriesMax, chunkMaxBytes: options.chunkMaxBytes,
     onSnapshotError: (partition, error) => { snapshotErrors.push([partition, error]) },
   })
-  const hub = options.webhookUrl === undefined ? null : await startHub(store, outboxAppended, options.webhookUrl)
+  const hub = options.webhookUrl === undefined ? null : await startHub(store, outboxAppended, options.webhookUrl, gate)
   if (hub !== null) relayedThrough = () => hub.relayedThrough
   let hubStopped = false
   const stopHub = async (): Promise<void> => {
@@ -118,12 +121,12 @@ export function idsIn (log: EntityLog, account: string, partition: number, count
   return ids
 }
 
-async function startHub (store: Store, outboxAppended: Listeners<OutboxAppended>, url: string): Promise<DeliveryHub> {
+async function startHub (store: Store, outboxAppended: Listeners<OutboxAppended>, url: string, relayGate: RelayGate): Promise<DeliveryHub> {
   await store.save(store.accounts, WEBHOOK_ACCOUNT, { account: WEBHOOK_ACCOUNT, name: 'entity log', suspended: false, createdAt: new Date().toISOString() })
   const webhookChanged = new Listeners<WebhookChanged>()
   const catalogs = new Catalogs({ store, clock: systemClock, segmentsChanged: new Listeners(), webhookChanged, allowPrivateWebhooks: true })
   await catalogs.webhooks.put(WEBHOOK_ACCOUNT, 'orders', webhookConfig(url, { request: { payload: '{"order": {{event.orderId}}}' } }))
-  const hub = new DeliveryHub({ store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock: systemClock, allowPrivate: true })
+  const hub = new DeliveryHub({ store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock: systemClock, allowPrivate: true, relayGate })
   await hub.start()
   return hub
 }
