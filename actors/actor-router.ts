@@ -103,7 +103,7 @@ export class ActorRouter implements ActorSender {
     this.subjectPrefix = `beacon.${options.cluster}.actor`
     this.budgetMs = options.budgetMs ?? 5000
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 1000
-    this.answers = new RecentAnswers(options.dedupeMs ?? 10_000, options.dedupeMax ?? 10_000)
+    this.answers = new RecentAnswers(options.dedupeMs ?? 10_000, options.dedupeMax ?? 10_000, Date.now)
     this.observe = options.observe ?? null
     this.timer = setInterval(() => this.sync(), options.syncIntervalMs ?? 50)
     this.timer.unref()

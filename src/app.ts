@@ -97,7 +97,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // through their partition's changelog (src/cluster-mode.ts). Null in the embedded mode.
   const cluster: ClusterMode | null = config.cluster === null
     ? null
-    : await openClusterMode({ config, store, clock, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled() })
+    : await openClusterMode({
+      config, store, clock, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled(),
+      syncTimeoutMs: account => catalogs.webhooks.syncTimeoutMs(account),
+    })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
   const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)

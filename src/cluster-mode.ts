@@ -99,6 +99,8 @@ export interface ClusterModeOptions {
   /** The delivery hub's relay watermark and settling (a closure: the hub is built after the kinds). */
   relayedThrough: () => number
   relaySettled: () => Promise<void>
+  /** How long an account's requests may wait at the owner for their sync webhooks (forwarding waits that much longer). */
+  syncTimeoutMs: (account: string) => number
 }
 
 /** Opens the node (refusing to start on a partition count or node id conflict) and its entity log. */
@@ -133,7 +135,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     })
     metrics?.watchCluster(node)
     const forwarder = new Forwarder({
-      nc, cluster, ownership: node,
+      nc, cluster, ownership: node, handlerExtraMs: options.syncTimeoutMs,
       observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
     })
     const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })

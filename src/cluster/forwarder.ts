@@ -14,7 +14,9 @@
 // polling it (every `syncIntervalMs`, P cheap calls) and whenever `sync()` is called (the cluster node
 // calls it when it gains or loses a partition).
 //
-// Sender (`forward`): within one budget (`budgetMs`, 5 s by default, the whole exchange included) it
+// Sender (`forward`): within one budget (`budgetMs`, 5 s by default, the whole exchange included, plus
+// the time the account's requests may spend at the owner on purpose: `handlerExtraMs`, its sync
+// webhooks' timeout) it
 // waits for the partition to have an owner (`Ownership.ownerReady`), sends, and on no responders, no
 // answer within `attemptTimeoutMs` (1 s), a lost connection or "moved" waits a little (and, after
 // "moved", for an owner other than the node that said so) and sends again. When the budget is spent it
@@ -22,10 +24,10 @@
 // whose handler at the owner takes longer than the budget gets that 503 too (the owner may still
 // complete it).
 //
-// Retries and writes: each forwarded request carries an id; the owner keeps the answer (or the answer
-// being computed) of each id for `dedupeMs` (10 s, twice the budget), so a retry that reaches the same
-// owner (after an attempt timed out: a slow handler, a lost reply) gets the first execution's answer
-// instead of running it again. A retry that reaches another owner (the partition moved meanwhile) runs
+// Retries and writes: each forwarded request carries an id; the owner keeps the answer being computed
+// of each id, and the answer for `dedupeMs` (10 s, twice the budget) once computed, so a retry that
+// reaches the same owner (after an attempt timed out: a slow handler, a lost reply) gets the first
+// execution's answer instead of running it again. A retry that reaches another owner (the partition moved meanwhile) runs
 // there; a write whose first execution was applied but not answered can then apply twice (a purchase
 // with an orderId still counts once; a page view counts twice), as for any client retry.
 //
@@ -89,6 +91,8 @@ export interface ForwarderOptions {
   ownership: Ownership
   /** Whole time a forwarded request may take before 503 unavailable; default 5000. */
   budgetMs?: number
+  /** Time an account's requests may spend at the owner on purpose, added to the budget (its sync webhooks' timeout); default none. */
+  handlerExtraMs?: (account: string) => number
   /** How long one send waits for an answer before it is sent again (same id); default 1000. */
   attemptTimeoutMs?: number
   /** How long an owner keeps the answer of a request id for retries; default 10000. */
@@ -120,6 +124,7 @@ export class Forwarder {
   private readonly requests: Requests
   private readonly ownership: Ownership
   private readonly budgetMs: number
+  private readonly handlerExtraMs: (account: string) => number
   private readonly attemptTimeoutMs: number
   private readonly clock: Clock
   private readonly observe: ForwardObserver | null
@@ -137,8 +142,9 @@ export class Forwarder {
     this.subjectPrefix = `beacon.${options.cluster}.fwd`
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
     this.attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? 1000)
-    this.answers = new RecentAnswers(positiveInteger('dedupeMs', options.dedupeMs ?? 10_000), positiveInteger('dedupeMax', options.dedupeMax ?? 10_000))
+    this.handlerExtraMs = options.handlerExtraMs ?? noExtra
     this.clock = options.clock ?? systemClock
+    this.answers = new RecentAnswers(positiveInteger('dedupeMs', options.dedupeMs ?? 10_000), positiveInteger('dedupeMax', options.dedupeMax ?? 10_000), () => this.clock.nowMs())
     this.observe = options.observe ?? null
     const every = positiveInteger('syncIntervalMs', options.syncIntervalMs ?? 50)
     this.timer = setInterval(() => this.sync(), every)
@@ -182,11 +188,12 @@ export class Forwarder {
 
   /**
    * Sends the request to the partition's owner and resolves with its answer; rejects with 503
-   * `unavailable` (Retry-After: 1) when no owner answered within the budget.
+   * `unavailable` (Retry-After: 1) when no owner answered within the budget (plus `extraMs`).
    */
-  async forward (partition: number, request: ForwardedRequest): Promise<ForwardedReply> {
+  async forward (partition: number, request: ForwardedRequest, extraMs = 0): Promise<ForwardedReply> {
     const startMs = this.clock.nowMs()
-    const deadline = startMs + this.budgetMs
+    const budgetMs = this.budgetMs + extraMs
+    const deadline = startMs + budgetMs
     const payload = packr.pack({ id: nuid.next(), p: partition, r: request } satisfies WireRequest)
     const maxPayload = this.nc.info?.max_payload ?? Infinity
     if (payload.byteLength > maxPayload) {
@@ -221,7 +228,7 @@ export class Forwarder {
       backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS)
     }
     this.observe?.('unavailable', attempts, this.clock.nowMs() - startMs)
-    throw new ApiError('unavailable', `The partition of this visitor or profile has no node answering for it (waited ${this.budgetMs} ms); retry.`, undefined, { 'Retry-After': '1' })
+    throw new ApiError('unavailable', `The partition of this visitor or profile has no node answering for it (waited ${budgetMs} ms); retry.`, undefined, { 'Retry-After': '1' })
   }
 
   /**
@@ -232,7 +239,7 @@ export class Forwarder {
     const ownership = this.ownership
     return {
       owns: key => ownership.owns(ownership.partitionOf(key.account, key.id)),
-      forward: (key, request) => this.forward(ownership.partitionOf(key.account, key.id), request),
+      forward: (key, request) => this.forward(ownership.partitionOf(key.account, key.id), request, this.handlerExtraMs(key.account)),
     }
   }
 
@@ -303,4 +310,8 @@ export class Forwarder {
 
 function sleep (ms: number): Promise<void> {
   return new Promise(resolve => setTimeout(resolve, ms))
+}
+
+function noExtra (): number {
+  return 0
 }

@@ -123,8 +123,10 @@ export class DeliveryHub {
     const outcomes = cluster?.outcomes ?? null
     this.holderOutcomes = outcomes === null ? null : new HolderOutcomes({
       store, writes: this.writes, transport: outcomes,
-      // A live copy here (an attempt this node made before) follows the outcome another node's attempt had.
+      // A live copy here (an attempt this node made before) follows the outcome another node's attempt had;
+      // a request here waiting for its sync webhooks hears of their attempts by other nodes.
       applied: record => {
+        this.syncWaits.attempted(record.id, this.relay.relayedThrough)
         if (!this.live.has(record.id)) return
         if (record.status === 'failed') this.live.set(record.id, record)
         else this.live.delete(record.id)

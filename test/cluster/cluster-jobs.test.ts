@@ -70,6 +70,25 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
     for (const id of ids) expect(id).to.match(/^[0-9a-f-]{36}:\d+\.purchases$/)
   })
 
+  it('makes a sync webhook\'s call while the request is handled, through any node (the owner\'s relay takes the row once its write is acknowledged)', async () => {
+    await putWebhook('checkout', {
+      name: 'checkout', enabled: true, trigger: { kind: 'event', events: ['pageView'] },
+      request: { method: 'POST', url: `${receiver.url}/checkout`, payload: '{"who": "{{visitorId}}"}' },
+      delivery: { mode: 'sync', timeoutMs: 5000, batchSize: 1 },
+    })
+    const waits: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const v = visitorId()
+      const startedMs = performance.now()
+      const res = await post(urlOf(i), '/campaigns/query', { account: account(), visitorId: v, platform: 'web', event: 'pageView' })
+      waits.push(performance.now() - startedMs)
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+      expect(requestsTo('/checkout').map(r => JSON.parse(r.body).who), 'the call made before the answer').to.include(v)
+    }
+    console.log(`      answers after ${Math.min(...waits).toFixed(0)}–${Math.max(...waits).toFixed(0)} ms (the call included)`)
+    await admin(urlOf(0), 'DELETE', `/admin/accounts/${account()}/webhooks/checkout`)
+  })
+
   it('fires a schedule webhook once per tick in the whole cluster, and each segment member once per tick', async () => {
     await admin(urlOf(0), 'PUT', `/admin/accounts/${account()}/segments/vip`, {})
     await putWebhook('tick', {

@@ -56,7 +56,7 @@ describe('Forwarder (one nats-server, three nodes, table ownership)', function (
   const nodes = new Map<NodeId, Node>()
   const outcomes: [string, number, number][] = []
 
-  async function startNode (id: NodeId, options: { budgetMs?: number, attemptTimeoutMs?: number } = {}): Promise<Node> {
+  async function startNode (id: NodeId, options: { budgetMs?: number, attemptTimeoutMs?: number, dedupeMs?: number, handlerExtraMs?: (account: string) => number } = {}): Promise<Node> {
     const nc = await connect({ servers: server.url })
     const forwarder = new Forwarder({
       nc, cluster: 'fwdtest', ownership: new TableOwnership(id, PARTITIONS, table),
@@ -208,6 +208,35 @@ describe('Forwarder (one nats-server, three nodes, table ownership)', function (
     expect(node('b').ran).to.deep.equal(['/slow'])
     console.log(`      slow owner: answered after ${outcomes[0]![1]} sends, one execution`)
     expect(outcomes[0]![1]).to.be.greaterThan(1)
+  })
+
+  it('waits the account\'s extra time for a handler slower than the budget (sync webhooks), and runs it once however long it runs', async () => {
+    for (const id of ['a', 'b'] as const) {
+      await node(id).forwarder.close()
+      await node(id).nc.close()
+    }
+    // Budget 1 s, plus 2.5 s for account "slow"; answers kept 300 ms once computed, and the handler runs 2 s.
+    const sender = await startNode('a', { budgetMs: 1000, attemptTimeoutMs: 200, handlerExtraMs: account => account === 'slow' ? 2500 : 0 })
+    await startNode('b', { dedupeMs: 300 })
+    table.set(7, 'b')
+    syncAll()
+    node('b').handler = async forwarded => {
+      await new Promise(resolve => setTimeout(resolve, 2000))
+      return answerOf('b', forwarded)
+    }
+    const routing = sender.forwarder.routing()
+    const ownership = new TableOwnership('a', PARTITIONS, table)
+    const keyIn7 = (account: string): { account: string, id: string } => {
+      for (let n = 0; ; n++) if (ownership.partitionOf(account, `v${n}`) === 7) return { account, id: `v${n}` }
+    }
+    const reply = await routing.forward(keyIn7('slow'), request('/slow'))
+    expect(reply.headers!['X-Node']).to.equal('b')
+    expect(node('b').ran, 'one execution, retries joining it').to.deep.equal(['/slow'])
+    console.log(`      a 2 s handler, budget 1 s + 2.5 s: answered after ${outcomes[0]![1]} sends`)
+    // Another account has the budget alone: 503 after 1 s, although the owner completes the request.
+    const refused = await errorOf(routing.forward(keyIn7('other'), request('/other')))
+    expect(refused.status).to.equal(503)
+    expect(refused.message).to.include('waited 1000 ms')
   })
 
   it('refuses at once what does not fit in one NATS message (max_payload): a request with 413, an answer with 500 naming the limit', async () => {
