@@ -213,7 +213,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           clock,
           inflightMax: config.accountInflightMax,
           defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
+          ...(cluster === null ? {} : { share: () => cluster.rateShares.keys }),
         }),
+        ...(cluster === null ? {} : { rateShare: () => cluster.rateShares.keys }),
         outboxMark: () => store.lastOutboxSeq,
         afterWrite: (account, fromSeq) => {
           const timeoutMs = catalogs.webhooks.syncTimeoutMs(account)

@@ -35,6 +35,7 @@ import type { Replicated } from './store/config-writer.js'
 import { SESSION_TTL_MARGIN_MS, SessionKv } from './cluster/session-kv.js'
 import type { SessionBucket } from './users/sessions.js'
 import { RelayGate } from './delivery/relay-gate.js'
+import { RateShares } from './cluster/rate-shares.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -47,9 +48,11 @@ export interface ClusterMode {
    * through its erasure stream: src/delivery/cluster-erasures.ts and jetstream/erasure-stream.ts, built
    * in src/app.ts from the delivery transport.)
    */
-  deliveries: { idOrigin: string, schedules: ScheduleCluster }
+  deliveries: { idOrigin: string, schedules: ScheduleCluster, rateShare: () => number }
   /** Holds each write's outbox rows from the delivery hub's relay until its append is acknowledged. */
   relayGate: RelayGate
+  /** This node's shares of the rate limits (rate-shares.ts): requests by their keys' owner, deliveries by node. */
+  rateShares: RateShares
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
   ownsKey (account: string, id: string): boolean
   /** Told each time a partition becomes owned here (recovered). */
@@ -147,6 +150,8 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       locks: await LeaseTable.open({ nc, bucket: `BEACON_MEDIA_LOCKS_${cluster}`, leaseMs: MEDIA_LOCK_MS, replicas: config.replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') }),
       store, clock, perAccountMax: config.mediaPerAccountMax,
     })
+    const rateShares = new RateShares(node, config.partitions)
+    owned.add(() => { rateShares.update() })
     let replicatedConfig: ReplicatedConfig | null = null
     let sessions: PanelSharing['sessions'] | null = null
     return {
@@ -173,8 +178,10 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
           claim: (account, webhookId, runMs, part) => claims.claim(account, webhookId, runMs, part, nodeId),
           staleAfterMs: claims.ttlMs / 2,
         },
+        rateShare: () => rateShares.deliveries,
       },
       relayGate: gate,
+      rateShares,
       forwarder,
       actors,
       calls,
@@ -186,12 +193,14 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         await sessions.share(await SessionKv.open({ nc, bucket: `BEACON_SESSIONS_${cluster}`, replicas: config.replicas, ttlMs: config.sessionTtlMs + SESSION_TTL_MARGIN_MS }))
         await media.start()
         await node.start(entityLog)
+        rateShares.start()
         forwarder.sync()
         actors.sync()
         log.info({ cluster, node: nodeId, partitions: config.partitions, recovering: node.status().recovering.length }, 'cluster node joined')
       },
       async stop () {
         // Handing over: requests forwarded here meanwhile are answered, or "moved" once a partition went.
+        rateShares.stop()
         await node.close()
         await forwarder.close()
         await actors.close()

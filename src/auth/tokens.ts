@@ -52,7 +52,11 @@ export function allowsAttribute (record: TokenRecord, name: string): boolean {
 export function canRead (record: TokenRecord): boolean { return record.access !== 'write' }
 export function canWrite (record: TokenRecord): boolean { return record.access !== 'read' }
 
-/** Token bucket: `ratePerSecond` refilled continuously, bursts up to `burst` (default: one second's worth). */
+/**
+ * Token bucket: `ratePerSecond` refilled continuously, bursts up to `burst` (default: one second's worth).
+ * `share` (cluster mode: this node's share of the limited traffic, in (0, 1]) scales both, the burst
+ * never below one request.
+ */
 export class RateLimiter {
   private tokens: number
   private lastMs: number
@@ -67,16 +71,18 @@ export class RateLimiter {
   }
 
   /** Take one request; 0 when allowed, else the milliseconds until one would be. */
-  take (nowMs: number): number {
+  take (nowMs: number, share = 1): number {
+    const rate = this.ratePerSecond * share
     const elapsedMs = nowMs - this.lastMs
     if (elapsedMs > 0) {
-      this.tokens = Math.min(this.burst, this.tokens + elapsedMs * this.ratePerSecond / 1000)
+      this.tokens += elapsedMs * rate / 1000
       this.lastMs = nowMs
     }
+    this.tokens = Math.min(Math.max(1, this.burst * share), this.tokens)
     if (this.tokens >= 1) {
       this.tokens -= 1
       return 0
     }
-    return Math.ceil((1 - this.tokens) * 1000 / this.ratePerSecond)
+    return Math.ceil((1 - this.tokens) * 1000 / rate)
   }
 }

@@ -58,9 +58,10 @@ export interface DeliveryHubOptions {
    * Cluster mode: delivery ids carry this node's id (`<node>:<seq>.<webhook>`, every node's outbox
    * counting from 1; a row resent for another node is sent under the webhook-id it had there),
    * schedules run once per cluster (schedules.ts), and outcomes of records other nodes hold go back to
-   * them (holder-outcomes.ts, stored for them through `outcomes`). Null in embedded mode.
+   * them (holder-outcomes.ts, stored for them through `outcomes`), and each webhook's rate is shared
+   * by the nodes (`rateShare`: this node's share, token-bucket.ts). Null in embedded mode.
    */
-  cluster?: { idOrigin: string, schedules: ScheduleCluster, outcomes?: OutcomeTransport | null } | null
+  cluster?: { idOrigin: string, schedules: ScheduleCluster, outcomes?: OutcomeTransport | null, rateShare?: () => number } | null
   /** Cluster mode: the relay takes no row whose write the changelog has not acknowledged yet (relay-gate.ts). */
   relayGate?: RelayGate | null
 }
@@ -82,6 +83,7 @@ export class DeliveryHub {
    */
   private readonly live = new Map<string, DeliveryRecord>()
   private readonly workerQueueItemsMax: number | undefined
+  private readonly rateShare: (() => number) | undefined
   private readonly writes: HubWrites
   private readonly relay: Relay
   private readonly syncWaits: SyncWaits
@@ -105,6 +107,7 @@ export class DeliveryHub {
     this.queue = queue ?? new EmbeddedQueue(store)
     this.onAttempt = onAttempt
     this.workerQueueItemsMax = workerQueueItemsMax
+    this.rateShare = cluster?.rateShare
     const onFailure = logFailure
     this.writes = new HubWrites({ store, queue: this.queue, delayMs: writeDelayMs, onFailure })
     this.syncWaits = new SyncWaits({ store, registry, writes: this.writes, onFailure })
@@ -269,6 +272,7 @@ export class DeliveryHub {
       clock: this.clock,
       scheduler: systemScheduler,
       retryInMemory: this.queue.retriesInMemory,
+      rateShare: this.rateShare,
       ...(this.workerQueueItemsMax === undefined ? {} : { queueItemsMax: this.workerQueueItemsMax }),
       onDelivered: (items, attempt) => this.settle(webhook, items, 'delivered', [attempt], 0),
       onRetry: (items, delayMs, attempt, next: NextAttempt) => {

@@ -63,6 +63,8 @@ export interface DeliveryWorkerOptions {
   scheduler?: Scheduler
   /** Jitter source, [0, 1). */
   random?: () => number
+  /** Cluster mode: this node's share of the webhook's rate, in (0, 1] (token-bucket.ts); default all of it. */
+  rateShare?: () => number
   retryInMemory?: boolean
   inflightMax?: number
   queueItemsMax?: number
@@ -108,7 +110,7 @@ export class DeliveryWorker {
     this.inflightMax = bounded(options.inflightMax ?? DELIVERY_LIMITS.inflightMaxDefault, 1, DELIVERY_LIMITS.inflightMaxMax, 'inflightMax')
     this.queueItemsMax = bounded(options.queueItemsMax ?? DELIVERY_LIMITS.queueItemsMaxDefault, 1, Number.MAX_SAFE_INTEGER, 'queueItemsMax')
     this.heap = new DueHeap()
-    this.bucket = this.webhook.ratePerSecond === null ? null : new TokenBucket(this.webhook.ratePerSecond, this.clock.nowMs())
+    this.bucket = this.webhook.ratePerSecond === null ? null : new TokenBucket(this.webhook.ratePerSecond, this.clock.nowMs(), options.rateShare)
     this.pumpBound = this.pump.bind(this)
     this.timerBound = this.onTimer.bind(this)
     this.queuedItems = 0

@@ -5,6 +5,7 @@
 // account's bucket (BEACON_ACCOUNT_RATE_PER_SECOND, or the account's own `rateLimit`). An account
 // that is slow (a sync webhook) or flooded can hold at most its own share of the process, so every
 // other account keeps being served. The per-request cost: one Map lookup and a few field updates.
+// Cluster mode: the rate is counted against this node's share of it (`share`, src/cluster/rate-shares.ts).
 
 import { ApiError } from '../errors.js'
 import { RateLimiter } from '../auth/tokens.js'
@@ -17,6 +18,8 @@ export interface AccountLimitsOptions {
   inflightMax: number
   /** The rate of accounts without a `rateLimit` of their own; perSecond 0: unlimited. */
   defaultRate: RateLimit
+  /** Cluster mode: this node's share of each account's rate, in (0, 1]; default all of it. */
+  share?: () => number
 }
 
 /** One account's state; the caller hands it back to `leave` when its request is answered. */
@@ -47,7 +50,7 @@ export class AccountLimits {
     if (slot.inflight >= this.options.inflightMax) throw this.busy
     if (slot.rate !== account.rateLimit) this.rebuild(slot, account.rateLimit)
     if (slot.bucket !== null) {
-      const waitMs = slot.bucket.take(this.options.clock.nowMs())
+      const waitMs = slot.bucket.take(this.options.clock.nowMs(), this.options.share?.() ?? 1)
       if (waitMs > 0) {
         const rate = account.rateLimit ?? this.options.defaultRate
         throw new ApiError('rate_limited', `The account allows ${rate.perSecond} requests per second.`, undefined, { 'Retry-After': String(Math.ceil(waitMs / 1000)) })

@@ -39,6 +39,8 @@ export interface PublicDeps {
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
   accountLimits: AccountLimits
+  /** Cluster mode: this node's share of each token's rate, in (0, 1] (src/cluster/rate-shares.ts); default all of it. */
+  rateShare?: () => number
   /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
   countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
 }
@@ -78,7 +80,7 @@ function preflightDoc (tokens: boolean): RouteDoc {
   }
 }
 
-export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, countEvent = null }: PublicDeps): RouteDefinition[] {
+export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
     if (catalogs.accounts.active(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -95,7 +97,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (mode === 'read' && !canRead(record)) throw new ApiError('token_write_only', 'The token may only write; this endpoint reads.', '/token')
     if (mode === 'write' && !canWrite(record)) throw new ApiError('token_read_only', 'The token may only read; this endpoint writes.', '/token')
     if (live.limiter !== null) {
-      const waitMs = live.limiter.take(clock.nowMs())
+      const waitMs = live.limiter.take(clock.nowMs(), rateShare())
       if (waitMs > 0) {
         throw new ApiError('rate_limited', `The token allows ${record.ratePerSecond} requests per second.`, undefined, { 'Retry-After': String(Math.ceil(waitMs / 1000)) })
       }
@@ -392,4 +394,8 @@ function lowerCaseIds (body: unknown): unknown {
   if (typeof ids.account === 'string') ids.account = ids.account.toLowerCase()
   if (typeof ids.visitorId === 'string') ids.visitorId = ids.visitorId.toLowerCase()
   return body
+}
+
+function whole (): number {
+  return 1
 }

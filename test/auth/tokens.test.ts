@@ -26,6 +26,17 @@ describe('RateLimiter', () => {
     expect(limiter.take(100)).to.equal(100)
   })
 
+  it('keeps to its share of the rate and burst (cluster mode), never a burst below one request', () => {
+    const limiter = new RateLimiter(30, 0)
+    for (let i = 0; i < 10; i++) expect(limiter.take(0, 1 / 3)).to.equal(0)
+    expect(limiter.take(0, 1 / 3)).to.equal(100)
+    expect(limiter.take(100, 1 / 3)).to.equal(0)
+    const tiny = new RateLimiter(2, 0)
+    expect(tiny.take(0, 0.1)).to.equal(0)
+    expect(tiny.take(0, 0.1)).to.equal(5000)
+    expect(tiny.take(5000, 0.1)).to.equal(0)
+  })
+
   it('refills to at most one second of rate after a long pause', () => {
     const limiter = new RateLimiter(2, 0)
     limiter.take(0)

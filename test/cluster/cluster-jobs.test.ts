@@ -89,6 +89,46 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
     await admin(urlOf(0), 'DELETE', `/admin/accounts/${account()}/webhooks/checkout`)
   })
 
+  it('holds an account\'s rate and a webhook\'s rate across the cluster: each node counts its share', async () => {
+    const patched = await admin(urlOf(0), 'PATCH', `/admin/accounts/${account()}`, { rateLimit: { perSecond: 30, burst: 30 } })
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200)
+    for (const member of cluster.live()) {
+      await until(`the rate on ${member.id}`, async () => (await admin(member.url, 'GET', `/admin/accounts/${account()}`)).body.rateLimit?.perSecond === 30, 5_000, 10)
+    }
+    try {
+      // 150 page views of 150 visitors at once through the three nodes: about 30 pass (the burst), not 90.
+      const startedMs = performance.now()
+      const answers = await Promise.all(Array.from({ length: 150 }, (_, i) => post(urlOf(i), '/campaigns/query', { account: account(), visitorId: visitorId(), platform: 'web', event: 'pageView' })))
+      const elapsedS = (performance.now() - startedMs) / 1000
+      const passed = answers.filter(a => a.status === 200).length
+      expect(answers.every(a => a.status === 200 || a.status === 429)).to.equal(true)
+      console.log(`      account rate 30/s, burst 30: ${passed} of 150 passed in ${elapsedS.toFixed(2)} s`)
+      expect(passed).to.be.at.most(30 + Math.ceil(30 * elapsedS) + 3)
+    } finally {
+      await admin(urlOf(0), 'PATCH', `/admin/accounts/${account()}`, { rateLimit: null })
+    }
+    for (const member of cluster.live()) {
+      await until(`no rate on ${member.id}`, async () => (await admin(member.url, 'GET', `/admin/accounts/${account()}`)).body.rateLimit === undefined, 5_000, 10)
+    }
+
+    // A webhook of 10 requests per second: 60 purchases go out at about that rate, not three times it.
+    await putWebhook('slow', {
+      name: 'slow', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: `${receiver.url}/slow`, payload: '{"who": "{{visitorId}}"}' },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, ratePerSecond: 10 },
+    })
+    const postedMs = performance.now()
+    for (let i = 0; i < 60; i++) {
+      const res = await post(urlOf(i), '/campaigns/query', { account: account(), visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: `slow-${i}` })
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    }
+    await until('60 deliveries', () => requestsTo('/slow').length >= 60, 30_000, 20)
+    const spanS = (performance.now() - postedMs) / 1000
+    console.log(`      webhook rate 10/s: 60 deliveries ${spanS.toFixed(1)} s after the first purchase`)
+    expect(spanS, 'three nodes at 10/s each would take 2 s').to.be.at.least(4)
+    await admin(urlOf(0), 'DELETE', `/admin/accounts/${account()}/webhooks/slow`)
+  })
+
   it('fires a schedule webhook once per tick in the whole cluster, and each segment member once per tick', async () => {
     await admin(urlOf(0), 'PUT', `/admin/accounts/${account()}/segments/vip`, {})
     await putWebhook('tick', {
