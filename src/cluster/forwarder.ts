@@ -27,9 +27,10 @@
 // Retries and writes: each forwarded request carries an id; the owner keeps the answer being computed
 // of each id, and the answer for `dedupeMs` (10 s, twice the budget) once computed, so a retry that
 // reaches the same owner (after an attempt timed out: a slow handler, a lost reply) gets the first
-// execution's answer instead of running it again. A retry that reaches another owner (the partition moved meanwhile) runs
-// there; a write whose first execution was applied but not answered can then apply twice (a purchase
-// with an orderId still counts once; a page view counts twice), as for any client retry.
+// execution's answer instead of running it again. A retry that reaches another owner (the partition
+// moved meanwhile) runs there; a write whose first execution was applied but not answered can then
+// apply twice (a purchase with an orderId still counts once; a page view counts twice), as for any
+// client retry.
 //
 // Size: a request or an answer travels as one NATS message, at most the server's max_payload (1 MB by
 // default). A larger request is refused at once (413 body_too_large); a larger answer becomes a 500

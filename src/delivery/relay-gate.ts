@@ -26,11 +26,6 @@ export class RelayGate {
   holds (seq: number): boolean {
     return this.held.size !== 0 && this.held.has(seq)
   }
-
-  /** How many rows are held (metrics, tests). */
-  get size (): number {
-    return this.held.size
-  }
 }
 
 function noop (): void {}
