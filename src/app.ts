@@ -227,7 +227,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null }),
       }),
-      ...userRoutes({ catalogs, users, sessions, clock }),
+      ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),

@@ -36,6 +36,9 @@ import { SESSION_TTL_MARGIN_MS, SessionKv } from './cluster/session-kv.js'
 import type { SessionBucket } from './users/sessions.js'
 import { RelayGate } from './delivery/relay-gate.js'
 import { RateShares } from './cluster/rate-shares.js'
+import { SignInKv } from './cluster/sign-in-kv.js'
+import { SharedSignInLimit } from './users/shared-sign-in-limit.js'
+import { SIGN_IN_LIMITS, type SignInLimiter } from './users/sign-in-limit.js'
 
 export interface ClusterMode {
   node: ClusterNode
@@ -53,6 +56,8 @@ export interface ClusterMode {
   relayGate: RelayGate
   /** This node's shares of the rate limits (rate-shares.ts): requests by their keys' owner, deliveries by node. */
   rateShares: RateShares
+  /** Failed panel sign-ins counted by every node together. */
+  signInLimit: SignInLimiter
   /** Whether this node owns (account, id)'s partition now (jobs touch only those keys). */
   ownsKey (account: string, id: string): boolean
   /** Told each time a partition becomes owned here (recovered). */
@@ -151,6 +156,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       store, clock, perAccountMax: config.mediaPerAccountMax,
     })
     const rateShares = new RateShares(node, config.partitions)
+    const signInLimit = new SharedSignInLimit(await SignInKv.open({ nc, bucket: `BEACON_SIGNIN_${cluster}`, replicas: config.replicas, ttlMs: SIGN_IN_LIMITS.windowMs }))
     owned.add(() => { rateShares.update() })
     let replicatedConfig: ReplicatedConfig | null = null
     let sessions: PanelSharing['sessions'] | null = null
@@ -182,6 +188,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       },
       relayGate: gate,
       rateShares,
+      signInLimit,
       forwarder,
       actors,
       calls,

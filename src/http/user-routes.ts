@@ -7,7 +7,7 @@ import type { Catalogs } from '../catalog/catalogs.js'
 import { Users } from '../users/users.js'
 import { SESSION_COOKIE, type Sessions } from '../users/sessions.js'
 import { DECOY_HASH, verifyPassword } from '../users/password.js'
-import { SignInLimit } from '../users/sign-in-limit.js'
+import { SignInLimit, type SignInLimiter } from '../users/sign-in-limit.js'
 import { normalizeEmail } from '../users/users.js'
 import { accountParam, isHttps, principalOf } from './access.js'
 import * as S from './schemas.js'
@@ -25,10 +25,12 @@ export interface UserRouteDeps {
   users: Users
   sessions: Sessions
   clock: Clock
+  /** Where failed sign-ins are counted: this process (default) or, in cluster mode, the cluster. */
+  signInLimit?: SignInLimiter
 }
 
-export function userRoutes ({ catalogs, users, sessions, clock }: UserRouteDeps): RouteDefinition[] {
-  const limit = new SignInLimit()
+export function userRoutes ({ catalogs, users, sessions, clock, signInLimit = new SignInLimit() }: UserRouteDeps): RouteDefinition[] {
+  const limit = signInLimit
   const maxAgeS = Math.floor(sessions.ttlMs / 1000)
 
   function cookie (request: Request, value: string, maxAge: number): string {
@@ -52,17 +54,17 @@ export function userRoutes ({ catalogs, users, sessions, clock }: UserRouteDeps)
       async handler (request) {
         const { email, password } = validateSignIn(request.body)
         const key = normalizeEmail(email)
-        const waitMs = limit.waitMs(key, request.remoteAddress, clock.nowMs())
+        const waitMs = await limit.waitMs(key, request.remoteAddress, clock.nowMs())
         if (waitMs > 0) {
           throw new ApiError('rate_limited', 'Too many failed sign-ins; wait before trying again.', undefined, { 'Retry-After': String(Math.ceil(waitMs / 1000)) })
         }
         const found = users.byEmailForSignIn(key)
         const good = await verifyPassword(password, found?.passwordHash ?? DECOY_HASH)
         if (found === undefined || !good || catalogs.accounts.active(found.user.account) === undefined) {
-          limit.failed(key, request.remoteAddress, clock.nowMs())
+          await limit.failed(key, request.remoteAddress, clock.nowMs())
           throw new ApiError('invalid_credentials')
         }
-        limit.succeeded(key)
+        await limit.succeeded(key)
         const id = await sessions.create(found.user.id)
         return { status: 200, body: { user: Users.public(found.user) }, headers: { 'Set-Cookie': cookie(request, id, maxAgeS) } }
       },

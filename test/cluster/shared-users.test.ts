@@ -6,7 +6,8 @@
 // (until() bounds, times printed, never asserted); a duplicate user created concurrently through two
 // nodes is created once (201 and 409); a password change ends the user's sessions everywhere; a
 // session expires on every node; an account's deletion ends its users' sessions everywhere and frees
-// their emails; with NATS without a quorum a sign-in is 503 with Retry-After.
+// their emails; failed sign-ins through every node count toward one limit; with NATS without a quorum
+// a sign-in is 503 with Retry-After.
 
 import { expect } from 'chai'
 import { admin, post, visitorId, type Answer } from '../helpers/beacon.js'
@@ -150,6 +151,22 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
         const same = ((await admin(member.url, 'GET', usersPath())).body.users as Array<{ email: string }>).filter(user => user.email === email)
         expect(same.length, `${member.id}: one user with ${email}`).to.equal(1)
       }
+    }
+  })
+
+  it('counts failed sign-ins through every node toward one limit per email', async () => {
+    const email = 'guessed@example.com'
+    await addUser(node[0]!.url, account(), email, 'viewer')
+    await everywhere('the new user listed', node, member => listed(member, email))
+    // Five wrong passwords, through the three nodes in turn (the limit is five per email).
+    for (let i = 0; i < 5; i++) {
+      const res = await signIn(node[i % 3]!.url, email, 'a wrong but long password')
+      expect(res.status, JSON.stringify(res.body)).to.equal(401)
+    }
+    for (const member of node) {
+      const res = await signIn(member.url, email)
+      expect(res.status, `${member.id}: the right password, after five failures through all nodes`).to.equal(429)
+      expect(Number(res.headers.get('retry-after'))).to.be.above(0)
     }
   })
 
