@@ -1,7 +1,9 @@
 // Concurrent load through the nodes of a Beacon cluster (test/helpers/beacon-cluster.ts), with a ledger of
 // what each write attempted and what was acknowledged, for fault tests: attribute writes to many visitors
 // and profiles, and purchases with distinct order ids per visitor. Afterwards `verify` reads every key
-// back through every node and lists what does not match the ledger.
+// back through every node and lists what does not match the ledger. A read answered 503 with
+// Retry-After (a partition changing hands) is read again after it, as a client would, up to
+// VERIFY_TRIES times; such reads are counted (`verifyRetries`).
 //
 // Each key has at most one request of this load in flight at a time (its writes are sequential as the
 // client sees them), so what a key must hold is known:
@@ -74,6 +76,8 @@ export interface LoadCounts {
 const ORDERS_PER_VISITOR_MAX = 200
 const REQUEST_TIMEOUT_MS = 30_000
 const PURCHASE_RETRIES = 3
+/** Reads of one key in verify while they are 503s with Retry-After. */
+const VERIFY_TRIES = 5
 
 export class ClusterLoad {
   private readonly tenant: Tenant
@@ -89,6 +93,8 @@ export class ClusterLoad {
   private workers: Array<Promise<void>> = []
   private readonly inflight = new Map<string, number>()
   private counts: LoadCounts = emptyCounts()
+  /** Reads of verify answered 503 with Retry-After and made again (a partition changing hands then). */
+  verifyRetries = 0
 
   constructor (options: LoadOptions) {
     this.tenant = options.tenant
@@ -142,13 +148,25 @@ export class ClusterLoad {
   async verify (url: string): Promise<string[]> {
     const problems: string[] = []
     const { account, token } = this.tenant
+    /** A read, again after its Retry-After while it is a 503 that has one. */
+    const read = async (send: () => Promise<{ status: number, body: any, retryAfter: string | null }>): Promise<{ status: number, body: any }> => {
+      for (let attempt = 1; ; attempt++) {
+        const answer = await send()
+        if (answer.status !== 503 || answer.retryAfter === null || attempt === VERIFY_TRIES) return answer
+        this.verifyRetries++
+        await new Promise(resolve => setTimeout(resolve, Number(answer.retryAfter) * 1000))
+      }
+    }
     const check = async (key: AttributeKey): Promise<void> => {
       const name = `${key.kind} ${key.id} (partition ${partitionOf(account, key.id, this.partitions)})`
       const purchases = key.kind === 'visitor' ? this.purchases.get(key.id)! : null
       if (key.acked === undefined && key.pending.length === 0 && (purchases === null || purchases.attempted.size === 0)) return
       let count: unknown = 0
       if (purchases !== null) {
-        const res = await admin(url, 'GET', `/admin/accounts/${account}/visitors/${key.id}`)
+        const res = await read(async () => {
+          const answer = await admin(url, 'GET', `/admin/accounts/${account}/visitors/${key.id}`)
+          return { ...answer, retryAfter: answer.headers.get('retry-after') }
+        })
         if (res.status === 404 && key.acked === undefined && purchases.acked.size === 0) return
         if (res.status !== 200) {
           problems.push(`${name}: GET answered ${res.status} ${JSON.stringify(res.body)}`)
@@ -157,8 +175,11 @@ export class ClusterLoad {
         count = res.body.purchases
       }
       const query = key.kind === 'visitor' ? { path: '/visitors/query', key: { visitorId: key.id } } : { path: '/profiles/query', key: { profileId: key.id } }
-      const res = await fetch(url + query.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account, token, ...query.key }) })
-      const body = await res.json() as any
+      const res = await read(async () => {
+        const answer = await fetch(url + query.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account, token, ...query.key }) })
+        return { status: answer.status, body: await answer.json(), retryAfter: answer.headers.get('retry-after') }
+      })
+      const body = res.body
       if (res.status === 404 && key.acked === undefined) return
       if (res.status !== 200) {
         problems.push(`${name}: query answered ${res.status} ${JSON.stringify(body)}`)
