@@ -133,7 +133,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       onAppended: metrics?.observeChangelogAppendMs,
     })
     const refused = new Listeners<PartitionRefused>()
-    refused.add(partition => node.refused(partition))
+    refused.add((partition, error) => node.refused(partition, error))
     // A write's outbox rows wait for its append's acknowledgement before the relay takes them.
     const gate = new RelayGate()
     const entityLog = new EntityLog({

@@ -212,9 +212,9 @@ export class ClusterNode implements Ownership {
     }
   }
 
-  /** The keeper refused a partition (a fenced append): stop serving it and give its lease up. */
-  refused (partition: number): void {
-    log.warn({ partition }, 'partition refused by its changelog (another node claimed it, or an append went unconfirmed): giving its lease up')
+  /** The keeper refused a partition (a fenced or unconfirmed append, `why`): stop serving it and give its lease up. */
+  refused (partition: number, why?: unknown): void {
+    log.warn({ partition, err: why }, 'partition refused by its changelog (another node claimed it, or an append went unconfirmed): giving its lease up')
     this.recovered.delete(partition)
     void this.balancer.giveUp(partition)
   }
