@@ -269,7 +269,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
 
   /** The relay may take the rows of a write (acknowledged, or taken back from the outbox). */
   private letGo (rows: readonly OutboxPart[]): void {
-    if (this.gate !== null && rows.length !== 0) this.gate.letGo(rows.map(([seq]) => seq))
+    if (this.gate !== null && rows.length !== 0) this.gate.letGo(rows)
   }
 
   /**

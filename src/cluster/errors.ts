@@ -2,6 +2,8 @@
 // None of them reaches an HTTP client as such: the routing layer turns a lost partition into a retry at
 // the new owner or a 503 `unavailable`.
 
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
+
 export const CLUSTER_ERRORS = {
   /** The partition's changelog moved past this writer: another node owns it now. Stop writing it. */
   CLUSTER_FENCED: 'CLUSTER_FENCED',
@@ -54,4 +56,16 @@ export function invalidArgument (name: string, why: string): ClusterError {
 export function positiveInteger (name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) throw invalidArgument(name, `must be a positive integer (got ${String(value)})`)
   return value
+}
+
+/**
+ * A put expecting a key's last sequence (a compare-and-set: `previousSeq`, 0 for "no such key") refused
+ * because the key moved on: JetStream's "wrong last sequence", as an API error or, from the KV client,
+ * as a plain error carrying that text.
+ */
+export function isCompareAndSetRefusal (error: unknown): boolean {
+  if (error instanceof JetStreamApiError) {
+    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
+  }
+  return error instanceof Error && /wrong last sequence/.test(error.message)
 }

@@ -19,7 +19,7 @@ import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { assert } from '../assert.js'
-import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
+import { CLUSTER_ERRORS, ClusterError, invalidArgument, isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 import { warnIfCompareAndSetInexact } from './server-version.js'
 
@@ -130,11 +130,4 @@ export class LeaseTable {
       if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound)) throw error
     })
   }
-}
-
-function isCompareAndSetRefusal (error: unknown): boolean {
-  if (error instanceof JetStreamApiError) {
-    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
-  }
-  return error instanceof Error && /wrong last sequence/.test(error.message)
 }

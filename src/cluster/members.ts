@@ -4,10 +4,9 @@
 // another live node beats under the same id, the key exists and the join is refused.
 
 import type { NatsConnection } from '@nats-io/transport-node'
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { systemClock, type Clock } from '../clock.js'
-import { CLUSTER_ERRORS, ClusterError, invalidArgument, positiveInteger } from './errors.js'
+import { CLUSTER_ERRORS, ClusterError, invalidArgument, isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { KvView } from './kv-view.js'
 import { isTransient, retryWhileElecting } from './retry.js'
 
@@ -74,7 +73,8 @@ export class Members {
         await this.kv.create(`n.${this.node}`, this.node)
         return
       } catch (error) {
-        if (!isTaken(error)) {
+        // Not refused because the key exists (a compare-and-set on "no such key").
+        if (!isCompareAndSetRefusal(error)) {
           if (!isTransient(error) || Date.now() >= electionDeadline) throw error
           await new Promise(resolve => setTimeout(resolve, 100))
           continue
@@ -104,12 +104,4 @@ export class Members {
     this.view.stop()
     await this.kv.delete(`n.${this.node}`)
   }
-}
-
-/** The create was refused because the key exists (a compare-and-set on "no such key"). */
-function isTaken (error: unknown): boolean {
-  if (error instanceof JetStreamApiError) {
-    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
-  }
-  return error instanceof Error && /wrong last sequence/.test(error.message)
 }

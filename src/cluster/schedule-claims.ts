@@ -7,7 +7,7 @@
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
-import { positiveInteger } from './errors.js'
+import { isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 
 /** How long a claim is kept: a node never runs a schedule's run older than half of it (schedules.ts). */
@@ -49,7 +49,7 @@ export class ScheduleClaims {
       await this.kv.put(key, new TextEncoder().encode(node), { previousSeq: 0 })
       return true
     } catch (error) {
-      if (!isExisting(error)) throw error
+      if (!isCompareAndSetRefusal(error)) throw error
       return (await this.kv.get(key))?.string() === node
     }
   }
@@ -67,9 +67,4 @@ function encodePart (text: string): string {
     out += plain ? String.fromCharCode(byte) : `=${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   return out
-}
-
-/** The refusal of a put expecting an empty key ("wrong last sequence"), as leases.ts reads it. */
-function isExisting (error: unknown): boolean {
-  return error instanceof Error && /wrong last sequence/.test(error.message)
 }

@@ -7,7 +7,7 @@
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
-import { positiveInteger } from './errors.js'
+import { isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 
 export interface SignInWindow { startMs: number, failures: number }
@@ -40,7 +40,7 @@ export class SignInKv {
       await this.kv.put(key, JSON.stringify(window), { previousSeq: revision })
       return true
     } catch (error) {
-      if (error instanceof Error && /wrong last sequence/.test(error.message)) return false
+      if (isCompareAndSetRefusal(error)) return false
       throw error
     }
   }

@@ -17,9 +17,12 @@ export class RelayGate {
     this.held.add(seq)
   }
 
-  /** The rows' write ended: acknowledged, or its rows removed from the outbox (that removal committed). */
-  letGo (seqs: readonly number[]): void {
-    for (const seq of seqs) this.held.delete(seq)
+  /**
+   * The rows' write ended: acknowledged, or its rows removed from the outbox (that removal committed).
+   * Each row is given as a tuple whose first element is its seq (the changelog's outbox parts, as they are).
+   */
+  letGo (rows: ReadonlyArray<readonly [number, ...unknown[]]>): void {
+    for (const [seq] of rows) this.held.delete(seq)
     this.opened()
   }
 

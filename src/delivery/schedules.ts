@@ -119,8 +119,16 @@ export class Schedules {
         await this.catchUp(webhook, trigger.segments, nowMs)
         continue
       }
-      // Cluster mode: a run this late (a node back after a long stop) was the others' to make.
-      if (this.cluster === null || nowMs - dueMs - webhook.delayMs <= this.cluster.staleAfterMs) await this.runSchedule(webhook, trigger.segments, dueMs, null)
+      const cluster = this.cluster
+      if (cluster === null) {
+        await this.runSchedule(webhook, trigger.segments, dueMs, null)
+      } else if (nowMs - dueMs - webhook.delayMs <= cluster.staleAfterMs) {
+        // The partitions owned now are walked; one taken later gets its part from a catch-up. (A run
+        // this late, a node back after a long stop, was the others' to make.)
+        const walk = this.ownedPartitions(cluster, NONE)
+        await this.runSchedule(webhook, trigger.segments, dueMs, walk)
+        if (trigger.segments.length > 0) this.walked.set(key, { runMs: dueMs, partitions: walk })
+      }
       await this.store.save(this.store.config, [webhook.account, 'schedule-run', webhook.id], { lastRunMs: dueMs })
       // Runs missed while down are not repeated one by one: a full sync supersedes them.
       this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
@@ -134,18 +142,21 @@ export class Schedules {
     const cluster = this.cluster
     const last = this.walked.get(slot(webhook.account, webhook.id))
     if (cluster === null || last === undefined || nowMs - last.runMs > cluster.staleAfterMs) return
-    let taken: Set<number> | null = null
-    for (let partition = 0; partition < cluster.partitions; partition++) {
-      if (!last.partitions.has(partition) && cluster.owns(partition)) (taken ??= new Set()).add(partition)
-    }
-    if (taken !== null) await this.runSchedule(webhook, segments, last.runMs, taken)
+    const taken = this.ownedPartitions(cluster, last.partitions)
+    if (taken.size === 0) return
+    await this.runSchedule(webhook, segments, last.runMs, taken)
+    for (const partition of taken) last.partitions.add(partition)
   }
 
-  /**
-   * Make a run (cluster mode: this node's parts of it). `only`: the partitions to walk, for a catch-up
-   * (null: every partition this node owns now).
-   */
-  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number, only: Set<number> | null): Promise<void> {
+  /** The partitions this node owns now, but those in `except`. */
+  private ownedPartitions (cluster: ScheduleCluster, except: ReadonlySet<number>): Set<number> {
+    const owned = new Set<number>()
+    for (let partition = 0; partition < cluster.partitions; partition++) if (!except.has(partition) && cluster.owns(partition)) owned.add(partition)
+    return owned
+  }
+
+  /** Make a run; cluster mode: this node's parts of it, of the partitions in `walk` (null in embedded mode). */
+  private async runSchedule (webhook: CompiledWebhook, segments: readonly string[], runMs: number, walk: ReadonlySet<number> | null): Promise<void> {
     const contexts: DeliveryContext[] = []
     const flush = async (): Promise<void> => {
       if (contexts.length === 0) return
@@ -163,12 +174,6 @@ export class Schedules {
     } else {
       // A schedule webhook saved just now starts the indexing of its segments' members: wait for it.
       await this.membersReady(webhook.account)
-    }
-    /** Cluster mode: the partitions walked, those owned at the start (one taken later is a catch-up's). */
-    let walk: Set<number> | null = only
-    if (cluster !== null && walk === null) {
-      walk = new Set()
-      for (let partition = 0; partition < cluster.partitions; partition++) if (cluster.owns(partition)) walk.add(partition)
     }
     for (const segment of segments) {
       for (const key of this.store.members.getKeys({ start: [webhook.account, segment] })) {
@@ -194,10 +199,7 @@ export class Schedules {
       }
     }
     await flush()
-    if (cluster === null || segments.length === 0) return
-    const key = slot(webhook.account, webhook.id)
-    const last = this.walked.get(key)
-    if (only !== null && last?.runMs === runMs) for (const partition of only) last.partitions.add(partition)
-    else if (only === null) this.walked.set(key, { runMs, partitions: walk! })
   }
 }
+
+const NONE: ReadonlySet<number> = new Set()
