@@ -39,7 +39,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { partitionOf } from '../src/cluster/partition.js'
-import { NATS_SERVER_BIN, startNatsServer } from '../test/helpers/nats-server.js'
+import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
 import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
 
@@ -774,7 +774,7 @@ async function main (): Promise<void> {
   const selected = (phase: typeof PHASES[number]): boolean => ONLY.length === 0 || ONLY.includes(phase)
   const build = version('git', ['-C', ROOT, 'describe', '--always', '--dirty'])
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
-    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ${version(NATS_SERVER_BIN, ['--version'])}`
+    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ${version(natsServerBin(), ['--version'])}`
   process.stderr.write(`bench:cluster — build ${build}; ${machine}\n` +
     `${CONNECTIONS} connections, ${DURATION_S} s per row (+${WARMUP_S} s warm-up), ${VISITORS} visitors, ` +
     `${PARTITIONS} partitions, lease ${LEASE_MS} ms, takeover of ${TAKEOVER_VISITORS} visitors\n`)

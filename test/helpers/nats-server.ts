@@ -1,15 +1,25 @@
-// A real nats-server (Debian's /usr/sbin/nats-server, 2.9.x) with JetStream, on a random free port of
+// A real nats-server (the release fetched by scripts/fetch-nats-server.sh into .cache/, 2.10.x;
+// BEACON_TEST_NATS_SERVER overrides it) with JetStream, on a random free port of
 // 127.0.0.1 and a temp store dir, for tests and benchmarks. stop() and restart() keep the port and the
 // store dir, so a restart is the same server coming back with its streams and consumers.
 // Never the shared server on 127.0.0.1:4222.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import net, { type AddressInfo } from 'node:net'
 
-export const NATS_SERVER_BIN = process.env.BEACON_TEST_NATS_SERVER ?? '/usr/sbin/nats-server'
+const FETCHED = new URL('../../.cache/nats-server/usr/sbin/nats-server', import.meta.url).pathname
+
+/** The nats-server binary tests and benchmarks run: BEACON_TEST_NATS_SERVER, else the fetched release. */
+export function natsServerBin (): string {
+  if (process.env.BEACON_TEST_NATS_SERVER !== undefined) return process.env.BEACON_TEST_NATS_SERVER
+  if (!existsSync(FETCHED)) {
+    throw new Error(`no nats-server at ${FETCHED}: run scripts/fetch-nats-server.sh (npm test does), or set BEACON_TEST_NATS_SERVER`)
+  }
+  return FETCHED
+}
 
 export interface NatsServer {
   /** nats://127.0.0.1:<port> */
@@ -97,7 +107,7 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
 
   const launch = async (): Promise<void> => {
     exitedWith = null
-    const proc = spawn(NATS_SERVER_BIN, ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
+    const proc = spawn(natsServerBin(), ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     child = proc
