@@ -452,9 +452,12 @@ export class Changelog {
   /**
    * One fenced publish, retried with the same message id until `appendTimeoutMs`. A retry of a message that
    * was stored (its acknowledgement lost, e.g. in a leader change) must not be stored twice nor be taken
-   * for another writer: with expected sequence 0 the server answers it as a duplicate; with a higher one
-   * nats-server 2.9 checks the sequence first and refuses it, so a refused retry looks at the partition's
-   * last message and takes it as its own when it carries this message id.
+   * for another writer. nats-server 2.10 on a replicated stream checks the expected last subject sequence
+   * before the message id (processClusteredInboundMsg), so such a retry is refused as "wrong last
+   * sequence", whatever sequence it expects: a refused retry looks at the partition's last message and
+   * takes it as its own when it carries this message id. A retry that reaches the leader while the first
+   * send is proposed but not yet applied is answered as a duplicate of sequence 0 (the message id is
+   * staged before its sequence is known): not an answer, so it is sent again until the first is applied.
    */
   private async publish (partition: number, subject: string, payload: Uint8Array, expectedSeq: number, rollup: boolean): Promise<number> {
     const msgID = `${this.instance}-${++this.messageIds}`
@@ -472,7 +475,7 @@ export class Changelog {
         // No answer (a leader election, a server lost, no responders while the stream moves): again.
         failure = error
       }
-      if (ack !== null && ack.error === undefined && typeof ack.seq === 'number') return ack.seq
+      if (ack !== null && ack.error === undefined && typeof ack.seq === 'number' && ack.seq > expectedSeq) return ack.seq
       const refused = ack?.error
       if (refused !== undefined && (refused.err_code === JetStreamApiCodes.StreamWrongLastSequence || refused.err_code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
         if (attempt > 1) {
