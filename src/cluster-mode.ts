@@ -16,6 +16,7 @@ import { KEY_PART_MAX, type OutboxAppended, type Store } from './store/store.js'
 import { partitionIndex } from '../actors/entity-log-format.js'
 import { Changelog, changelogStreamName } from './cluster/changelog.js'
 import { ClusterNode } from './cluster/node.js'
+import { unsupportedServer } from './cluster/server-version.js'
 import { EntityLog, type PartitionRefused } from '../actors/entity-log.js'
 import type { ActorRuntime } from '../actors/runtime.js'
 import { connectNats } from './delivery/jetstream/connect.js'
@@ -118,6 +119,11 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   if (cluster === null || natsUrl === null) throw new Error('cluster mode needs BEACON_CLUSTER and BEACON_NATS_URL')
   const nodeId = config.nodeId ?? store.nodeId
   const nc = await connect(natsUrl)
+  const unsupported = unsupportedServer(nc)
+  if (unsupported !== null) {
+    await nc.close()
+    throw new Error(unsupported)
+  }
   const owned = new Listeners<(partition: number) => void>()
   try {
     const node = await ClusterNode.open({

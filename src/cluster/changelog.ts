@@ -5,8 +5,8 @@
 // Fencing: every publish carries the partition's expected last subject sequence. The node that takes a
 // partition over first claims it (a marker message), after which a stale owner's next append is refused
 // by the server (err_code 10071, wrong last sequence) and surfaces as `Fenced`: that node must drop the
-// partition at once. Nothing a stale writer sends lands after the claim. Exact on an R1 stream, and on
-// R3 from nats-server 2.9.21 (see server-version.ts for the race in older servers).
+// partition at once. Nothing a stale writer sends lands after the claim (exact on nats-server 2.10+,
+// the oldest cluster mode starts on: server-version.ts).
 //
 // Batching: one publish in flight per partition (the next one needs the previous one's sequence), so
 // appends made while it flies wait and go out together as one message (group commit), each resolved
@@ -28,7 +28,6 @@ import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
 import { Requests } from './requests.js'
 import { retryWhileElecting } from './retry.js'
-import { subjectPurgeIsSafe, warnIfCompareAndSetInexact } from './server-version.js'
 
 export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
 
@@ -96,20 +95,16 @@ interface PubAck {
 }
 
 const textDecoder = new TextDecoder()
-const textEncoder = new TextEncoder()
 
 // Plain msgpack (no records extension): every message decodes on its own, on any node, in any version.
 const packr = new Packr({ useRecords: false, moreTypes: false })
 const ATTEMPT_TIMEOUT_MS = 2000
 const CLAIM_ATTEMPTS_MAX = 50
-/** Compaction by deletes (deleteBefore): how many deletes wait for their answer at once. */
-const DELETES_IN_FLIGHT = 64
 
 export class Changelog {
   readonly stream: string
   readonly subjectPrefix: string
   readonly owner: string
-  private readonly nc: NatsConnection
   private readonly js: JetStreamClient
   private readonly jsm: JetStreamManager
   /** Appends: published to the stream's subjects, JetStream's acknowledgement as the answer. */
@@ -129,7 +124,6 @@ export class Changelog {
     this.stream = options.stream
     this.subjectPrefix = options.subjectPrefix
     this.owner = options.owner
-    this.nc = options.nc
     this.js = jetstream(options.nc, { timeout: ATTEMPT_TIMEOUT_MS })
     this.jsm = jsm
     this.requests = new Requests(options.nc)
@@ -145,7 +139,6 @@ export class Changelog {
     if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(options.subjectPrefix)) throw invalidArgument('subjectPrefix', 'must be dot-separated tokens without wildcards')
     if (options.owner === '' || /[\s.*>]/.test(options.owner)) throw invalidArgument('owner', 'must be a non-empty token')
     positiveInteger('replicas', options.replicas)
-    warnIfCompareAndSetInexact(options.nc, options.replicas, `the changelog ${options.stream}`)
     const jsm = await retryWhileElecting(() => jetstreamManager(options.nc, { timeout: ATTEMPT_TIMEOUT_MS }))
     const changelog = new Changelog(options, jsm)
     const config = {
@@ -185,13 +178,7 @@ export class Changelog {
     let last = await this.lastSeq(partition)
     for (let attempt = 1; ; attempt++) {
       try {
-        const first = await this.publish(partition, subject, payload, last, false)
-        // A second marker right behind the first. Before nats-server 2.9.21, on a replicated stream, a
-        // stale append checked by the leader before the first marker was applied can still be stored
-        // after it (server-version.ts). Such an append was proposed before this second marker was sent:
-        // it lands before it, or makes it fail (then claim again). The race is narrowed to an append the
-        // stale writer sends in the moment between those two being applied; with 2.9.21+ or R1 there is none.
-        const seq = await this.publish(partition, subject, payload, first, false)
+        const seq = await this.publish(partition, subject, payload, last, false)
         this.writers.set(partition, { partition, subject, lastSeq: seq, queue: [], flying: false })
         return seq
       } catch (error) {
@@ -263,55 +250,8 @@ export class Changelog {
   async purge (partition: number, beforeSeq: number): Promise<number> {
     checkPartition(partition)
     positiveInteger('beforeSeq', beforeSeq)
-    const clustered = this.nc.info?.cluster !== undefined
-    if (!subjectPurgeIsSafe(this.nc.info?.version ?? 'unknown', clustered)) return await this.deleteBefore(partition, beforeSeq)
     const answer = await retryWhileElecting(() => this.jsm.streams.purge(this.stream, { filter: this.subject(partition), seq: beforeSeq }), this.appendTimeoutMs)
     return answer.purged
-  }
-
-  /**
-   * purge() where a restarted server would replay a subject purge as a purge of the whole stream
-   * (server-version.ts): the partition's messages before `beforeSeq` deleted one by one, their sequences
-   * read from a consumer that delivers headers only. A message already gone (a purge before) is skipped.
-   */
-  private async deleteBefore (partition: number, beforeSeq: number): Promise<number> {
-    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: this.subject(partition), deliver_policy: DeliverPolicy.All, headers_only: true })
-    const doomed: number[] = []
-    try {
-      for (let done = false; !done;) {
-        const batch = await consumer.fetch({ max_messages: 1024, expires: 2000 })
-        let got = 0
-        for await (const message of batch) {
-          got++
-          if (message.seq >= beforeSeq) { done = true; break }
-          doomed.push(message.seq)
-          if (message.info.pending === 0) { done = true; break }
-        }
-        if (got === 0) break
-      }
-    } finally {
-      await consumer.delete().catch(() => {})
-    }
-    let deleted = 0
-    const remove = async (seq: number): Promise<void> => {
-      if (await retryWhileElecting(() => this.deleteMessage(seq), this.appendTimeoutMs)) deleted++
-    }
-    for (let at = 0; at < doomed.length; at += DELETES_IN_FLIGHT) await Promise.all(doomed.slice(at, at + DELETES_IN_FLIGHT).map(remove))
-    return deleted
-  }
-
-  /**
-   * Deletes one message (without overwriting it on disk): true, or false when it was gone already.
-   * The JetStream API request sent on this changelog's Requests, not jsm.streams.deleteMessage: a
-   * compaction by deletes sends thousands of them, and nats.js's request machinery costs a stack trace
-   * each (src/cluster/requests.ts). Throws a JetStreamApiError for a refusal (10008 while electing).
-   */
-  private async deleteMessage (seq: number): Promise<boolean> {
-    const payload = textEncoder.encode(JSON.stringify({ seq, no_erase: true }))
-    const answer = JSON.parse(textDecoder.decode((await this.requests.request(`$JS.API.STREAM.MSG.DELETE.${this.stream}`, payload, ATTEMPT_TIMEOUT_MS)).data)) as { success?: boolean, error?: ApiError }
-    if (answer.error === undefined) return answer.success === true
-    if (answer.error.err_code === JetStreamApiCodes.NoMessageFound) return false
-    throw new JetStreamApiError(answer.error)
   }
 
   /** The sequence of the partition's last message, 0 when it has none. Asks the stream leader. */
@@ -529,7 +469,7 @@ function checkPartition (partition: number): void {
   if (!Number.isSafeInteger(partition) || partition < 0) throw invalidArgument('partition', `must be a non-negative integer (got ${String(partition)})`)
 }
 
-/** A delete of a message that is no longer there: nothing to do (false). */
+/** No message on the subject: null. */
 function notFoundAsNull (error: unknown): StoredMsg | null {
   if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null
   throw error

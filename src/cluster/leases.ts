@@ -21,7 +21,6 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { assert } from '../assert.js'
 import { CLUSTER_ERRORS, ClusterError, invalidArgument, isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
-import { warnIfCompareAndSetInexact } from './server-version.js'
 
 export interface Lease {
   partition: number
@@ -59,7 +58,6 @@ export class LeaseTable {
     positiveInteger('leaseMs', options.leaseMs)
     positiveInteger('replicas', options.replicas)
     if (!/^[A-Za-z0-9_-]+$/.test(options.node)) throw invalidArgument('node', 'must be letters, digits, - or _')
-    warnIfCompareAndSetInexact(options.nc, options.replicas, `the lease bucket ${options.bucket}`)
     // No direct get: a read of a lease (kv.get) is answered by the stream leader, never by a lagging replica.
     const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, ttl: options.leaseMs, replicas: options.replicas, allow_direct: false }))
     return new LeaseTable(kv, jetstream(options.nc), await retryWhileElecting(() => jetstreamManager(options.nc)), options)

@@ -1,29 +1,40 @@
+// Which nats-server releases cluster mode runs on (2.10.0 and newer, with JetStream), and a node's
+// refusal to start on an older one: Debian 12's /usr/sbin/nats-server (2.9.10) stands in for it.
+
 import { expect } from 'chai'
-import { compareAndSetIsExact, subjectPurgeIsSafe } from '../../src/cluster/server-version.js'
+import { existsSync } from 'node:fs'
+import { isSupportedServer } from '../../src/cluster/server-version.js'
+import { removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
+import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 
-describe('cluster: which nats-server makes a replicated compare-and-set exact', () => {
-  it('trusts any server on one replica', () => {
-    expect(compareAndSetIsExact('2.9.10', 1)).to.equal(true)
-    expect(compareAndSetIsExact('unknown', 1)).to.equal(true)
+/** An old nats-server to refuse: BEACON_TEST_NATS_SERVER_OLD, else Debian 12's package (2.9.10). */
+const OLD_NATS_SERVER = process.env.BEACON_TEST_NATS_SERVER_OLD ?? '/usr/sbin/nats-server'
+
+describe('cluster: the nats-server releases cluster mode runs on', () => {
+  it('runs on 2.10.0 and newer, not on 2.9 or older, nor on a version it cannot read', () => {
+    for (const version of ['2.10.0', '2.10.27', 'v2.11.4', '2.12.1-beta.2', '3.0.0']) expect(isSupportedServer(version), version).to.equal(true)
+    for (const version of ['2.9.10', '2.9.25', '2.8.4', '1.12.0', 'unknown', '']) expect(isSupportedServer(version), version).to.equal(false)
   })
 
-  it('trusts replicated streams from 2.9.21 on (nats-server issue #4320), not before', () => {
-    expect(compareAndSetIsExact('2.9.10', 3)).to.equal(false)
-    expect(compareAndSetIsExact('2.9.20', 3)).to.equal(false)
-    expect(compareAndSetIsExact('2.8.4', 3)).to.equal(false)
-    expect(compareAndSetIsExact('2.9.21', 3)).to.equal(true)
-    expect(compareAndSetIsExact('2.10.0', 3)).to.equal(true)
-    expect(compareAndSetIsExact('v2.12.1-beta.2', 3)).to.equal(true)
-    expect(compareAndSetIsExact('3.0.0', 3)).to.equal(true)
-    expect(compareAndSetIsExact('unknown', 3)).to.equal(false)
-  })
+  describe('a node started against an older server', function () {
+    this.timeout(60_000)
+    let old: NatsServer
+    let dataDir: string
 
-  it('purges a subject up to a sequence only where a restarted server replays it exactly (2.9.18+, nats-server issue #4196) or on a lone server', () => {
-    expect(subjectPurgeIsSafe('2.9.10', true)).to.equal(false)
-    expect(subjectPurgeIsSafe('2.9.17', true)).to.equal(false)
-    expect(subjectPurgeIsSafe('unknown', true)).to.equal(false)
-    expect(subjectPurgeIsSafe('2.9.18', true)).to.equal(true)
-    expect(subjectPurgeIsSafe('2.10.0', true)).to.equal(true)
-    expect(subjectPurgeIsSafe('2.9.10', false)).to.equal(true)
+    before(async function () {
+      if (!existsSync(OLD_NATS_SERVER)) throw new Error(`no old nats-server at ${OLD_NATS_SERVER} (apt-get install nats-server on Debian 12, or set BEACON_TEST_NATS_SERVER_OLD)`)
+      old = await startNatsServer({ bin: OLD_NATS_SERVER })
+      dataDir = tempDir()
+    })
+    after(async () => {
+      await old?.close()
+      if (dataDir !== undefined) removeDir(dataDir)
+    })
+
+    it('refuses to start with one line naming the minimum release', async () => {
+      const outcome = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url } })
+        .then(async started => { await started.kill(); return 'it started' }, (error: unknown) => (error as Error).message)
+      expect(outcome).to.match(/beacon: failed to start: nats-server 2\.9\.\d+ \(.*\) is too old: cluster mode needs nats-server 2\.10\.0 or newer with JetStream \(BEACON_NATS_URL\)/)
+    })
   })
 })
