@@ -6,16 +6,20 @@
 import { JetStreamApiError } from '@nats-io/jetstream'
 
 const TEMPORARILY_UNAVAILABLE = 10008
+const STREAM_NOT_FOUND = 10059
 const PAUSE_MS = 100
 
-/** Runs `operation` until it succeeds, retrying transient failures for up to `timeoutMs`. */
-export async function retryWhileElecting<T> (operation: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+/**
+ * Runs `operation` until it succeeds, retrying transient failures for up to `timeoutMs`; and those
+ * `alsoTransient` accepts (e.g. isStreamNotFound for a stream known to exist).
+ */
+export async function retryWhileElecting<T> (operation: () => Promise<T>, timeoutMs = 30_000, alsoTransient: (error: unknown) => boolean = () => false): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     try {
       return await operation()
     } catch (error) {
-      if (!isTransient(error) || Date.now() >= deadline) throw error
+      if (!(isTransient(error) || alsoTransient(error)) || Date.now() >= deadline) throw error
       await new Promise(resolve => setTimeout(resolve, PAUSE_MS))
     }
   }
@@ -24,4 +28,14 @@ export async function retryWhileElecting<T> (operation: () => Promise<T>, timeou
 export function isTransient (error: unknown): boolean {
   if (error instanceof JetStreamApiError) return error.code === TEMPORARILY_UNAVAILABLE
   return error instanceof Error
+}
+
+/**
+ * "stream not found" (10059) for a stream that was just created or found: nats-server 2.10 answers a
+ * request right after a stream's creation from a server that has not applied it yet (the metadata
+ * leader, when the stream leader answered the creation first: nats-server PR #8410, fixed in 2.12; a
+ * replica whose stream is still being set up). Transient there, never where the stream may be absent.
+ */
+export function isStreamNotFound (error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND
 }

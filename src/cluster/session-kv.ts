@@ -9,7 +9,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { Kvm, type KV } from '@nats-io/kv'
 import { deleteKey } from './config-kv.js'
 import { invalidArgument, positiveInteger } from './errors.js'
-import { retryWhileElecting } from './retry.js'
+import { isStreamNotFound, retryWhileElecting } from './retry.js'
 
 /** An entry outlives its session by this much in the bucket: the nodes' clocks differ a little. */
 export const SESSION_TTL_MARGIN_MS = 60_000
@@ -43,10 +43,12 @@ export class SessionKv {
     positiveInteger('ttlMs', ttlMs)
     const kv = await retryWhileElecting(() => new Kvm(nc).create(bucket, { history: 1, replicas, ttl: ttlMs }))
     // An existing bucket keeps the max age it was made with: raised when sessions now last longer.
-    const status = await retryWhileElecting(() => kv.status())
+    // Right after the bucket's creation (here or by another node) its stream may not be found yet by
+    // the server answering (isStreamNotFound): it exists, ask again.
+    const status = await retryWhileElecting(() => kv.status(), 30_000, isStreamNotFound)
     if (status.ttl < ttlMs) {
       const jsm = await jetstreamManager(nc)
-      await retryWhileElecting(() => jsm.streams.update(status.streamInfo.config.name, { ...status.streamInfo.config, max_age: ttlMs * 1_000_000 }))
+      await retryWhileElecting(() => jsm.streams.update(status.streamInfo.config.name, { ...status.streamInfo.config, max_age: ttlMs * 1_000_000 }), 30_000, isStreamNotFound)
     }
     return new SessionKv(kv, jetstream(nc), bucket)
   }
@@ -67,8 +69,8 @@ export class SessionKv {
    * the watch's start, so it is ready after SESSIONS_READY_WAIT_MS at the latest.
    */
   async watch (onChange: SessionKvChange): Promise<SessionKvWatch> {
-    const live = (await this.kv.status()).values
-    const iterator = await this.kv.watch({ key: '>' })
+    const live = (await retryWhileElecting(() => this.kv.status(), 30_000, isStreamNotFound)).values
+    const iterator = await retryWhileElecting(() => this.kv.watch({ key: '>' }), 30_000, isStreamNotFound)
     let becomeReady!: () => void
     const ready = new Promise<void>(resolve => { becomeReady = resolve })
     const timer = setTimeout(becomeReady, SESSIONS_READY_WAIT_MS)

@@ -1,7 +1,9 @@
 import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import net, { type AddressInfo } from 'node:net'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { freePort, startNatsServer } from '../helpers/nats-server.js'
 
 describe('test helper: a 3-server NATS cluster', function () {
   this.timeout(60_000)
@@ -69,3 +71,25 @@ async function publishWithRetry (js: ReturnType<typeof jetstream>, subject: stri
     }
   }
 }
+
+describe('test helper: a cluster member whose route port is taken', function () {
+  this.timeout(30_000)
+
+  it('is refused at start (it answers clients, then exits): the cluster helper picks other ports, never runs a server short', async () => {
+    // What a port picked free and then taken by another process looks like to nats-server: it listens
+    // for clients, says it is ready, then fails to listen for routes and exits.
+    const taken = net.createServer()
+    await new Promise<void>(resolve => taken.listen(0, '127.0.0.1', resolve))
+    const routePort = (taken.address() as AddressInfo).port
+    const peerPort = await freePort()
+    try {
+      const started = await startNatsServer({
+        port: await freePort(),
+        args: ['--server_name', 'taken-n1', '--cluster_name', 'taken', '--cluster', `nats://127.0.0.1:${routePort}`, '--routes', `nats-route://127.0.0.1:${peerPort}`],
+      }).then(async server => { await server.close(); return 'started' }, (error: unknown) => (error as Error).message)
+      expect(started).to.match(/Error listening on router port: .*address already in use/)
+    } finally {
+      await new Promise(resolve => taken.close(resolve))
+    }
+  })
+})

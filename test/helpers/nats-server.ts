@@ -49,6 +49,8 @@ export interface NatsServerOptions {
   port?: number
   /** Extra command-line arguments. */
   args?: string[]
+  /** The nats-server binary. Default: natsServerBin(). */
+  bin?: string
 }
 
 export async function freePort (): Promise<number> {
@@ -81,6 +83,20 @@ async function waitForInfo (port: number, timeoutMs: number, exited: () => strin
   }
 }
 
+const ROUTES_LISTENING = /Listening for route connections on /
+
+/** Resolves once the server logged a line matching `pattern` (lines logged before count too). */
+async function waitForLine (pattern: RegExp, output: () => string, timeoutMs: number, exited: () => string | null): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (pattern.test(output())) return
+    const why = exited()
+    if (why !== null) throw new Error(why)
+    if (Date.now() > deadline) throw new Error(`nats-server logged no line matching ${String(pattern)} within ${timeoutMs} ms:\n${output().slice(-4000)}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+}
+
 const live = new Set<ChildProcess>()
 let exitHookInstalled = false
 
@@ -104,10 +120,11 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
   let exitedWith: string | null = null
   let exited: Promise<void> = Promise.resolve()
   let log = ''
+  const clustered = (options.args ?? []).includes('--cluster')
 
   const launch = async (): Promise<void> => {
     exitedWith = null
-    const proc = spawn(natsServerBin(), ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
+    const proc = spawn(options.bin ?? natsServerBin(), ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     child = proc
@@ -129,6 +146,10 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
     proc.once('error', error => { exitedWith = `nats-server failed to start: ${error.message}` })
     try {
       await waitForInfo(port, 10_000, () => exitedWith)
+      // A cluster member accepts clients before it listens for routes: when its route port was taken
+      // meanwhile (a port picked free a moment ago, on a machine others share), it exits right after
+      // answering INFO, and its cluster would run one server short (R3 placement then fails).
+      if (clustered) await waitForLine(ROUTES_LISTENING, () => log, 10_000, () => exitedWith)
     } catch (error) {
       if (child === proc) proc.kill('SIGKILL')
       throw error
