@@ -152,7 +152,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (cluster !== null) catalogs.accountRemoved = (account, name) => { removedAccounts.push({ account, name }) }
   const sessions = new Sessions(store, clock, config.sessionTtlMs)
   const users = new Users(store, clock, sessions)
-  // Cluster mode: the panel's users and sessions are the cluster's (docs/cluster.md, "Panel users and sessions").
+  // Cluster mode: the panel's users and sessions are the cluster's (docs/internals/cluster.md, "Panel users and sessions").
   if (cluster !== null) await cluster.start(catalogs, { users, sessions })
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()

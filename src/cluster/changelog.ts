@@ -273,7 +273,7 @@ export class Changelog {
    * `throughSeq` (a sequence this node knows is there: its claim), or else its last message at the time
    * of the call. A snapshot record replaces all state before it. A read that does not reach `throughSeq`,
    * or that delivers fewer messages from the start than the stream leader counted for the partition,
-   * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/cluster.md); a snapshot's
+   * rejects with CLUSTER_CHANGELOG_UNAVAILABLE (test/cluster/faults.test.ts, docs/internals/cluster.md); a snapshot's
    * purge running during the read does that too (it removed messages the snapshot covers): read again.
    */
   async * read (partition: number, afterSeq = 0, throughSeq: number | null = null): AsyncGenerator<ChangelogRecord> {

@@ -1,7 +1,7 @@
 // Claims of schedule runs (cluster mode): a run of a schedule webhook, or its part for one partition,
 // is made by the one node that created its key in a replicated KV bucket, `BEACON_SCHEDULES_<cluster>`.
 // A put expecting an empty key (previous sequence 0) is checked exactly by JetStream on every server version (expected last
-// subject sequence 0, as lease acquisition: docs/cluster.md), so two nodes never both get a claim; the
+// subject sequence 0, as lease acquisition: docs/internals/cluster.md), so two nodes never both get a claim; the
 // key holds the claiming node's id, so that node asking again (its run failed part-way) gets it again.
 // Keys lapse after CLAIM_TTL_MS (the bucket's max age): a run older than that is not run again.
 

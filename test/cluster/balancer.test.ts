@@ -4,7 +4,7 @@
 //   place among the members. Before handovers ran beside the balancer's rounds, the round waiting for them
 //   sent no renewal and no heartbeat: the node lost every lease, dropped out of the members' view, and the
 //   joining node, seeing itself alone, took all 64 partitions and kept them as long as the handover hung
-//   (the "survivor kept all 64 partitions" of docs/cluster.md).
+//   (the "survivor kept all 64 partitions" of docs/internals/cluster.md).
 // - Takeovers: every partition of a lost node is acquired by a survivor that saw its earlier lease
 //   (freeSinceMs set), also when the first survivor to take it fails its recovery and gives it back (a
 //   refused acquire in between used to make the node forget the earlier lease: the takeover went

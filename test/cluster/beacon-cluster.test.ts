@@ -161,7 +161,7 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
       console.log(`      ${lost.length} partitions of ${victimId} owned by the survivors ${tookMs} ms after SIGKILL (lease ${CLUSTER_LEASE_MS} ms, seen by polling /admin/cluster)`)
       console.log(`      takeover as the new owners measured it (lease seen lapsed → recovered): mean ${Math.round(sumMs / count)} ms over ${count} of the ${lost.length} partitions`)
       // Counted when the new owner had seen the lease it replaces: not always all of them (12 of 22 in a
-      // clean-clone CI run on 2026-11-26, after the refused-acquire fix; docs/cluster.md "What is still to do").
+      // clean-clone CI run on 2026-11-26, after the refused-acquire fix; docs/internals/cluster.md "What is still to do").
       expect(count).to.be.within(1, lost.length)
       await expectAllReadable()
       for (let i = 0; i < 30; i++) written.push(await write('visitor', randomUUID(), 2000 + i))

@@ -5,7 +5,7 @@
 // status through every node, whichever node attempted it (outcomes go back to the record's holder),
 // retries and dead letters included; an outcome stored while its holder is SIGKILLed and down for longer
 // than the 30 s the outcomes were once resent for reaches it once it is back, and the outcomes of an
-// attempting node SIGKILLed right after its attempts ended still reach their holders (docs/cluster.md,
+// attempting node SIGKILLed right after its attempts ended still reach their holders (docs/internals/cluster.md,
 // "Admin listings from any node"); the status filter works; a record held by another node is replayed
 // by id through any node; a time-range replay sums every node's; a malformed cursor is 400; a paused
 // node makes the listing a 503 with Retry-After (never a partial page). Timings are printed, never asserted.
@@ -280,7 +280,7 @@ describe('Beacon cluster mode: the deliveries log from any node (3 nodes, real p
     const backMs = Date.now()
     await cluster.settled()
     // At least 30: rows node 3 relayed after its last watermark are sent again under new ids by the
-    // new owners of its partitions (docs/cluster.md, "Outbox rows across a takeover").
+    // new owners of its partitions (docs/internals/cluster.md, "Outbox rows across a takeover").
     const last = await allDelivered('slow', 30, 30_000)
     console.log(`      slow: ${hanging} requests answered after node-3 was killed; it was back ${backMs - killedMs} ms after the kill; all ${last.length} records delivered through every node ${Date.now() - backMs} ms after that`)
   })
@@ -339,7 +339,7 @@ describe('Beacon cluster mode: the deliveries log from any node (3 nodes, real p
     }
     await cluster.settled()
     // The paused node's partitions were taken over: rows it relayed after its last watermark are sent
-    // again by their new owners under new ids (docs/cluster.md, "Outbox rows across a takeover").
+    // again by their new owners under new ids (docs/internals/cluster.md, "Outbox rows across a takeover").
     const ids = (await listAll(urlOf(1), 50)).records.map(r => r.id)
     expect(new Set(ids).size).to.equal(ids.length)
     expect(ids.length).to.be.at.least(60)

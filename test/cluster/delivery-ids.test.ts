@@ -1,7 +1,7 @@
 // An outbox row resent after a takeover is sent under its first webhook-id, real processes: a 3-server
 // NATS JetStream cluster (R3), 3 Beacon nodes (test/helpers/beacon-cluster.ts) and a real HTTP sink. The
 // last rows of a partition are above its owner's last recorded watermark, so when the owner dies the
-// new owner resends them (docs/cluster.md, "Outbox rows across a takeover"): the receiver must see each
+// new owner resends them (docs/internals/cluster.md, "Outbox rows across a takeover"): the receiver must see each
 // event under one webhook-id only, and a webhook-id it sees twice must carry the same payload. Both the
 // window after delivery (owner SIGKILLed once everything arrived) and the one around the relay (owner
 // SIGSTOPped right after its last write was acknowledged, then SIGKILLed) are taken. The resent row's

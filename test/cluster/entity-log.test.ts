@@ -242,7 +242,7 @@ describe('entity log: visitor and profile writes through the partition changelog
       expect(orders().sort()).to.deep.equal(Array.from({ length: 35 }, (_, k) => `o-${k}`).sort())
       // Not asserted: distinct webhook-ids. A delivery's id is `<outbox seq>.<webhook>` and each node's
       // outbox counts from 1, so b's first resent row goes out as `1.orders` like a's first row did
-      // (docs/cluster.md, Durability and recovery: a cluster-wide issue of the delivery ids).
+      // (docs/internals/cluster.md, Durability and recovery: a cluster-wide issue of the delivery ids).
     } finally {
       await receiver.close()
     }

@@ -4,7 +4,7 @@
 // all three (a record lives in the LMDB of the node that relayed it: its id starts with that node's
 // data folder id). Erased through one node, none of them is listed through any node afterwards, and
 // another person's records stay; a node SIGKILLed before the erase and restarted after drops its
-// records of the person once it is back (docs/cluster.md, "Erasure and export in cluster mode").
+// records of the person once it is back (docs/internals/cluster.md, "Erasure and export in cluster mode").
 // Timings are printed, never asserted.
 
 import { expect } from 'chai'
