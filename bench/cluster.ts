@@ -30,6 +30,9 @@
 //                            takeover runs on (c)'s cluster)
 //   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
 //   BENCH_WRK                the wrk binary (default wrk)
+//   BENCH_NATS_OLD           a second nats-server binary (e.g. /usr/sbin/nats-server, 2.9.10): the (b) and (c) phases
+//                            run on each in turn (new, old, new, old...), and the rows are compared as ratios new/old.
+//                            Nodes on an older server than cluster mode supports start with BEACON_NATS_ANY_VERSION.
 //   BENCH_NODE_ARGS          extra node flags for the Beacon processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
 
 import { spawn, spawnSync } from 'node:child_process'
@@ -58,6 +61,14 @@ const VISITORS = intEnv('BENCH_VISITORS', 10_000)
 const TAKEOVER_VISITORS = intEnv('BENCH_TAKEOVER_VISITORS', 10_000)
 const LEASE_MS = intEnv('BENCH_LEASE_MS', 1500)
 const WRK = process.env.BENCH_WRK || 'wrk'
+/** The nats-server binaries the cluster phases run on: the default one, and BENCH_NATS_OLD's beside it. */
+interface NatsRun { tag: 'new' | 'old', bin: string }
+const NATS_RUNS: NatsRun[] = [
+  { tag: 'new', bin: natsServerBin() },
+  ...(process.env.BENCH_NATS_OLD !== undefined && process.env.BENCH_NATS_OLD !== '' ? [{ tag: 'old' as const, bin: process.env.BENCH_NATS_OLD }] : []),
+]
+/** The nats-server the phase under way runs on (set by main before each phase; (a) runs on none). */
+let natsRun: NatsRun = NATS_RUNS[0]!
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
 const PHASES = ['a', 'b', 'c', 'takeover'] as const
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
@@ -296,6 +307,8 @@ interface Row {
   otherCores: number
   forwardedShare: number | null
   failed: string | null
+  /** The nats-server it ran on: 'new' (the default binary) or 'old' (BENCH_NATS_OLD); 'new' for (a). */
+  nats: NatsRun['tag']
 }
 
 const LABELS = {
@@ -311,10 +324,10 @@ const LABELS = {
 /** `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool). */
 async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null): Promise<Row> {
   const row: Row = {
-    phase, label: LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
-    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, failed: null,
+    phase, label: phase !== 'a' && natsRun.tag === 'old' ? `${LABELS[phase]} [old NATS]` : LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
+    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag,
   }
-  process.stderr.write(`  ${LABELS[phase]} ${workload.name}: warm-up ${WARMUP_S} s`)
+  process.stderr.write(`  ${row.label} ${workload.name}: warm-up ${WARMUP_S} s`)
   const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true, idFiles)
   const checked = warm.runs.reduce((sum, run) => sum + (run.check?.responses ?? 0), 0)
   const bad = warm.runs.reduce((sum, run) => sum + (run.check?.non2xx ?? 0) + socketErrors(run), 0)
@@ -367,6 +380,7 @@ function clusterEnv (name: string, urls: string[], replicas: number, id: string)
   return {
     BEACON_CLUSTER: name, BEACON_NATS_URL: urls.join(','), BEACON_NODE_ID: id, BEACON_REPLICAS: String(replicas),
     BEACON_LEASE_MS: String(LEASE_MS), BEACON_PARTITIONS: String(PARTITIONS), BEACON_SECRETS_KEY: SECRETS_KEY,
+    ...(natsRun.tag === 'old' ? { BEACON_NATS_ANY_VERSION: 'true' } : {}),
   }
 }
 
@@ -381,7 +395,7 @@ async function phaseEmbedded (rows: Row[]): Promise<void> {
 }
 
 async function phaseOneNode (rows: Row[]): Promise<void> {
-  const nats = await startNatsServer()
+  const nats = await startNatsServer({ bin: natsRun.bin })
   let node: Node | null = null
   try {
     node = await startNode('node-1', clusterEnv('bench1', [nats.url], 1, 'node-1'))
@@ -507,7 +521,7 @@ async function measureHop (cluster: NatsCluster, natsPids: number[]): Promise<Ho
 }
 
 async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<{ takeover: Takeover | null, hop: Hop | null, isolated: HopRun[] }> {
-  const cluster: NatsCluster = await startNatsCluster()
+  const cluster: NatsCluster = await startNatsCluster({ bin: natsRun.bin })
   const nodes: Node[] = []
   let isolated: HopRun[] = []
   try {
@@ -736,7 +750,7 @@ function table (rows: Row[]): string {
   const out = [header]
   for (const row of rows) {
     const a = rows.find(r => r.phase === 'a' && r.workload === row.workload && r.failed === null)
-    const b = rows.find(r => r.phase === 'b' && r.workload === row.workload && r.failed === null)
+    const b = rows.find(r => r.phase === 'b' && r.workload === row.workload && r.nats === row.nats && r.failed === null)
     const ok = row.failed === null
     const total = row.beaconUs + row.natsUs
     out.push([
@@ -761,6 +775,19 @@ function table (rows: Row[]): string {
   return [fmt(header), rule, ...out.slice(1).map(fmt)].join('\n')
 }
 
+/** Per cluster row run on both servers: req/s and CPU per request (Beacon + NATS) of the new over the old. */
+function natsRatios (rows: Row[]): string[] {
+  const lines: string[] = []
+  for (const row of rows) {
+    if (row.nats !== 'new' || row.phase === 'a' || row.failed !== null) continue
+    const old = rows.find(r => r.nats === 'old' && r.phase === row.phase && r.workload === row.workload && r.failed === null)
+    if (old === undefined) continue
+    lines.push(`  ${LABELS[row.phase]} ${row.workload}: req/s ${(row.rps / old.rps).toFixed(2)}x, CPU µs per request ${(cpu(row) / cpu(old)).toFixed(2)}x ` +
+      `(Beacon ${(row.beaconUs / old.beaconUs).toFixed(2)}x, nats-server ${(row.natsUs / old.natsUs).toFixed(2)}x)`)
+  }
+  return lines.length > 0 ? lines : ['  no row ran on both']
+}
+
 /** The first line a program prints for its version (wrk -v exits with 1 after printing it). */
 function version (file: string, args: string[]): string {
   const run = spawnSync(file, args, { encoding: 'utf8' })
@@ -774,7 +801,8 @@ async function main (): Promise<void> {
   const selected = (phase: typeof PHASES[number]): boolean => ONLY.length === 0 || ONLY.includes(phase)
   const build = version('git', ['-C', ROOT, 'describe', '--always', '--dirty'])
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
-    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ${version(natsServerBin(), ['--version'])}`
+    `${version(WRK, ['-v']).match(/^wrk \S+/)?.[0] ?? 'wrk (unknown version)'}, ` +
+    NATS_RUNS.map(run => `${run.tag === 'old' ? 'old: ' : ''}${version(run.bin, ['--version'])}`).join(', ')
   process.stderr.write(`bench:cluster — build ${build}; ${machine}\n` +
     `${CONNECTIONS} connections, ${DURATION_S} s per row (+${WARMUP_S} s warm-up), ${VISITORS} visitors, ` +
     `${PARTITIONS} partitions, lease ${LEASE_MS} ms, takeover of ${TAKEOVER_VISITORS} visitors\n`)
@@ -797,22 +825,34 @@ async function main (): Promise<void> {
     }
   }
   if (selected('a')) await attempt('(a)', () => phaseEmbedded(rows))
-  if (selected('b')) await attempt('(b)', () => phaseOneNode(rows))
-  if (selected('c') || selected('takeover')) {
-    await attempt('(c)', async () => {
-      ({ takeover, hop, isolated } = await phaseThreeNodes(rows, selected('c'), selected('takeover')))
-    })
+  // With BENCH_NATS_OLD each cluster phase runs on the new server, then on the old one, before the next.
+  const takeovers: Array<{ nats: NatsRun['tag'], takeover: Takeover }> = []
+  for (const run of NATS_RUNS) {
+    natsRun = run
+    if (selected('b')) await attempt(run.tag === 'old' ? '(b) [old NATS]' : '(b)', () => phaseOneNode(rows))
   }
+  if (selected('c') || selected('takeover')) {
+    for (const run of NATS_RUNS) {
+      natsRun = run
+      await attempt(run.tag === 'old' ? '(c) [old NATS]' : '(c)', async () => {
+        const result = await phaseThreeNodes(rows, selected('c'), selected('takeover'))
+        if (result.takeover !== null) takeovers.push({ nats: run.tag, takeover: result.takeover })
+        if (run.tag === 'new') ({ takeover, hop, isolated } = result)
+      })
+    }
+  }
+  const newRows = rows.filter(row => row.nats === 'new')
 
-  const targets = judge(rows, takeover)
+  const targets = judge(newRows, takeover)
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
   process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
   process.stdout.write(table(rows) + '\n\n')
-  const parts = decomposition(rows, hop, isolated)
+  if (NATS_RUNS.length > 1) process.stdout.write(`New nats-server over old (${NATS_RUNS.map(run => run.bin).join(' over ')}), same run:\n${natsRatios(rows).join('\n')}\n\n`)
+  const parts = decomposition(newRows, hop, isolated)
   if (parts.length > 0) process.stdout.write(`CPU per request, where it goes (Beacon + NATS):\n${parts.join('\n')}\n\n`)
   for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)
-  const t = takeover as Takeover | null
-  if (t !== null) {
+  for (const { nats, takeover: t } of takeovers) {
+    if (NATS_RUNS.length > 1) process.stdout.write(`[${nats} NATS] `)
     process.stdout.write(`Takeover: partition ${t.partition} with ${t.visitors} visitors (written at ${Math.round(t.writeRps)}/s through the 3 nodes; ` +
       `${t.changelogEntries ?? '?'} changelog entries since its last snapshot), its owner SIGKILLed:\n` +
       `  SIGKILL → a read of one of them answered through another node: ${Math.round(t.killToServedMs)} ms (${t.refusedPolls} reads refused 503 meanwhile` +
@@ -826,7 +866,7 @@ async function main (): Promise<void> {
   for (const failure of failures) process.stdout.write(`FAILED ${failure}\n`)
   process.stdout.write('BENCH_JSON=' + JSON.stringify({
     date: new Date().toISOString(), build, machine, busyBefore, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S,
-    leaseMs: LEASE_MS, partitions: PARTITIONS, rows, hop, isolated, takeover, targets, failures,
+    leaseMs: LEASE_MS, partitions: PARTITIONS, nats: NATS_RUNS, rows, hop, isolated, takeover, takeovers, targets, failures,
   }) + '\n')
   const failedRows = rows.some(row => row.failed !== null)
   if (failures.length > 0 || failedRows || (process.env.BENCH_STRICT === '1' && targets.some(target => !target.met))) process.exitCode = 1

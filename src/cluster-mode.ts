@@ -120,7 +120,9 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   const nodeId = config.nodeId ?? store.nodeId
   const nc = await connect(natsUrl)
   const unsupported = unsupportedServer(nc)
-  if (unsupported !== null) {
+  if (unsupported !== null && config.natsAnyVersion) {
+    log.warn({ natsServer: nc.info?.version }, `${unsupported}; starting anyway (BEACON_NATS_ANY_VERSION, for benchmarks only: acknowledged writes can be lost)`)
+  } else if (unsupported !== null) {
     await nc.close()
     throw new Error(unsupported)
   }

@@ -60,6 +60,11 @@ export interface Config {
   replicas: number
   /** BEACON_LEASE_MS: how long a silent node keeps its partitions before others take them. */
   leaseMs: number
+  /**
+   * BEACON_NATS_ANY_VERSION: start on a nats-server older than the minimum (with a warning) instead of
+   * refusing. For benchmarks comparing releases only: such a server can lose acknowledged writes.
+   */
+  natsAnyVersion: boolean
 }
 
 export class ConfigError extends Error {
@@ -210,13 +215,14 @@ export function loadConfig (env: Env = process.env): Config {
     partitions: integer(env, 'BEACON_PARTITIONS', 64, 1, 4096, problems),
     replicas: integer(env, 'BEACON_REPLICAS', 1, 1, 5, problems),
     leaseMs: integer(env, 'BEACON_LEASE_MS', 3000, 100, 600_000, problems),
+    natsAnyVersion: boolean(env, 'BEACON_NATS_ANY_VERSION', false, problems),
   }
   if (env.BEACON_CLUSTER !== undefined && env.BEACON_CLUSTER !== '') {
     // Cluster mode needs NATS (leases, changelogs) and one admin key shared by every node.
     if (env.BEACON_NATS_URL === undefined || env.BEACON_NATS_URL.trim() === '') problems.push('BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL (the NATS JetStream cluster its nodes share)')
     if (adminKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY (the same on every node)')
   } else {
-    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS']) {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION']) {
       if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
     }
   }

@@ -36,5 +36,14 @@ describe('cluster: the nats-server releases cluster mode runs on', () => {
         .then(async started => { await started.kill(); return 'it started' }, (error: unknown) => (error as Error).message)
       expect(outcome).to.match(/beacon: failed to start: nats-server 2\.9\.\d+ \(.*\) is too old: cluster mode needs nats-server 2\.10\.0 or newer with JetStream \(BEACON_NATS_URL\)/)
     })
+
+    it('starts anyway with BEACON_NATS_ANY_VERSION=true (benchmarks comparing releases), logging why it should not', async () => {
+      const started = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url, BEACON_NATS_ANY_VERSION: 'true' } })
+      try {
+        expect(started.output()).to.match(/nats-server 2\.9\.\d+ .* is too old: .*starting anyway \(BEACON_NATS_ANY_VERSION/)
+      } finally {
+        await started.stop()
+      }
+    })
   })
 })

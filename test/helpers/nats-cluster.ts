@@ -34,10 +34,10 @@ let clusters = 0
  *   an R3 stream is refused with a bare "no suitable peers for placement" for good. Seen on this loaded
  *   machine in 4 of 40 cold starts in one run (each server's /jsz then reports cluster_size 2).
  */
-export async function startNatsCluster (): Promise<NatsCluster> {
+export async function startNatsCluster (options: { bin?: string } = {}): Promise<NatsCluster> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce()
+      return await startOnce(options.bin)
     } catch (error) {
       if (attempt === 3 || !(error instanceof Error) || !(ROUTE_PORT_TAKEN.test(error.message) || error instanceof MetaGroupShrunk)) throw error
     }
@@ -51,7 +51,7 @@ const SHRUNK_AFTER_MS = 8_000
 
 class MetaGroupShrunk extends Error {}
 
-async function startOnce (): Promise<NatsCluster> {
+async function startOnce (bin: string | undefined): Promise<NatsCluster> {
   const name = `bc${process.pid}x${++clusters}`
   const routePorts: number[] = []
   for (let i = 0; i < SERVERS; i++) routePorts.push(await freePort())
@@ -60,6 +60,7 @@ async function startOnce (): Promise<NatsCluster> {
   try {
     // Started together: each waits for its own client port only, and routes form as the others come up.
     const started = await Promise.all(routePorts.map((routePort, i) => startNatsServer({
+      bin,
       args: ['--server_name', `${name}-n${i + 1}`, '--cluster_name', name,
         '--cluster', `nats://127.0.0.1:${routePort}`, '--routes', routes],
     })))
