@@ -33,7 +33,7 @@ export function isTransient (error: unknown): boolean {
 /**
  * "stream not found" (10059) for a stream that was just created or found: nats-server 2.10 answers a
  * request right after a stream's creation from a server that has not applied it yet (the metadata
- * leader, when the stream leader answered the creation first: nats-server PR #8410, fixed in 2.12; a
+ * leader, when the stream leader answered the creation first: nats-server PR #8410, merged in 2026; a
  * replica whose stream is still being set up). Transient there, never where the stream may be absent.
  */
 export function isStreamNotFound (error: unknown): boolean {
