@@ -108,8 +108,13 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       },
     })
     for (let i = 0; i < count; i++) members.push(member(`node-${i + 1}`, await seededDir()))
-    // Together: each start waits for its own "beacon started" only; balancing evens them out.
-    await Promise.all(members.map(async member => { member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) }) }))
+    // Together: each start waits for its own "beacon started" only; balancing evens them out. Every start
+    // is awaited before a failure is thrown: with Promise.all the nodes still starting when one failed
+    // were left running, unknown to the clean-up below (seen: nodes of failed before-all hooks alive an
+    // hour later on the shared machine).
+    const starts = await Promise.allSettled(members.map(async member => { member.process = await startBeacon({ dataDir: member.dataDir, env: env(member.id) }) }))
+    const failed = starts.find(start => start.status === 'rejected')
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
 
     const cluster: BeaconCluster = {
       name, nats, tenant, members, env, seededDir,
