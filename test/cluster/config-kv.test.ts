@@ -2,8 +2,12 @@ import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigStore, configKey, type ConfigChange } from '../../src/cluster/config-kv.js'
 import { ClusterError } from '../../src/cluster/errors.js'
+import { EntrySigner } from '../../src/cluster/entry-signer.js'
+import { randomBytes } from 'node:crypto'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { until } from '../helpers/until.js'
+
+const signer = new EntrySigner([randomBytes(32)])
 
 const text = (value: Uint8Array | null): string | null => value === null ? null : Buffer.from(value).toString('utf8')
 
@@ -18,7 +22,7 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     const urls = [cluster.urls[server]!, ...cluster.urls.filter((_, i) => i !== server)]
     const nc = await connect({ servers: urls, noRandomize: true })
     connections.push(nc)
-    return ConfigStore.open({ nc, bucket: 'BEACON_CONFIG_test', replicas: 3 })
+    return ConfigStore.open({ nc, bucket: 'BEACON_CONFIG_test', replicas: 3, signer })
   }
 
   /** Watches the bucket through `reader`; resolves with the changes seen so far once the watch is ready. */
