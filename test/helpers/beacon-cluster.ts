@@ -11,7 +11,7 @@
 
 import { cpSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { startNatsCluster, type NatsCluster } from './nats-cluster.js'
+import { startNatsCluster, type NatsCluster, type NatsClusterOptions } from './nats-cluster.js'
 import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from './beacon.js'
 import { randomUUID } from 'node:crypto'
 import { LOCK_FILE } from '../../src/store/data-lock.js'
@@ -69,9 +69,10 @@ export interface BeaconCluster {
 
 let clusters = 0
 
-export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}): Promise<BeaconCluster> {
+/** `natsOptions`: the NATS servers run a configuration file (then pass their credentials in `extraEnv`). */
+export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}, natsOptions: NatsClusterOptions | null = null): Promise<BeaconCluster> {
   const name = `t${process.pid}x${++clusters}`
-  const nats = await startNatsCluster()
+  const nats = await startNatsCluster(natsOptions)
   const template = tempDir('beacon-cluster-seed-')
   const dirs: string[] = [template]
   const folderIds = new Map<string, string>()
