@@ -6,14 +6,15 @@
 // deliveries: no server logs a permissions violation); a client without credentials, with a wrong
 // password, or outside the permissions, is refused; a server without the route password does not join;
 // a Beacon node without credentials refuses to start; Beacon never logs the password and does not warn
-// about an unauthenticated connection.
+// about an unauthenticated connection. And the single-server file (deploy/nats.conf) with a Beacon in
+// NATS mode delivering webhooks.
 
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { connect } from '@nats-io/transport-node'
-import { ADMIN_KEY, admin, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
+import { ADMIN_KEY, admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
 import { startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { freePort, startNatsServer } from '../helpers/nats-server.js'
 import { withRoutePort } from '../helpers/nats-cluster.js'
@@ -150,6 +151,41 @@ describe('the shipped NATS configuration: authenticated, least privilege (3 nats
       expect(wrong?.message).not.to.include('pwrong-password-here')
     } finally {
       removeDir(dataDir)
+    }
+  })
+})
+
+describe('the shipped single-server NATS configuration (deploy/nats.conf, docker-compose.yml): Beacon in NATS mode with a password', function () {
+  this.timeout(120_000)
+
+  it('delivers webhooks through JetStream with exactly the permissions it grants, and refuses a client without credentials', async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }))
+    const nats = await startNatsServer({ config: readFileSync(fileURLToPath(new URL('../../deploy/nats.conf', import.meta.url)), 'utf8'), args: ['-m', String(await freePort())], env: { BEACON_NATS_PASSWORD: BEACON_PASSWORD } })
+    const dataDir = tempDir()
+    let beacon: Awaited<ReturnType<typeof startBeacon>> | null = null
+    try {
+      beacon = await startBeacon({ dataDir, env: { BEACON_NATS_URL: nats.url, BEACON_NATS_USER: 'beacon', BEACON_NATS_PASSWORD: BEACON_PASSWORD, BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' } })
+      const tenant = await createTenant(beacon.url)
+      const hook = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, {
+        name: 'orders', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/orders`, payload: '{"who": "{{visitorId}}"}' },
+        delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, maxAttempts: 3 },
+      })
+      expect(hook.status, JSON.stringify(hook.body)).to.be.oneOf([200, 201])
+      for (let i = 0; i < 3; i++) {
+        expect((await post(beacon.url, '/campaigns/query', { account: tenant.account, visitorId: visitorId(), platform: 'web', event: 'purchase', orderId: `o-${i}` })).status).to.equal(200)
+      }
+      await until('3 purchases delivered', () => receiver.requests.length >= 3, 30_000, 20)
+      expect(nats.output()).not.to.match(/Violation/i)
+      expect(beacon.output()).not.to.include(BEACON_PASSWORD)
+      expect(beacon.output()).not.to.include('without authentication')
+      const refused = await connect({ servers: nats.url }).then(async nc => { await nc.close(); return 'connected' }, (error: Error) => error.message)
+      expect(refused).to.match(/Authorization Violation/i)
+    } finally {
+      await beacon?.kill()
+      removeDir(dataDir)
+      await nats.close()
+      await receiver.close()
     }
   })
 })
