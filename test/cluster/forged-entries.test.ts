@@ -70,6 +70,14 @@ describe('Beacon cluster mode: entries forged through NATS are refused (real pro
     }
   }
 
+  it('warns at start, once per NATS connection, that the server let it in without authentication (the harness runs NATS open)', () => {
+    for (const member of node) {
+      const warnings = member.process!.output().split('\n').filter(line => line.includes('accepted this connection without authentication'))
+      expect(warnings.map(line => JSON.parse(line).connection).sort(), member.id).to.deep.equal(['beacon', 'beacon-cluster'])
+      expect(warnings.every(line => line.includes('"level":40'))).to.equal(true)
+    }
+  })
+
   it('refuses a panel session written into the sessions bucket: the forged cookie does not act as the account\'s owner', async () => {
     const owner = await addUser(node[0]!.url, account(), `owner-${randomUUID()}@example.com`, 'owner')
     const id = randomBytes(32).toString('base64url')
