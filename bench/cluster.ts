@@ -521,7 +521,7 @@ async function measureHop (cluster: NatsCluster, natsPids: number[]): Promise<Ho
 }
 
 async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: boolean): Promise<{ takeover: Takeover | null, hop: Hop | null, isolated: HopRun[] }> {
-  const cluster: NatsCluster = await startNatsCluster({ bin: natsRun.bin })
+  const cluster: NatsCluster = await startNatsCluster(null, natsRun.bin)
   const nodes: Node[] = []
   let isolated: HopRun[] = []
   try {

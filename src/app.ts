@@ -134,7 +134,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // erasures of a person's delivery records reach every node through its erasure stream.
   const outcomes = cluster === null || config.cluster === null ? null : { cluster: config.cluster, holder: store.nodeId, replicas: config.replicas }
   const erasureStream = outcomes === null ? null : { cluster: outcomes.cluster, node: store.nodeId, replicas: config.replicas }
-  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes, erasures: erasureStream })
+  const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { access: config.natsAuth, ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes, erasures: erasureStream })
   const deliveries: DeliveryHub = new DeliveryHub({
     store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
@@ -281,7 +281,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */
-async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, settings: Pick<JetStreamQueueOptions, 'ackPendingMax' | 'ackWaitMs' | 'outcomes' | 'erasures'>): Promise<JetStreamQueue> {
+async function connectNats (url: string, nodeId: string, onConnection: ((connected: boolean) => void) | undefined, settings: Pick<JetStreamQueueOptions, 'access' | 'ackPendingMax' | 'ackWaitMs' | 'outcomes' | 'erasures'>): Promise<JetStreamQueue> {
   try {
     // The transport's timing runs against the NATS server's (ack_wait, heartbeats, publish timeouts):
     // the system clock, even when Beacon runs on a manual one (tests).

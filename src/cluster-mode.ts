@@ -9,7 +9,7 @@
 // embedded mode.
 
 import type { NatsConnection } from '@nats-io/transport-node'
-import { redactUrl, type Config } from './config.js'
+import { redactUrl, type Config, type NatsAuth } from './config.js'
 import { log } from './log.js'
 import { Listeners } from './listeners.js'
 import { KEY_PART_MAX, type OutboxAppended, type Store } from './store/store.js'
@@ -39,6 +39,8 @@ import type { SessionBucket } from './users/sessions.js'
 import { RelayGate } from './delivery/relay-gate.js'
 import { RateShares } from './cluster/rate-shares.js'
 import { SignInKv } from './cluster/sign-in-kv.js'
+import { settleSecretsKey } from './cluster/cluster-meta.js'
+import { EntrySigner } from './cluster/entry-signer.js'
 import { SharedSignInLimit } from './users/shared-sign-in-limit.js'
 import { SIGN_IN_LIMITS, type SignInLimiter } from './users/sign-in-limit.js'
 
@@ -121,7 +123,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   const { cluster, natsUrl } = config
   if (cluster === null || natsUrl === null) throw new Error('cluster mode needs BEACON_CLUSTER and BEACON_NATS_URL')
   const nodeId = config.nodeId ?? store.nodeId
-  const nc = await connect(natsUrl)
+  const nc = await connect(natsUrl, config.natsAuth)
   const unsupported = unsupportedServer(nc)
   if (unsupported !== null && config.natsAnyVersion) {
     log.warn({ natsServer: nc.info?.version }, `${unsupported}; starting anyway (BEACON_NATS_ANY_VERSION, for benchmarks only: acknowledged writes can be lost)`)
@@ -131,6 +133,9 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   }
   const owned = new Listeners<(partition: number) => void>()
   try {
+    // Before anything is written: a node with another key would seal, open and sign with the wrong one.
+    await settleSecretsKey(nc, cluster, store.secrets.rawKeys, config.replicas)
+    const signer = new EntrySigner(store.secrets.rawKeys)
     const node = await ClusterNode.open({
       nc, cluster, nodeId, partitions: config.partitions, replicas: config.replicas, leaseMs: config.leaseMs,
       onTakeover: takeover => {
@@ -205,10 +210,10 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       calls,
       media,
       async start (catalogs, panel) {
-        replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs, users: panel.users })
+        replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs, users: panel.users, signer, resign: config.clusterResign })
         await replicatedConfig.ready
         sessions = panel.sessions
-        await sessions.share(await SessionKv.open({ nc, bucket: `BEACON_SESSIONS_${cluster}`, replicas: config.replicas, ttlMs: config.sessionTtlMs + SESSION_TTL_MARGIN_MS }))
+        await sessions.share(await SessionKv.open({ nc, bucket: `BEACON_SESSIONS_${cluster}`, replicas: config.replicas, ttlMs: config.sessionTtlMs + SESSION_TTL_MARGIN_MS, signer }))
         await media.start()
         await node.start(entityLog)
         rateShares.start()
@@ -236,9 +241,9 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
   }
 }
 
-async function connect (url: string): Promise<NatsConnection> {
+async function connect (url: string, access: NatsAuth): Promise<NatsConnection> {
   try {
-    return await connectNats(url, 'beacon-cluster')
+    return await connectNats(url, 'beacon-cluster', access)
   } catch (error) {
     throw new Error(`cannot connect to NATS at ${redactUrl(url)} (BEACON_NATS_URL, cluster mode): ${error instanceof Error ? error.message : String(error)}`)
   }

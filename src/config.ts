@@ -1,6 +1,7 @@
 // Configuration from BEACON_* environment variables, checked once at start: every bad value gets
 // its own line, and the process refuses to start rather than run with a guess.
 
+import { accessSync, constants } from 'node:fs'
 import { parseKeys } from './auth/secret-keys.js'
 
 export const DURABILITY = ['flushed', 'committed'] as const
@@ -34,6 +35,8 @@ export interface Config {
   requestLogSample: number
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
   natsUrl: string | null
+  /** How Beacon authenticates to NATS and checks its servers (BEACON_NATS_USER … BEACON_NATS_TLS_KEY): never logged. */
+  natsAuth: NatsAuth
   /** BEACON_NATS_MAX_ACK_PENDING: messages the main JetStream delivery consumer hands out unacked, over every node. */
   natsAckPendingMax: number
   /** BEACON_NATS_ACK_WAIT_MS: a record handed out to a node that stopped heartbeating (crashed) is handed out again after this. */
@@ -65,6 +68,30 @@ export interface Config {
    * refusing. For benchmarks comparing releases only: such a server can lose acknowledged writes.
    */
   natsAnyVersion: boolean
+  /** BEACON_CLUSTER_RESIGN: accept the unsigned configuration records present at start and write them back signed (the upgrade). */
+  clusterResign: boolean
+}
+
+/** NATS credentials and TLS files (docs/cluster-security.md). Files are read when connecting. */
+export interface NatsAuth {
+  /** BEACON_NATS_USER and BEACON_NATS_PASSWORD (both or neither). */
+  user: string | null
+  password: string | null
+  /** BEACON_NATS_CREDS: a credentials file (user JWT and nkey seed, `nsc generate creds`). */
+  credsFile: string | null
+  /** BEACON_NATS_NKEY: a file holding an nkey seed (SU…). */
+  nkeyFile: string | null
+  /** BEACON_NATS_TLS_CA: the CA bundle that signed the servers' certificates (tls:// or a server requiring TLS). */
+  tlsCaFile: string | null
+  /** BEACON_NATS_TLS_CERT and BEACON_NATS_TLS_KEY: a client certificate (servers with `verify: true`). */
+  tlsCertFile: string | null
+  tlsKeyFile: string | null
+}
+
+/** What may be logged of the NATS access: which kind, never a credential. */
+export function describeNatsAuth (auth: NatsAuth): { credentials: 'user' | 'creds' | 'nkey' | 'url or none', tls: boolean } {
+  const credentials = auth.user !== null ? 'user' : auth.credsFile !== null ? 'creds' : auth.nkeyFile !== null ? 'nkey' : 'url or none'
+  return { credentials, tls: auth.tlsCaFile !== null || auth.tlsCertFile !== null }
 }
 
 export class ConfigError extends Error {
@@ -164,6 +191,45 @@ function secretsKey (env: Env, problems: string[]): string | null {
   return raw
 }
 
+/** A file Beacon must read (a credential or certificate): its path, checked readable now. */
+function readableFile (env: Env, name: string, problems: string[]): string | null {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return null
+  try {
+    accessSync(raw, constants.R_OK)
+  } catch {
+    problems.push(`${name}=${JSON.stringify(raw)}: no readable file there`)
+  }
+  return raw
+}
+
+function natsAuth (env: Env, problems: string[]): NatsAuth {
+  const user = env.BEACON_NATS_USER || null
+  const password = env.BEACON_NATS_PASSWORD || null
+  // Never echo a credential: only the setting's name.
+  if ((user === null) !== (password === null)) problems.push(`${user === null ? 'BEACON_NATS_PASSWORD' : 'BEACON_NATS_USER'}: set BEACON_NATS_USER and BEACON_NATS_PASSWORD together`)
+  const auth: NatsAuth = {
+    user,
+    password,
+    credsFile: readableFile(env, 'BEACON_NATS_CREDS', problems),
+    nkeyFile: readableFile(env, 'BEACON_NATS_NKEY', problems),
+    tlsCaFile: readableFile(env, 'BEACON_NATS_TLS_CA', problems),
+    tlsCertFile: readableFile(env, 'BEACON_NATS_TLS_CERT', problems),
+    tlsKeyFile: readableFile(env, 'BEACON_NATS_TLS_KEY', problems),
+  }
+  const kinds = [user !== null && 'BEACON_NATS_USER', auth.credsFile !== null && 'BEACON_NATS_CREDS', auth.nkeyFile !== null && 'BEACON_NATS_NKEY'].filter(Boolean)
+  if (kinds.length > 1) problems.push(`${kinds.join(', ')}: set one way of authenticating to NATS, not several`)
+  if ((auth.tlsCertFile === null) !== (auth.tlsKeyFile === null)) problems.push('BEACON_NATS_TLS_CERT: set BEACON_NATS_TLS_CERT and BEACON_NATS_TLS_KEY together')
+  const urls = env.BEACON_NATS_URL ?? ''
+  if (kinds.length > 0 && /\/\/[^@/,]+@/.test(urls)) problems.push(`BEACON_NATS_URL: carries credentials and ${kinds[0]} is set too; keep one`)
+  if (urls.trim() === '') {
+    for (const name of ['BEACON_NATS_USER', 'BEACON_NATS_PASSWORD', 'BEACON_NATS_CREDS', 'BEACON_NATS_NKEY', 'BEACON_NATS_TLS_CA', 'BEACON_NATS_TLS_CERT', 'BEACON_NATS_TLS_KEY']) {
+      if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies with BEACON_NATS_URL`)
+    }
+  }
+  return auth
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const problems: string[] = []
   const logLevel = env.BEACON_LOG_LEVEL
@@ -202,6 +268,7 @@ export function loadConfig (env: Env = process.env): Config {
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
+    natsAuth: natsAuth(env, problems),
     natsAckPendingMax: integer(env, 'BEACON_NATS_MAX_ACK_PENDING', 10_000, 1, 1_000_000, problems),
     natsAckWaitMs: integer(env, 'BEACON_NATS_ACK_WAIT_MS', 30_000, 1000, 3_600_000, problems),
     secretsKey: secretsKey(env, problems),
@@ -216,13 +283,16 @@ export function loadConfig (env: Env = process.env): Config {
     replicas: integer(env, 'BEACON_REPLICAS', 1, 1, 5, problems),
     leaseMs: integer(env, 'BEACON_LEASE_MS', 3000, 100, 600_000, problems),
     natsAnyVersion: boolean(env, 'BEACON_NATS_ANY_VERSION', false, problems),
+    clusterResign: boolean(env, 'BEACON_CLUSTER_RESIGN', false, problems),
   }
   if (env.BEACON_CLUSTER !== undefined && env.BEACON_CLUSTER !== '') {
     // Cluster mode needs NATS (leases, changelogs) and one admin key shared by every node.
     if (env.BEACON_NATS_URL === undefined || env.BEACON_NATS_URL.trim() === '') problems.push('BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL (the NATS JetStream cluster its nodes share)')
     if (adminKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY (the same on every node)')
+    // The key that seals secrets and signs the cluster's entries: a data folder's own secrets.key would differ per node.
+    if (config.secretsKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_SECRETS_KEY (the same on every node; make one with: openssl rand -base64 32)')
   } else {
-    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION']) {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN']) {
       if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
     }
   }

@@ -2,7 +2,7 @@
 // `node dist/src/main.js`, `npm start` and `beacon start` all run this.
 
 import { mkdirSync } from 'node:fs'
-import { loadConfig, redactUrl, ConfigError, type Config } from './config.js'
+import { describeNatsAuth, loadConfig, redactUrl, ConfigError, type Config } from './config.js'
 import { markAdminKeyShown, resolveAdminKey } from './admin-key.js'
 import { startBeacon } from './app.js'
 import { log } from './log.js'
@@ -66,11 +66,12 @@ export async function start (): Promise<void> {
 
 /** The settings as they may be logged: no admin key, no credentials in the NATS URL. */
 export function settingsOf (config: Config): Record<string, unknown> {
-  const { adminKey, natsUrl, secretsKey, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
+  const { adminKey, natsUrl, natsAuth, secretsKey, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
   return {
     ...rest,
     adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY',
     secretsKeyFrom: secretsKey === null ? 'secrets.key' : 'BEACON_SECRETS_KEY',
     nats: natsUrl === null ? null : redactUrl(natsUrl),
+    natsAccess: natsUrl === null ? null : describeNatsAuth(natsAuth),
   }
 }

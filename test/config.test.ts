@@ -32,7 +32,7 @@ describe('configuration', () => {
   })
 
   describe('cluster mode', () => {
-    const cluster = { BEACON_CLUSTER: 'prod-1', BEACON_NATS_URL: 'nats://127.0.0.1:4222', BEACON_ADMIN_KEY: 'k'.repeat(16) }
+    const cluster = { BEACON_CLUSTER: 'prod-1', BEACON_NATS_URL: 'nats://127.0.0.1:4222', BEACON_ADMIN_KEY: 'k'.repeat(16), BEACON_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }
 
     it('is off by default, with the documented defaults for when it is on', () => {
       expect(loadConfig({})).to.include({ cluster: null, nodeId: null, partitions: 64, replicas: 1, leaseMs: 3000 })
@@ -44,10 +44,11 @@ describe('configuration', () => {
       expect(config).to.include({ cluster: 'prod-1', nodeId: 'node_a', partitions: 128, replicas: 3, leaseMs: 1500 })
     })
 
-    it('needs BEACON_NATS_URL and BEACON_ADMIN_KEY, and names the bad values one line each', () => {
+    it('needs BEACON_NATS_URL, BEACON_ADMIN_KEY and BEACON_SECRETS_KEY, and names the bad values one line each', () => {
       expect(() => loadConfig({ BEACON_CLUSTER: 'c' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_CLUSTER: cluster mode needs BEACON_NATS_URL (the NATS JetStream cluster its nodes share)',
         'BEACON_CLUSTER: cluster mode needs BEACON_ADMIN_KEY (the same on every node)',
+        'BEACON_CLUSTER: cluster mode needs BEACON_SECRETS_KEY (the same on every node; make one with: openssl rand -base64 32)',
       ])
       expect(() => loadConfig({ ...cluster, BEACON_CLUSTER: 'a.b', BEACON_NODE_ID: 'x y', BEACON_PARTITIONS: '0' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_CLUSTER="a.b": expected 1 to 64 letters, digits, - or _',
@@ -60,6 +61,44 @@ describe('configuration', () => {
       expect(() => loadConfig({ BEACON_PARTITIONS: '32' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_PARTITIONS: only applies in cluster mode (set BEACON_CLUSTER)',
       ])
+      expect(() => loadConfig({ BEACON_CLUSTER_RESIGN: 'true' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_CLUSTER_RESIGN: only applies in cluster mode (set BEACON_CLUSTER)',
+      ])
+    })
+  })
+
+  describe('NATS credentials and TLS', () => {
+    const nats = { BEACON_NATS_URL: 'nats://127.0.0.1:4222' }
+    const file = new URL(import.meta.url).pathname
+
+    it('reads a user and password, a creds file, an nkey file and TLS files', () => {
+      expect(loadConfig({ ...nats, BEACON_NATS_USER: 'beacon', BEACON_NATS_PASSWORD: 'pw' }).natsAuth).to.include({ user: 'beacon', password: 'pw', credsFile: null })
+      expect(loadConfig({ ...nats, BEACON_NATS_CREDS: file }).natsAuth).to.include({ credsFile: file, user: null })
+      expect(loadConfig({ ...nats, BEACON_NATS_NKEY: file }).natsAuth).to.include({ nkeyFile: file })
+      expect(loadConfig({ ...nats, BEACON_NATS_TLS_CA: file, BEACON_NATS_TLS_CERT: file, BEACON_NATS_TLS_KEY: file }).natsAuth).to.include({ tlsCaFile: file, tlsCertFile: file, tlsKeyFile: file })
+      expect(loadConfig(nats).natsAuth).to.deep.equal({ user: null, password: null, credsFile: null, nkeyFile: null, tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null })
+    })
+
+    it('refuses half a setting, two ways at once, missing files and settings without a URL, never echoing a credential', () => {
+      const problems = (env: Record<string, string>): string[] => {
+        try {
+          loadConfig(env)
+        } catch (error) {
+          return (error as ConfigError).problems
+        }
+        throw new Error('accepted')
+      }
+      expect(problems({ ...nats, BEACON_NATS_USER: 'beacon' })).to.deep.equal(['BEACON_NATS_USER: set BEACON_NATS_USER and BEACON_NATS_PASSWORD together'])
+      expect(problems({ ...nats, BEACON_NATS_PASSWORD: 's3cret-pw' })).to.deep.equal(['BEACON_NATS_PASSWORD: set BEACON_NATS_USER and BEACON_NATS_PASSWORD together'])
+      expect(problems({ ...nats, BEACON_NATS_USER: 'u', BEACON_NATS_PASSWORD: 's3cret-pw', BEACON_NATS_CREDS: file })).to.deep.equal(['BEACON_NATS_USER, BEACON_NATS_CREDS: set one way of authenticating to NATS, not several'])
+      expect(problems({ ...nats, BEACON_NATS_CREDS: '/nonexistent/beacon.creds' })).to.deep.equal(['BEACON_NATS_CREDS="/nonexistent/beacon.creds": no readable file there'])
+      expect(problems({ ...nats, BEACON_NATS_TLS_CERT: file })).to.deep.equal(['BEACON_NATS_TLS_CERT: set BEACON_NATS_TLS_CERT and BEACON_NATS_TLS_KEY together'])
+      expect(problems({ BEACON_NATS_URL: 'nats://u:p@127.0.0.1:4222', BEACON_NATS_CREDS: file })).to.deep.equal(['BEACON_NATS_URL: carries credentials and BEACON_NATS_CREDS is set too; keep one'])
+      expect(problems({ BEACON_NATS_USER: 'u', BEACON_NATS_PASSWORD: 's3cret-pw' })).to.deep.equal([
+        'BEACON_NATS_USER: only applies with BEACON_NATS_URL',
+        'BEACON_NATS_PASSWORD: only applies with BEACON_NATS_URL',
+      ])
+      expect(problems({ ...nats, BEACON_NATS_PASSWORD: 's3cret-pw' }).join('\n')).not.to.include('s3cret-pw')
     })
   })
 })

@@ -16,6 +16,7 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
 import { ConfigStore, type ConfigChange, type ConfigKind } from '../cluster/config-kv.js'
+import type { EntrySigner } from '../cluster/entry-signer.js'
 import { LeaseTable, type Lease } from '../cluster/leases.js'
 import { AppliedRevision } from '../cluster/applied-revision.js'
 import { partitionOf } from '../cluster/partition.js'
@@ -52,6 +53,10 @@ export interface ReplicatedConfigOptions {
   catalogs: Catalogs
   /** The panel users: their records are configuration too. */
   users: Replicated
+  /** Signs the records written and checks those read (src/cluster/entry-signer.ts). */
+  signer: EntrySigner
+  /** BEACON_CLUSTER_RESIGN: accept unsigned records present at start and write them back signed. */
+  resign?: boolean
   /** Tests only: a shorter lock lifetime. */
   lockMs?: number
 }
@@ -61,8 +66,8 @@ export interface ReplicatedConfigOptions {
  * watch runs; `ready` resolves once this node applied the whole configuration (report ready after it).
  * Without this call (embedded mode) nothing changes.
  */
-export async function startReplicatedConfig ({ nc, cluster, replicas, store, catalogs, users, lockMs = CONFIG_LOCK_MS }: ReplicatedConfigOptions): Promise<ReplicatedConfig> {
-  const records = await ConfigStore.open({ nc, bucket: `BEACON_CONFIG_${cluster}`, replicas })
+export async function startReplicatedConfig ({ nc, cluster, replicas, store, catalogs, users, signer, resign = false, lockMs = CONFIG_LOCK_MS }: ReplicatedConfigOptions): Promise<ReplicatedConfig> {
+  const records = await ConfigStore.open({ nc, bucket: `BEACON_CONFIG_${cluster}`, replicas, signer, resign })
   const locks = await LeaseTable.open({ nc, bucket: `BEACON_CONFIG_LOCKS_${cluster}`, leaseMs: lockMs, replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') })
   const replicated = new ReplicatedConfig(records, locks, store, catalogs, users)
   await replicated.start()

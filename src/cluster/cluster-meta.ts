@@ -2,13 +2,24 @@
 // the number of partitions. The first node that starts writes it (create-only); every later node
 // compares its own setting with it and refuses to start on a difference, since keys would be placed
 // in other partitions than the ones their data is in.
+//
+// And the fingerprint of the cluster's BEACON_SECRETS_KEY (key `secrets-key`: an HKDF of the key with
+// its own purpose label, which tells nothing of the key): every node must seal, open and sign with the
+// same key, so a node none of whose keys has that fingerprint refuses to start, at once, rather than
+// at its first restart (a sealed secret it cannot open) or silently (entries it cannot verify). A node
+// whose first key differs but lists the cluster's (a rotation, "new,old") is accepted and records its
+// first key as the cluster's from then on (a compare-and-set): nodes that know only the old key are
+// refused from then on.
 
 import type { NatsConnection } from '@nats-io/transport-node'
-import { Kvm } from '@nats-io/kv'
-import { CLUSTER_ERRORS, ClusterError, positiveInteger } from './errors.js'
+import { Kvm, type KV } from '@nats-io/kv'
+import { hkdfSync } from 'node:crypto'
+import { CLUSTER_ERRORS, ClusterError, isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 
 const PARTITIONS_KEY = 'partitions'
+const SECRETS_KEY_KEY = 'secrets-key'
+const FINGERPRINT_PURPOSE = 'beacon secrets key fingerprint v1'
 
 export function clusterMetaBucket (cluster: string): string {
   return `BEACON_CLUSTER_${cluster}`
@@ -34,5 +45,45 @@ export async function settlePartitions (nc: NatsConnection, cluster: string, par
   if (stored !== partitions) {
     throw new ClusterError(CLUSTER_ERRORS.CLUSTER_PARTITIONS_MISMATCH,
       `the cluster ${cluster} was created with ${stored} partitions; this node has BEACON_PARTITIONS=${partitions} (set it to ${stored}: the number of partitions cannot change)`)
+  }
+}
+
+/** A key's fingerprint as the cluster keeps it: 16 bytes of HKDF-SHA256 with a purpose of its own, hex. */
+export function secretsKeyFingerprint (key: Buffer): string {
+  return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), FINGERPRINT_PURPOSE, 16)).toString('hex')
+}
+
+/**
+ * Stores the fingerprint of `keys[0]` as the cluster's if it has none yet; else checks that one of
+ * `keys` has the cluster's fingerprint (throws CLUSTER_SECRETS_KEY_MISMATCH otherwise) and, when it is
+ * not the first, records the first as the cluster's (a rotation).
+ */
+export async function settleSecretsKey (nc: NatsConnection, cluster: string, keys: readonly Buffer[], replicas: number): Promise<void> {
+  const mine = keys.map(secretsKeyFingerprint)
+  const kv = await retryWhileElecting(() => new Kvm(nc).create(clusterMetaBucket(cluster), { history: 1, replicas }))
+  for (;;) {
+    const stored = await retryWhileElecting(() => storedFingerprint(kv, mine[0]!))
+    if (stored.fingerprint === mine[0]) return
+    if (!mine.includes(stored.fingerprint)) {
+      throw new ClusterError(CLUSTER_ERRORS.CLUSTER_SECRETS_KEY_MISMATCH,
+        `BEACON_SECRETS_KEY of this node is not the cluster ${cluster}'s (every node must have the same; the cluster's key has the fingerprint ${stored.fingerprint}, this node's ${mine.join(', ')})`)
+    }
+    try {
+      await kv.update(SECRETS_KEY_KEY, mine[0]!, stored.revision)
+      return
+    } catch (error) {
+      if (!isCompareAndSetRefusal(error)) throw error
+    }
+  }
+}
+
+/** The cluster's fingerprint and its revision; `first` becomes it when there is none. */
+async function storedFingerprint (kv: KV, first: string): Promise<{ fingerprint: string, revision: number }> {
+  try {
+    return { fingerprint: first, revision: await kv.create(SECRETS_KEY_KEY, first) }
+  } catch (error) {
+    const entry = await kv.get(SECRETS_KEY_KEY)
+    if (entry === null || entry.operation !== 'PUT') throw error
+    return { fingerprint: entry.string(), revision: entry.revision }
   }
 }

@@ -6,6 +6,14 @@
 // Ids are free text in Beacon; a KV key allows only [-/_=.A-Za-z0-9]. So each id is written with every
 // character outside [A-Za-z0-9_-] as `=` and two upper-case hex digits per UTF-8 byte ("a.b" → "a=2Eb"):
 // readable for common ids, one id per key, reversible.
+//
+// Every value is signed (entry-signer.ts): a record whose signature does not hold (written into the
+// bucket by anyone but a node with the cluster's BEACON_SECRETS_KEY) is refused, logged with its bucket
+// and key, and never delivered. Records written by a release before signatures are unsigned: refused
+// too, except while the records present at start are delivered to a node started with
+// BEACON_CLUSTER_RESIGN=true (the upgrade, docs/cluster-security.md), which accepts them and writes them
+// back signed (a compare-and-set on their revision: a record changed meanwhile is left as it is); such
+// a node re-signs the records signed by an older listed key (a rotation) the same way.
 
 import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
@@ -13,6 +21,8 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 import { readyAt } from './applied-revision.js'
+import type { EntrySigner } from './entry-signer.js'
+import { log } from '../log.js'
 
 export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
@@ -38,22 +48,33 @@ export interface ConfigStoreOptions {
   /** The KV bucket's name, e.g. `BEACON_CONFIG_<cluster>`. */
   bucket: string
   replicas: number
+  /** Signs every value written and checks every value read. */
+  signer: EntrySigner
+  /** BEACON_CLUSTER_RESIGN: accept and re-sign unsigned records among those present at start. */
+  resign?: boolean
 }
 
 const KINDS = new Set<string>(CONFIG_KINDS)
 
 export class ConfigStore {
-  private constructor (private readonly kv: KV, private readonly js: JetStreamClient, private readonly bucket: string) {}
+  private constructor (
+    private readonly kv: KV,
+    private readonly js: JetStreamClient,
+    private readonly bucket: string,
+    private readonly signer: EntrySigner,
+    private readonly resign: boolean
+  ) {}
 
   static async open (options: ConfigStoreOptions): Promise<ConfigStore> {
     positiveInteger('replicas', options.replicas)
     const kv = await retryWhileElecting(() => new Kvm(options.nc).create(options.bucket, { history: 1, replicas: options.replicas }))
-    return new ConfigStore(kv, jetstream(options.nc), options.bucket)
+    return new ConfigStore(kv, jetstream(options.nc), options.bucket, options.signer, options.resign ?? false)
   }
 
-  /** Writes a record; resolves with its revision once JetStream stored it (on a quorum with R3). */
+  /** Writes a record (signed); resolves with its revision once JetStream stored it (on a quorum with R3). */
   put (kind: ConfigKind, id: string, value: Uint8Array): Promise<number> {
-    return this.kv.put(configKey(kind, id), value)
+    const key = configKey(kind, id)
+    return this.kv.put(key, this.signer.sign(this.bucket, key, value))
   }
 
   /** Deletes a record (a delete marker, what KV delete writes); resolves with its revision once stored. */
@@ -70,18 +91,42 @@ export class ConfigStore {
   async watch (handlers: ConfigWatchHandlers): Promise<{ stop (): void }> {
     // The watch delivers the records in revision order: it has caught up once it reached the
     // stream's last revision at the time it started.
-    const delivered = readyAt(await this.lastRevision(), handlers.onReady)
+    const startedAt = await this.lastRevision()
+    const delivered = readyAt(startedAt, handlers.onReady)
     const iterator = await this.kv.watch({ key: '>' })
     void (async () => {
       for await (const entry of iterator) {
         const change = parseKey(entry.key)
         if (change !== null) {
-          handlers.onChange({ ...change, value: entry.operation === 'PUT' ? entry.value : null, revision: entry.revision })
+          const value = entry.operation === 'PUT' ? this.checked(entry.key, entry.value, entry.revision, entry.revision <= startedAt) : null
+          if (entry.operation !== 'PUT' || value !== null) handlers.onChange({ ...change, value, revision: entry.revision })
         }
         delivered(entry.revision)
       }
     })().catch(() => {})
     return iterator
+  }
+
+  /** The record's value if its signature holds (or, in the upgrade window, it is unsigned); null: refused, logged. */
+  private checked (key: string, stored: Uint8Array, revision: number, atStart: boolean): Uint8Array | null {
+    const opened = this.signer.open(this.bucket, key, stored)
+    if (opened.ok) {
+      if (!opened.current && this.resign && atStart) this.writeBack(key, opened.value, revision)
+      return opened.value
+    }
+    if (opened.why === 'unsigned' && this.resign && atStart) {
+      log.warn({ bucket: this.bucket, key, revision }, 'an unsigned configuration record was accepted (BEACON_CLUSTER_RESIGN) and is written back signed')
+      this.writeBack(key, stored, revision)
+      return stored
+    }
+    log.warn({ bucket: this.bucket, key, revision, why: opened.why }, 'a configuration record failed its signature check (not written by a node with this cluster\'s BEACON_SECRETS_KEY): refused')
+    return null
+  }
+
+  private writeBack (key: string, value: Uint8Array, revision: number): void {
+    this.kv.update(key, this.signer.sign(this.bucket, key, value), revision).catch((error: unknown) => {
+      log.warn({ err: error, bucket: this.bucket, key }, 'a configuration record was not re-signed (changed meanwhile, or NATS failed)')
+    })
   }
 }
 

@@ -19,6 +19,8 @@ export const CLUSTER_ERRORS = {
   CLUSTER_NODE_ID_IN_USE: 'CLUSTER_NODE_ID_IN_USE',
   /** The cluster was created with another number of partitions than this node was started with. */
   CLUSTER_PARTITIONS_MISMATCH: 'CLUSTER_PARTITIONS_MISMATCH',
+  /** None of this node's BEACON_SECRETS_KEY keys is the cluster's (its fingerprint in the cluster meta bucket). */
+  CLUSTER_SECRETS_KEY_MISMATCH: 'CLUSTER_SECRETS_KEY_MISMATCH',
   /** A constructor or function got an option it cannot work with. */
   CLUSTER_INVALID_ARGUMENT: 'CLUSTER_INVALID_ARGUMENT',
 } as const

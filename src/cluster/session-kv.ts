@@ -3,6 +3,9 @@
 // The bucket's max age is at least the sessions' lifetime, so a session's entry outlives it and then
 // disappears by itself (JetStream 2.9 tells no watcher of that: each node also checks the expiry the
 // value carries). Every node watches the bucket into its memory, so checking a cookie is a map lookup.
+// Every value is signed (entry-signer.ts): an entry whose signature does not hold (written by anyone
+// but a node with the cluster's BEACON_SECRETS_KEY, or by a release before signatures) is refused,
+// logged with its bucket and key, and never delivered (its session does not exist for this node).
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream'
@@ -10,6 +13,8 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { deleteKey } from './config-kv.js'
 import { invalidArgument, positiveInteger } from './errors.js'
 import { isStreamNotFound, retryWhileElecting } from './retry.js'
+import type { EntrySigner } from './entry-signer.js'
+import { log } from '../log.js'
 
 /** An entry outlives its session by this much in the bucket: the nodes' clocks differ a little. */
 export const SESSION_TTL_MARGIN_MS = 60_000
@@ -24,6 +29,8 @@ export interface SessionKvOptions {
   replicas: number
   /** The bucket's max age: at least a session's lifetime. */
   ttlMs: number
+  /** Signs every value written and checks every value read. */
+  signer: EntrySigner
 }
 
 export interface SessionKvWatch {
@@ -36,9 +43,9 @@ export interface SessionKvWatch {
 export type SessionKvChange = (key: string, value: Uint8Array | null, revision: number) => void
 
 export class SessionKv {
-  private constructor (private readonly kv: KV, private readonly js: JetStreamClient, private readonly bucket: string) {}
+  private constructor (private readonly kv: KV, private readonly js: JetStreamClient, private readonly bucket: string, private readonly signer: EntrySigner) {}
 
-  static async open ({ nc, bucket, replicas, ttlMs }: SessionKvOptions): Promise<SessionKv> {
+  static async open ({ nc, bucket, replicas, ttlMs, signer }: SessionKvOptions): Promise<SessionKv> {
     positiveInteger('replicas', replicas)
     positiveInteger('ttlMs', ttlMs)
     const kv = await retryWhileElecting(() => new Kvm(nc).create(bucket, { history: 1, replicas, ttl: ttlMs }))
@@ -50,12 +57,12 @@ export class SessionKv {
       const jsm = await jetstreamManager(nc)
       await retryWhileElecting(() => jsm.streams.update(status.streamInfo.config.name, { ...status.streamInfo.config, max_age: ttlMs * 1_000_000 }), 30_000, isStreamNotFound)
     }
-    return new SessionKv(kv, jetstream(nc), bucket)
+    return new SessionKv(kv, jetstream(nc), bucket, signer)
   }
 
-  /** Stores an entry; resolves with its revision once JetStream stored it (on a quorum with R3). */
+  /** Stores an entry (signed); resolves with its revision once JetStream stored it (on a quorum with R3). */
   put (key: string, value: Uint8Array): Promise<number> {
-    return this.kv.put(checked(key), value)
+    return this.kv.put(checked(key), this.signer.sign(this.bucket, key, value))
   }
 
   /** Deletes an entry (a delete marker every watcher sees); resolves with its revision once stored. */
@@ -81,7 +88,13 @@ export class SessionKv {
     if (live === 0) done()
     void (async () => {
       for await (const entry of iterator) {
-        onChange(entry.key, entry.operation === 'PUT' ? entry.value : null, entry.revision)
+        if (entry.operation !== 'PUT') {
+          onChange(entry.key, null, entry.revision)
+        } else {
+          const opened = this.signer.open(this.bucket, entry.key, entry.value)
+          if (opened.ok) onChange(entry.key, opened.value, entry.revision)
+          else log.warn({ bucket: this.bucket, key: entry.key, revision: entry.revision, why: opened.why }, 'a session entry failed its signature check (not written by a node with this cluster\'s BEACON_SECRETS_KEY): refused')
+        }
         if (entry.delta === 0) done()
       }
     })().catch(() => {})

@@ -37,6 +37,12 @@ export class SecretBox {
     this.keys = keys.map(bytes => ({ id: keyId(bytes), bytes }))
   }
 
+  /**
+   * The raw keys, the first sealing: for keys derived from them for another purpose (HKDF with a purpose
+   * label: the cluster's entry signatures, src/cluster/entry-signer.ts; its key fingerprint).
+   */
+  get rawKeys (): readonly Buffer[] { return this.keys.map(key => key.bytes) }
+
   /** The id of the key that seals (sealed values name it). */
   get primaryId (): string { return this.keys[0]!.id }
 

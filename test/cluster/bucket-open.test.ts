@@ -1,5 +1,7 @@
 import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { randomBytes } from 'node:crypto'
+import { EntrySigner } from '../../src/cluster/entry-signer.js'
 import { SessionKv } from '../../src/cluster/session-kv.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 
@@ -24,7 +26,7 @@ describe('cluster: opening a replicated KV bucket right after it was created', f
       const bucket = `OPEN_RACE_${round}`
       await Promise.all(connections.map(async nc => {
         try {
-          const kv = await SessionKv.open({ nc, bucket, replicas: 3, ttlMs: 60_000 })
+          const kv = await SessionKv.open({ nc, bucket, replicas: 3, ttlMs: 60_000, signer: new EntrySigner([randomBytes(32)]) })
           const watch = await kv.watch(() => {})
           watch.stop()
         } catch (error) {

@@ -1,9 +1,15 @@
 import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { Kvm, type KV } from '@nats-io/kv'
 import { ConfigStore, configKey, type ConfigChange } from '../../src/cluster/config-kv.js'
 import { ClusterError } from '../../src/cluster/errors.js'
+import { EntrySigner } from '../../src/cluster/entry-signer.js'
+import { retryWhileElecting } from '../../src/cluster/retry.js'
+import { randomBytes } from 'node:crypto'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { until } from '../helpers/until.js'
+
+const signer = new EntrySigner([randomBytes(32)])
 
 const text = (value: Uint8Array | null): string | null => value === null ? null : Buffer.from(value).toString('utf8')
 
@@ -14,11 +20,11 @@ describe('cluster configuration records in a replicated KV bucket', function () 
   const watches: Array<{ stop (): void }> = []
 
   /** A node: its own connection, to one server of the cluster first. */
-  async function node (server: number): Promise<ConfigStore> {
+  async function node (server: number, options: { bucket?: string, signer?: EntrySigner, resign?: boolean } = {}): Promise<ConfigStore> {
     const urls = [cluster.urls[server]!, ...cluster.urls.filter((_, i) => i !== server)]
     const nc = await connect({ servers: urls, noRandomize: true })
     connections.push(nc)
-    return ConfigStore.open({ nc, bucket: 'BEACON_CONFIG_test', replicas: 3 })
+    return ConfigStore.open({ nc, bucket: options.bucket ?? 'BEACON_CONFIG_test', replicas: 3, signer: options.signer ?? signer, resign: options.resign })
   }
 
   /** Watches the bucket through `reader`; resolves with the changes seen so far once the watch is ready. */
@@ -121,5 +127,60 @@ describe('cluster configuration records in a replicated KV bucket', function () 
     expect(configKey('eventTypes', 'pagé vue')).to.equal('eventTypes.pag=C3=A9=20vue')
     expect(() => configKey('nope' as 'accounts', 'x')).to.throw(ClusterError)
     expect(() => configKey('accounts', '')).to.throw(ClusterError)
+  })
+
+  describe('signatures (entries forged through NATS; the upgrade from unsigned records)', () => {
+    /** A raw NATS client's view of a bucket: what anyone with write access can do. */
+    async function raw (bucket: string): Promise<KV> {
+      const nc = await connect({ servers: cluster.urls })
+      connections.push(nc)
+      return await new Kvm(nc).open(bucket)
+    }
+
+    it('refuses a record written without the key, delivers the next signed one', async () => {
+      const bucket = 'BEACON_CONFIG_forged'
+      const writer = await node(0, { bucket })
+      const seen = await watchAll(await node(1, { bucket }))
+      const forger = await raw(bucket)
+      await retryWhileElecting(() => forger.put(configKey('users', 'intruder'), Buffer.from('{"role":"owner"}')))
+      await writer.put('users', 'real', Buffer.from('R'))
+      await until('the signed record', () => seen.length > 0, 20_000)
+      expect(seen.map(change => change.id)).to.deep.equal(['real'])
+      expect(text(seen[0]!.value)).to.equal('R')
+    })
+
+    it('with BEACON_CLUSTER_RESIGN, accepts the unsigned records present at start and writes them back signed; refuses those written after', async () => {
+      const bucket = 'BEACON_CONFIG_upgrade'
+      await node(0, { bucket })
+      const kv = await raw(bucket)
+      // Records of a release before signatures, and one signed by the previous key (a rotation).
+      const previous = randomBytes(32)
+      const current = randomBytes(32)
+      // A new bucket may still be electing its leader.
+      await retryWhileElecting(() => kv.put(configKey('accounts', 'acme'), Buffer.from('A')))
+      await kv.put(configKey('users', 'u1'), Buffer.from('U'))
+      await kv.put(configKey('campaigns', 'acme/old'), new EntrySigner([previous]).sign(bucket, configKey('campaigns', 'acme/old'), Buffer.from('C')))
+      const rotated = new EntrySigner([current, previous])
+
+      // Without the setting: refused.
+      const strict = await watchAll(await node(2, { bucket, signer: rotated }))
+      expect(strict.map(change => change.id)).to.deep.equal(['acme/old'])
+
+      const upgrading = await watchAll(await node(0, { bucket, signer: rotated, resign: true }))
+      expect(upgrading.map(change => `${change.kind}.${change.id}=${text(change.value)}`)).to.deep.equal(['accounts.acme=A', 'users.u1=U', 'campaigns.acme/old=C'])
+      for (const [key, value] of [[configKey('accounts', 'acme'), 'A'], [configKey('users', 'u1'), 'U'], [configKey('campaigns', 'acme/old'), 'C']] as const) {
+        await until(`${key} re-signed`, async () => {
+          const entry = await kv.get(key)
+          const opened = entry === null ? null : new EntrySigner([current]).open(bucket, key, entry.value)
+          return opened?.ok === true && text(opened.value) === value
+        }, 20_000, 20)
+      }
+      // The window is the start only: an unsigned record written now is refused even there.
+      const before = upgrading.length
+      await kv.put(configKey('users', 'late'), Buffer.from('L'))
+      await (await node(1, { bucket, signer: rotated })).put('users', 'marker', Buffer.from('M'))
+      await until('the marker', () => upgrading.some(change => change.id === 'marker'), 20_000)
+      expect(upgrading.slice(before).map(change => change.id).filter(id => id !== 'acme' && id !== 'u1' && id !== 'acme/old')).to.deep.equal(['marker'])
+    })
   })
 })

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Kvm } from '@nats-io/kv'
 import { Catalogs } from '../../src/catalog/catalogs.js'
+import { EntrySigner } from '../../src/cluster/entry-signer.js'
 import { startReplicatedConfig, type ReplicatedConfig } from '../../src/catalog/replicated-config.js'
 import type { SegmentsChanged } from '../../src/catalog/segments.js'
 import { parseToken, secretMatches } from '../../src/auth/tokens.js'
@@ -76,7 +77,7 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
     const urls = [cluster.urls[server]!, ...cluster.urls.filter((_, i) => i !== server)]
     const nc = await connect({ servers: urls, noRandomize: true, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
     const users = new Users(store, systemClock, new Sessions(store, systemClock, 60_000))
-    const replicated = await startReplicatedConfig({ nc, cluster: clusterName, replicas: 3, store, catalogs, users })
+    const replicated = await startReplicatedConfig({ nc, cluster: clusterName, replicas: 3, store, catalogs, users, signer: new EntrySigner(store.secrets.rawKeys) })
     const node: Node = {
       dir, store, catalogs, replicated, nc, segmentVersions, webhookChanges,
       async stop () {

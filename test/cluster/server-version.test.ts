@@ -7,6 +7,9 @@ import { isSupportedServer } from '../../src/cluster/server-version.js'
 import { removeDir, startBeacon, tempDir } from '../helpers/beacon.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 
+/** Cluster mode needs a secrets key (its check comes after the server's version). */
+const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
+
 /** An old nats-server to refuse: BEACON_TEST_NATS_SERVER_OLD, else Debian 12's package (2.9.10). */
 const OLD_NATS_SERVER = process.env.BEACON_TEST_NATS_SERVER_OLD ?? '/usr/sbin/nats-server'
 
@@ -32,13 +35,13 @@ describe('cluster: the nats-server releases cluster mode runs on', () => {
     })
 
     it('refuses to start with one line naming the minimum release', async () => {
-      const outcome = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url } })
+      const outcome = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url, BEACON_SECRETS_KEY: SECRETS_KEY } })
         .then(async started => { await started.kill(); return 'it started' }, (error: unknown) => (error as Error).message)
       expect(outcome).to.match(/beacon: failed to start: nats-server 2\.9\.\d+ \(.*\) is too old: cluster mode needs nats-server 2\.10\.0 or newer with JetStream \(BEACON_NATS_URL\)/)
     })
 
     it('starts anyway with BEACON_NATS_ANY_VERSION=true (benchmarks comparing releases), logging why it should not', async () => {
-      const started = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url, BEACON_NATS_ANY_VERSION: 'true' } })
+      const started = await startBeacon({ dataDir, env: { BEACON_CLUSTER: 'old', BEACON_NATS_URL: old.url, BEACON_NATS_ANY_VERSION: 'true', BEACON_SECRETS_KEY: SECRETS_KEY } })
       try {
         expect(started.output()).to.match(/nats-server 2\.9\.\d+ .* is too old: .*starting anyway \(BEACON_NATS_ANY_VERSION/)
       } finally {

@@ -6,15 +6,17 @@
 // One tenant (account and token) is created on an embedded Beacon whose data folder is then copied to
 // every node's: every node knows the account and token from its start (the configuration bucket gets
 // them from the first node, src/catalog/replicated-config.ts), and a test needs no admin call to begin. Each copy gets a node id of its own (the data folder's, which outbox records
-// carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID).
+// carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID). Every node gets the
+// seed's secrets key as BEACON_SECRETS_KEY (cluster mode requires it).
 
-import { cpSync, rmSync } from 'node:fs'
+import { cpSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { startNatsCluster, type NatsCluster } from './nats-cluster.js'
+import { startNatsCluster, type NatsCluster, type NatsClusterOptions } from './nats-cluster.js'
 import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from './beacon.js'
 import { randomUUID } from 'node:crypto'
 import { LOCK_FILE } from '../../src/store/data-lock.js'
 import { NODE_ID_KEY, Store } from '../../src/store/store.js'
+import { SECRETS_KEY_FILE } from '../../src/store/secrets.js'
 import type { ClusterStatus } from '../../src/cluster/node.js'
 
 export const CLUSTER_PARTITIONS = 64
@@ -67,9 +69,10 @@ export interface BeaconCluster {
 
 let clusters = 0
 
-export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}): Promise<BeaconCluster> {
+/** `natsOptions`: the NATS servers run a configuration file (then pass their credentials in `extraEnv`). */
+export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}, natsOptions: NatsClusterOptions | null = null): Promise<BeaconCluster> {
   const name = `t${process.pid}x${++clusters}`
-  const nats = await startNatsCluster()
+  const nats = await startNatsCluster(natsOptions)
   const template = tempDir('beacon-cluster-seed-')
   const dirs: string[] = [template]
   const folderIds = new Map<string, string>()
@@ -78,6 +81,8 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
     const seed = await startBeacon({ dataDir: template })
     const tenant = await createTenant(seed.url, 'Cluster test')
     await seed.stop()
+    // Cluster mode needs BEACON_SECRETS_KEY (the same on every node): the key the seed generated, which sealed its secrets.
+    const secretsKey = readFileSync(join(template, SECRETS_KEY_FILE), 'utf8').trim().split('\n').join(',')
     const seededDir = async (): Promise<string> => {
       const dir = tempDir('beacon-cluster-node-')
       cpSync(template, dir, { recursive: true })
@@ -97,6 +102,7 @@ export async function startBeaconCluster (count = 3, extraEnv: Record<string, st
       BEACON_REPLICAS: '3',
       BEACON_LEASE_MS: String(CLUSTER_LEASE_MS),
       BEACON_PARTITIONS: String(CLUSTER_PARTITIONS),
+      BEACON_SECRETS_KEY: secretsKey,
       ...extraEnv,
       ...extra,
     })

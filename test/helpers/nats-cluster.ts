@@ -2,8 +2,11 @@
 // random client port and a random route port, with its own temp store dir and server name, all routed to
 // each other. start() returns once a metadata leader is elected (an R3 stream can be created). One server
 // can be killed, stopped and restarted (same ports, same store dir); close() stops all and removes the dirs.
-// Never the shared server on 127.0.0.1:4222.
+// Never the shared server on 127.0.0.1:4222. With `configFile` the servers run a configuration file
+// (the shipped deploy/nats-cluster.conf), its ports and store dir replaced by the harness's, its `$NAME`
+// references given by `env`.
 
+import { readFileSync } from 'node:fs'
 import { connect } from '@nats-io/transport-node'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { freePort, startNatsServer, type NatsServer } from './nats-server.js'
@@ -21,6 +24,16 @@ export interface NatsCluster {
 
 const SERVERS = 3
 
+export interface NatsClusterOptions {
+  /** A configuration file each server runs (`-c`); its routes come from `env` (the harness gives none). */
+  configFile: string
+  /** Each server's environment: the file's `$NAME` references. */
+  env: (server: { name: string, routePorts: number[] }) => Record<string, string>
+  /** What the harness itself connects with (its quorum probe). */
+  user: string
+  pass: string
+}
+
 let clusters = 0
 
 /**
@@ -34,10 +47,10 @@ let clusters = 0
  *   an R3 stream is refused with a bare "no suitable peers for placement" for good. Seen on this loaded
  *   machine in 4 of 40 cold starts in one run (each server's /jsz then reports cluster_size 2).
  */
-export async function startNatsCluster (options: { bin?: string } = {}): Promise<NatsCluster> {
+export async function startNatsCluster (options: NatsClusterOptions | null = null, bin?: string): Promise<NatsCluster> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(options.bin)
+      return await startOnce(options, bin)
     } catch (error) {
       if (attempt === 3 || !(error instanceof Error) || !(ROUTE_PORT_TAKEN.test(error.message) || error instanceof MetaGroupShrunk)) throw error
     }
@@ -51,30 +64,33 @@ const SHRUNK_AFTER_MS = 8_000
 
 class MetaGroupShrunk extends Error {}
 
-async function startOnce (bin: string | undefined): Promise<NatsCluster> {
+async function startOnce (options: NatsClusterOptions | null, bin: string | undefined): Promise<NatsCluster> {
   const name = `bc${process.pid}x${++clusters}`
   const routePorts: number[] = []
   for (let i = 0; i < SERVERS; i++) routePorts.push(await freePort())
   const routes = routePorts.map(port => `nats-route://127.0.0.1:${port}`).join(',')
   const servers: NatsServer[] = []
+  const auth = options === null ? {} : { user: options.user, pass: options.pass }
   try {
     // Started together: each waits for its own client port only, and routes form as the others come up.
-    const started = await Promise.all(routePorts.map((routePort, i) => startNatsServer({
-      bin,
-      args: ['--server_name', `${name}-n${i + 1}`, '--cluster_name', name,
-        '--cluster', `nats://127.0.0.1:${routePort}`, '--routes', routes],
-    })))
+    const started = await Promise.all(routePorts.map(async (routePort, i) => {
+      const serverName = `${name}-n${i + 1}`
+      const args = ['--server_name', serverName, '--cluster_name', name]
+      if (options === null) return await startNatsServer({ bin, args: [...args, '--cluster', `nats://127.0.0.1:${routePort}`, '--routes', routes] })
+      // The monitoring port too: the file's would be the same for the three.
+      return await startNatsServer({ bin, config: withRoutePort(readFileSync(options.configFile, 'utf8'), routePort), args: [...args, '-m', String(await freePort())], env: options.env({ name: serverName, routePorts }) })
+    }))
     servers.push(...started)
     const cluster: NatsCluster = {
       urls: servers.map(server => server.url),
       servers,
       names: routePorts.map((_, i) => `${name}-n${i + 1}`),
-      waitForQuorum: (timeoutMs = 30_000) => waitForQuorum(servers.map(server => server.url), timeoutMs),
+      waitForQuorum: (timeoutMs = 30_000) => waitForQuorum(servers.map(server => server.url), timeoutMs, auth),
       async close () {
         await Promise.all(servers.map(server => server.close()))
       },
     }
-    await waitForQuorum(cluster.urls, 30_000, SHRUNK_AFTER_MS)
+    await waitForQuorum(cluster.urls, 30_000, auth, SHRUNK_AFTER_MS)
     return cluster
   } catch (error) {
     await Promise.all(servers.map(server => server.close()))
@@ -82,10 +98,20 @@ async function startOnce (bin: string | undefined): Promise<NatsCluster> {
   }
 }
 
-async function waitForQuorum (urls: string[], timeoutMs: number, shrunkAfterMs: number | null = null): Promise<void> {
+/**
+ * A configuration file's text with its cluster block listening on 127.0.0.1:<routePort>. Not the
+ * `--cluster` flag: given without credentials, it clears the file's route authorization.
+ */
+export function withRoutePort (config: string, routePort: number): string {
+  const edited = config.replace(/(\ncluster\s*\{[^}]*?\n\s*listen:\s*)\S+/, `$1127.0.0.1:${routePort}`)
+  if (edited === config) throw new Error('no cluster { listen: … } in the configuration')
+  return edited
+}
+
+async function waitForQuorum (urls: string[], timeoutMs: number, auth: { user?: string, pass?: string }, shrunkAfterMs: number | null = null): Promise<void> {
   const deadline = Date.now() + timeoutMs
   let refusedSinceMs: number | null = null
-  const nc = await connect({ servers: urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
+  const nc = await connect({ servers: urls, reconnectTimeWait: 100, maxReconnectAttempts: -1, ...auth })
   const stream = `QUORUM_PROBE_${process.pid}_${Date.now()}`
   let last: unknown = null
   try {

@@ -5,7 +5,7 @@
 // Never the shared server on 127.0.0.1:4222.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import net, { type AddressInfo } from 'node:net'
@@ -51,6 +51,14 @@ export interface NatsServerOptions {
   args?: string[]
   /** The nats-server binary. Default: natsServerBin(). */
   bin?: string
+  /**
+   * A configuration to run (`-c`, written beside the store dir), e.g. a shipped file with its ports
+   * replaced: its `store_dir` is replaced by the store dir here (the server refuses it twice); the
+   * client port and address given here win over its `listen`.
+   */
+  config?: string
+  /** Environment variables for the server (a configuration file's `$NAME` references). */
+  env?: Record<string, string>
 }
 
 export async function freePort (): Promise<number> {
@@ -120,12 +128,19 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
   let exitedWith: string | null = null
   let exited: Promise<void> = Promise.resolve()
   let log = ''
-  const clustered = (options.args ?? []).includes('--cluster')
+  let configFile: string | null = null
+  if (options.config !== undefined) {
+    configFile = `${storeDir}.conf`
+    writeFileSync(configFile, options.config.replace(/^(\s*)store_dir:.*$/m, `$1store_dir: ${JSON.stringify(storeDir)}`))
+  }
+  const clustered = (options.args ?? []).includes('--cluster') || (options.config !== undefined && /\ncluster\s*\{/.test(options.config))
 
   const launch = async (): Promise<void> => {
     exitedWith = null
-    const proc = spawn(options.bin ?? natsServerBin(), ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
+    const storeArgs = configFile === null ? ['-js', '-sd', storeDir] : ['-c', configFile]
+    const proc = spawn(options.bin ?? natsServerBin(), [...storeArgs, '-p', String(port), '-a', '127.0.0.1', ...(options.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: options.env === undefined ? process.env : { PATH: process.env.PATH ?? '', ...options.env },
     })
     child = proc
     live.add(proc)
@@ -193,6 +208,7 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
     async close () {
       await end('SIGTERM')
       if (ownsStore) rmSync(storeDir, { recursive: true, force: true })
+      if (configFile !== null) rmSync(configFile, { force: true })
     },
   }
 }

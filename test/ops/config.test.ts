@@ -56,4 +56,11 @@ describe('configuration of the operations surface', () => {
     expect(JSON.stringify(settings)).not.to.include('k'.repeat(20))
     expect(settings).to.include({ nats: 'nats://[redacted]@a:4222', adminKeyFrom: 'BEACON_ADMIN_KEY' })
   })
+
+  it('never logs the NATS password of BEACON_NATS_PASSWORD: the settings say only how Beacon authenticates', () => {
+    const settings = settingsOf(loadConfig({ BEACON_NATS_URL: 'nats://a:4222', BEACON_NATS_USER: 'beacon', BEACON_NATS_PASSWORD: 'hunter2-nats' }))
+    expect(JSON.stringify(settings)).not.to.include('hunter2-nats')
+    expect(settings).to.deep.include({ natsAccess: { credentials: 'user', tls: false } })
+    expect(settings).not.to.have.property('natsAuth')
+  })
 })

@@ -1,15 +1,27 @@
-// The NATS connection of the delivery transport: reconnecting forever, credentials taken from the URLs.
+// The NATS connection of the delivery transport and of cluster mode: reconnecting forever,
+// authenticated by the settings (a user and password, a creds file, an nkey seed: NatsAuth) or by the
+// credentials of the URLs, TLS checked against the configured CA. docs/cluster-security.md.
 
-import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node'
+import { readFileSync } from 'node:fs'
+import { connect as natsConnect, credsAuthenticator, nkeyAuthenticator, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsAuth } from '../../config.js'
+import { log } from '../../log.js'
 import { NATS_PING_INTERVAL_MS, NATS_PINGS_OUT_MAX, NATS_RECONNECT_DELAY_MS, NATS_RECONNECT_JITTER_MS } from '../limits.js'
 
-/** Connect to the first server of a comma-separated URL list that answers. */
-export async function connectNats (urls: string, name: string): Promise<NatsConnection> {
+export const NO_NATS_AUTH: NatsAuth = { user: null, password: null, credsFile: null, nkeyFile: null, tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null }
+
+/**
+ * Connect to the first server of a comma-separated URL list that answers. Logs one warning when the
+ * server let this connection in without asking for credentials (anyone who reaches it can then read
+ * and write every bucket).
+ */
+export async function connectNats (urls: string, name: string, access: NatsAuth = NO_NATS_AUTH): Promise<NatsConnection> {
   const { servers, auth } = serversOf(urls)
   if (servers.length === 0) throw new Error('JetStreamQueue: no NATS server URL')
-  return await natsConnect({
+  const nc = await natsConnect({
     servers,
     ...auth,
+    ...accessOptions(access),
     name,
     reconnect: true,
     maxReconnectAttempts: -1,
@@ -21,6 +33,35 @@ export async function connectNats (urls: string, name: string): Promise<NatsConn
     // awaits, in case it times out: 13 % of a cluster node's CPU (bench:cluster profile, 2026-11-25).
     noAsyncTraces: true,
   })
+  if (nc.info?.auth_required !== true) {
+    log.warn({ connection: name, server: nc.info?.server_name }, 'the NATS server accepted this connection without authentication: anyone who reaches it can read and write Beacon\'s streams and buckets (docs/cluster-security.md)')
+  }
+  return nc
+}
+
+/** The connection options of the settings: an authenticator or user and password, and TLS files. */
+export function accessOptions (access: NatsAuth): Partial<ConnectionOptions> {
+  const options: Partial<ConnectionOptions> = {}
+  if (access.user !== null && access.password !== null) {
+    options.user = access.user
+    options.pass = access.password
+  }
+  // Read at each (re)connection: a creds file replaced by a rotation is picked up without a restart.
+  if (access.credsFile !== null) {
+    const file = access.credsFile
+    options.authenticator = credsAuthenticator(() => readFileSync(file))
+  }
+  if (access.nkeyFile !== null) {
+    const file = access.nkeyFile
+    options.authenticator = nkeyAuthenticator(() => new TextEncoder().encode(readFileSync(file, 'utf8').trim()))
+  }
+  if (access.tlsCaFile !== null || access.tlsCertFile !== null) {
+    options.tls = {
+      ...(access.tlsCaFile === null ? {} : { caFile: access.tlsCaFile }),
+      ...(access.tlsCertFile === null ? {} : { certFile: access.tlsCertFile, keyFile: access.tlsKeyFile ?? undefined }),
+    }
+  }
+  return options
 }
 
 /**

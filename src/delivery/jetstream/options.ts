@@ -10,9 +10,13 @@ export interface QueueLogger {
   error (obj: object, msg?: string): void
 }
 
+import type { NatsAuth } from '../../config.js'
+
 export interface JetStreamQueueOptions {
   /** One or more nats:// or tls:// URLs, comma-separated. */
   url: string
+  /** Credentials and TLS files (BEACON_NATS_USER …); default: none beyond the URL's. */
+  access?: NatsAuth
   streamName?: string
   subjectPrefix?: string
   /** The durable consumer every node pulls from. */

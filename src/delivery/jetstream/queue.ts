@@ -141,7 +141,7 @@ export class JetStreamQueue implements DeliveryQueue {
 
   /** Connect (failing if no server of the URL list answers), ready to publish; start() consumes. */
   static async connect (options: JetStreamQueueOptions): Promise<JetStreamQueue> {
-    const nc = await connectNats(options.url, options.name ?? 'beacon-deliveries')
+    const nc = await connectNats(options.url, options.name ?? 'beacon-deliveries', options.access)
     try {
       const jsm = await jetstreamManager(nc)
       return new JetStreamQueue(nc, jsm, options)
