@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { ActorRuntime, PARTITIONS, partitionOf, type Actor, type ActorKind } from '../../actors/runtime.js'
 import { manualClock } from '../helpers/clock.js'
+import { until } from '../helpers/until.js'
 
 interface Counter { n: number }
 type Message = { type: 'add', by: number, write?: Promise<void> } | { type: 'slow', done: Promise<void> } | { type: 'fail' }
@@ -88,8 +89,7 @@ describe('actor runtime', () => {
     expect(runtime.residentCount).to.equal(1)
     clock.advance(1_001)
     // The sweep runs on a real timer every actorIdleMs/2; the clock decides who is idle.
-    await new Promise(resolve => setTimeout(resolve, 600))
-    expect(runtime.residentCount).to.equal(0)
+    await until('the idle actor passivated by the sweep', () => runtime.residentCount === 0, 5000)
     expect(await runtime.send(kind, 'acc', 'k', { type: 'add', by: 1 })).to.equal(2)
     expect(loads).to.deep.equal(['k', 'k'])
   })

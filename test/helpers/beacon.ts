@@ -33,7 +33,22 @@ export function tempDir (prefix = 'beacon-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
 
+const live = new Set<ChildProcess>()
+let exitHookInstalled = false
+
+/** Whatever happens to the test process (a test timed out while its Beacon ran), no Beacon it started outlives it. */
+function installExitHook (): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  process.once('exit', () => {
+    for (const child of live) {
+      try { child.kill('SIGKILL') } catch {}
+    }
+  })
+}
+
 export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptions = {}): Promise<BeaconProcess> {
+  installExitHook()
   const child = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -46,11 +61,14 @@ export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptio
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  live.add(child)
+  child.once('exit', () => live.delete(child))
   let output = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`beacon did not start within 15 s:\n${output}`)), 15_000)
+    // A start given up is not left running: nothing would stop it.
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`beacon did not start within 15 s:\n${output}`)) }, 15_000)
     const onData = (): void => {
       const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
       if (match === null) return

@@ -374,7 +374,8 @@ describe('webhook faults, JetStream transport', function () {
   let nats: NatsServer
   let receiver: FlakyReceiver
   let beacon: BeaconProcess | null = null
-  const env = (): Record<string, string> => ({ BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_NATS_URL: nats.url })
+  // ack_wait 3 s (default 30 s): what a killed process held comes back that much sooner; a live one heartbeats its records.
+  const env = (): Record<string, string> => ({ BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_NATS_URL: nats.url, BEACON_NATS_ACK_WAIT_MS: '3000' })
 
   beforeEach(async () => {
     nats = await startNatsServer()
@@ -431,7 +432,7 @@ describe('webhook faults, JetStream transport', function () {
     beacon = await startBeacon({ dataDir: beacon!.dataDir, env: env() })
     await send(tenant, 2500, 5000, sent)
     expect(sent.size).to.equal(5000)
-    // What the killed process held unacknowledged comes back after the consumer's ack_wait (30 s).
+    // What the killed process held unacknowledged comes back after the consumer's ack_wait (3 s here).
     await until('all 5,000 delivered', () => delivered().size === 5000, 60_000)
     const stats = checkAtLeastOnce(receiver.requests, sent)
     console.log(`      SIGKILL: ${stats.requests} requests for 5,000 orders, ${stats.duplicates} duplicates`)
