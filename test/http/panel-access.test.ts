@@ -178,6 +178,33 @@ describe('panel access: sessions and roles', () => {
   })
 })
 
+describe('POST /admin/session: the sign-in limit under a burst', () => {
+  let node: InProcess
+  let a: Tenant
+
+  before(async () => {
+    node = await startInProcess()
+    a = await createTenant(node.url, 'Burst')
+  })
+  after(async () => { await node.close() })
+
+  // issue 27: the limit was checked before scrypt and counted after it, so a burst was all tried.
+  it('tries at most the per-email limit of 60 wrong passwords and a right one sent at once; the rest get 429', async () => {
+    await addUser(node.url, a.account, 'burst@a.example', 'viewer')
+    const attempts = [...Array.from({ length: 60 }, () => 'a wrong but long password'), PASSWORD]
+    const answers = await Promise.all(attempts.map(password => signIn(node.url, 'burst@a.example', password)))
+    const statuses = answers.map(answer => answer.status)
+    const tried = statuses.filter(status => status === 401 || status === 200)
+    expect(tried.length, JSON.stringify(statuses)).to.be.at.most(SIGN_IN_LIMITS.perEmail).and.above(0)
+    expect(statuses.filter(status => status === 429).length, JSON.stringify(statuses)).to.equal(attempts.length - tried.length)
+    // The window ends: the right password signs in, and a success gives the address its attempts back.
+    node.clock.advance(SIGN_IN_LIMITS.windowMs)
+    expect((await signIn(node.url, 'burst@a.example')).status).to.equal(200)
+    for (let i = 0; i < SIGN_IN_LIMITS.perAddress; i++) expect((await signIn(node.url, `ok${i}@a.example`, 'a wrong but long password')).status, `failure ${i + 1}`).to.equal(401)
+    expect((await signIn(node.url, 'another@a.example', 'a wrong but long password')).status).to.equal(429)
+  })
+})
+
 describe('a route added without a role', () => {
   it('is open to owners and the admin key only: editors and viewers get 403 role_forbidden', async () => {
     const dir = tempDir()
