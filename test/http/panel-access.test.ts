@@ -168,6 +168,28 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(200)
   })
 
+  // issue 27: an owner removed the operator's rate limit with PATCH {"rateLimit": {"perSecond": 0}}.
+  it('lets an owner lower the rate the admin key set, never raise or remove it (403 role_forbidden)', async () => {
+    const path = `/admin/accounts/${a.account}`
+    const owner = (body: unknown): ReturnType<typeof asUser> => asUser(node.url, cookies.owner!, 'PATCH', path, body)
+    try {
+      expect((await admin(node.url, 'PATCH', path, { rateLimit: { perSecond: 100, burst: 100 } })).status).to.equal(200)
+      for (const raised of [{ perSecond: 0 }, { perSecond: 101 }, { perSecond: 100, burst: 1000 }]) {
+        const refused = await owner({ rateLimit: raised })
+        expectError(refused, 'role_forbidden')
+      }
+      expect((await admin(node.url, 'GET', path)).body.rateLimit).to.deep.equal({ perSecond: 100, burst: 100 })
+      expect((await owner({ rateLimit: { perSecond: 50 } })).body.rateLimit).to.deep.equal({ perSecond: 50 })
+      expect((await owner({ rateLimit: { perSecond: 100 } })).body.rateLimit, 'back up to the operator\'s rate').to.deep.equal({ perSecond: 100 })
+      expect((await owner({ rateLimit: null })).body.rateLimit, 'null: the operator\'s rate').to.deep.equal({ perSecond: 100, burst: 100 })
+      // Without an operator's rate (and BEACON_ACCOUNT_RATE_PER_SECOND unlimited) an owner sets any.
+      expect((await admin(node.url, 'PATCH', path, { rateLimit: null })).body).not.to.have.property('rateLimit')
+      expect((await owner({ rateLimit: { perSecond: 0 } })).body.rateLimit).to.deep.equal({ perSecond: 0 })
+    } finally {
+      await admin(node.url, 'PATCH', path, { rateLimit: null })
+    }
+  })
+
   it('a role change applies to the live session at once', async () => {
     const user = await addUser(node.url, a.account, 'promoted@a.example', 'viewer')
     const { cookie } = (await signIn(node.url, 'promoted@a.example')).signedIn!
