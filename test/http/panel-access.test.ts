@@ -168,6 +168,27 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(200)
   })
 
+  // issue 27: all-space and common passwords were accepted, and emails with invisible characters.
+  it('refuses a password of only spaces or a common one, and an email with an invisible character (400 invalid_field)', async () => {
+    const users = `/admin/accounts/${a.account}/users`
+    const create = (email: string, password: string): Promise<{ status: number, body: any }> => admin(node.url, 'POST', users, { email, password, role: 'viewer' })
+    for (const password of [' '.repeat(12), '\t'.repeat(12), '\u3000'.repeat(12), 'Password1234', 'PASSWORD 1234', 'qwerty123456', '1234567890123', 'zzzzzzzzzzzz']) {
+      const refused = await create('weak@a.example', password)
+      expect(refused.status, JSON.stringify(password)).to.equal(400)
+      expect(refused.body.errors[0]).to.include({ code: 'invalid_field', field: '/password' })
+    }
+    for (const email of ['ana\u200b@a.example', 'ana@a.exa\u200dmple', '\u202eana@a.example', 'ana\u2066@a.example', 'an\u00ada@a.example', 'ana\ufeff@a.example']) {
+      const refused = await create(email, 'a fine long password')
+      expect(refused.status, JSON.stringify(email)).to.equal(400)
+      expect(refused.body.errors[0]).to.include({ code: 'invalid_field', field: '/email' })
+    }
+    const user = await create('fine@a.example', 'a fine long password')
+    expect(user.status).to.equal(201)
+    const patched = await admin(node.url, 'PATCH', `${users}/${user.body.id}`, { password: ' '.repeat(20) })
+    expect(patched.status).to.equal(400)
+    expect(patched.body.errors[0]).to.include({ code: 'invalid_field', field: '/password' })
+  })
+
   // issue 27: an owner removed the operator's rate limit with PATCH {"rateLimit": {"perSecond": 0}}.
   it('lets an owner lower the rate the admin key set, never raise or remove it (403 role_forbidden)', async () => {
     const path = `/admin/accounts/${a.account}`
