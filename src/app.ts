@@ -201,6 +201,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     routes: withOpenApi(protectAdminRoutes([
       ...opsRoutes({
         metrics,
+        metricsToken: config.metricsToken,
         lmdbOpen: () => store.isOpen,
         draining: () => server.draining,
         nats: queue === null ? null : { connected: () => queue.isConnected },

@@ -611,6 +611,8 @@ export class HttpServer<R extends Route = Route> {
     const text = reply.contentType !== undefined
     res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
     res.writeHeader('Content-Type', text ? reply.contentType! : 'application/json')
+    // Errors echo what a request sent (a name, a field): never let a browser sniff them into HTML.
+    if (reply.status >= 400) res.writeHeader('X-Content-Type-Options', 'nosniff')
     if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
     res.end(reply.status === 204 || reply.status === 304 ? undefined : text ? reply.body as string | Buffer : JSON.stringify(reply.body), closeConnection)
   }
