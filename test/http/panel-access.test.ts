@@ -192,7 +192,10 @@ describe('panel access: sessions and roles', () => {
   // issue 27: an owner removed the operator's rate limit with PATCH {"rateLimit": {"perSecond": 0}}.
   it('lets an owner lower the rate the admin key set, never raise or remove it (403 role_forbidden)', async () => {
     const path = `/admin/accounts/${a.account}`
-    const owner = (body: unknown): ReturnType<typeof asUser> => asUser(node.url, cookies.owner!, 'PATCH', path, body)
+    // A session of its own: an earlier test moves the clock past the shared sessions' expiry.
+    await addUser(node.url, a.account, 'rate-owner@a.example', 'owner')
+    const { cookie } = (await signIn(node.url, 'rate-owner@a.example')).signedIn!
+    const owner = (body: unknown): ReturnType<typeof asUser> => asUser(node.url, cookie, 'PATCH', path, body)
     try {
       expect((await admin(node.url, 'PATCH', path, { rateLimit: { perSecond: 100, burst: 100 } })).status).to.equal(200)
       for (const raised of [{ perSecond: 0 }, { perSecond: 101 }, { perSecond: 100, burst: 1000 }]) {
