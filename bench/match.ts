@@ -22,6 +22,8 @@ import {
 } from './match-peers.js'
 
 const QUICK = process.env.MATCH_BENCH_QUICK === '1'
+/** MATCH_BENCH_ONLY=glob runs only the glob attack rows (issue 27), e.g. to compare two builds. */
+const ONLY_GLOB = process.env.MATCH_BENCH_ONLY === 'glob'
 const EVENTS = 1000
 const ACCOUNT_SEED = 3
 const PEER_SIZES = new Set([10, 100, 1000])
@@ -114,6 +116,33 @@ async function prepare (account: Account): Promise<Prepared> {
   return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, peers }
 }
 
+// ---- the glob attack of issue 27 ------------------------------------------------------------------
+
+/**
+ * Milliseconds per event for 10 campaigns of 100 trigger paths each, every path `*` + 253 × `a` +
+ * `?b` (the issue's attack) or `*` + 252 × `a` + `?b*` (a middle piece with `?`, searched), against a
+ * pageView of a 2,048-character path of `a`: the mean of as many events as fit in about a second.
+ */
+function globAttack (): void {
+  const shapes = [
+    { label: '`*` + 253 a + `?b` (issue 27)', path: (i: number) => '*' + 'a'.repeat(253 - String(i).length) + String(i) + '?b' },
+    { label: '`*` + 252 a + `?b*`', path: (i: number) => '*' + 'a'.repeat(252 - String(i).length) + String(i) + '?b*' },
+  ]
+  const ctx = { ...contexts[0] as MatchContext, event: { event: 'pageView', platform: 'web', path: 'a'.repeat(2048) } }
+  console.log('\nglob attack (10 campaigns × 100 trigger paths, a 2,048-character path):')
+  console.log('| trigger paths | ms per event |\n| --- | ---: |')
+  for (const shape of shapes) {
+    const set = compileCampaigns(Array.from({ length: 10 }, (_, c) => ({
+      id: `attack-${c}`,
+      def: { name: `attack ${c}`, status: 'active' as const, priority: 1, trigger: { events: ['pageView'], paths: Array.from({ length: 100 }, (_, i) => shape.path(i)) }, content: {} },
+    })))
+    let n = 0
+    const startMs = performance.now()
+    while (performance.now() - startMs < (QUICK ? 100 : 1000) || n < 3) { sink = set.match(ctx); n++ }
+    console.log(`| ${shape.label} | ${((performance.now() - startMs) / n).toFixed(3)} |`)
+  }
+}
+
 // ---- measurement ------------------------------------------------------------------------------
 
 export let sink: unknown = null
@@ -121,6 +150,7 @@ export let sink: unknown = null
 async function main (): Promise<void> {
   const totalStartMs = performance.now()
   console.log(`node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} logical CPUs; one core used`)
+  if (ONLY_GLOB) return globAttack()
   const prepared: Prepared[] = []
   for (const account of accounts) prepared.push(await prepare(account))
   console.log(`agreement: compiled = reference on ${EVENTS} events for every account; ${PEER_NAMES.join(', ')} = compiled ` +
@@ -181,6 +211,7 @@ async function main (): Promise<void> {
   console.log(`  >= 1,000,000 events/s at 1,000 campaigns: ${fmt(c1000)} — ${check((c1000 ?? 0) >= 1e6)}`)
   console.log(`  >= 50x json-rules-engine at 100 campaigns: ${ratio(c100, j100)} — ${check(c100 !== undefined && j100 !== undefined && c100 / j100 >= 50)}`)
   console.log(`  cost(10,000) <= 3x cost(100): ${growth.toFixed(2)}× — ${check(growth <= 3)}`)
+  globAttack()
   console.log(`\ntotal run ${((performance.now() - totalStartMs) / 1000).toFixed(0)} s`)
 }
 

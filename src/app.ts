@@ -206,6 +206,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     routes: withOpenApi(protectAdminRoutes([
       ...opsRoutes({
         metrics,
+        metricsToken: config.metricsToken,
         lmdbOpen: () => store.isOpen,
         draining: () => server.draining,
         nats: queue === null ? null : { connected: () => queue.isConnected },
@@ -230,6 +231,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
+        defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null }),
       }),
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),

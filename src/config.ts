@@ -31,6 +31,8 @@ export interface Config {
   webhookAllowPrivate: boolean
   /** BEACON_METRICS: whether requests and internals are counted for GET /metrics. */
   metrics: boolean
+  /** BEACON_METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null
   /** BEACON_REQUEST_LOG_SAMPLE: the share of requests logged, 0 (none) to 1 (all). */
   requestLogSample: number
   /** BEACON_NATS_URL: NATS server URL(s), comma-separated, or null for the embedded mode. */
@@ -244,6 +246,10 @@ export function loadConfig (env: Env = process.env): Config {
   if (adminKey !== null && adminKey.length < 16) {
     problems.push('BEACON_ADMIN_KEY: must be at least 16 characters (or unset, to have one generated)')
   }
+  const metricsToken = env.BEACON_METRICS_TOKEN || null
+  if (metricsToken !== null && metricsToken.length < 16) {
+    problems.push('BEACON_METRICS_TOKEN: must be at least 16 characters (or unset: /metrics without a token)')
+  }
   const inflightMax = integer(env, 'BEACON_INFLIGHT_MAX', 10_000, 1, 1_000_000, problems)
   const accountRatePerSecond = integer(env, 'BEACON_ACCOUNT_RATE_PER_SECOND', 0, 0, 1_000_000, problems)
   const config: Config = {
@@ -266,6 +272,7 @@ export function loadConfig (env: Env = process.env): Config {
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
+    metricsToken,
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),
     natsUrl: natsUrl(env, 'BEACON_NATS_URL', problems),
     natsAuth: natsAuth(env, problems),

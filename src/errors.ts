@@ -16,6 +16,7 @@ export const ERRORS = {
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],
   admin_unauthorized: [401, 'The admin API needs "Authorization: Bearer <admin key>".'],
+  metrics_unauthorized: [401, 'GET /metrics needs "Authorization: Bearer <BEACON_METRICS_TOKEN>".'],
   identity_unverified: [401, 'The profileId needs a valid profileIdSignature (HMAC-SHA256 under the account\'s identity secret).'],
   invalid_credentials: [401, 'The email or the password is wrong.'],
   // 403

@@ -64,13 +64,14 @@ export async function start (): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'))
 }
 
-/** The settings as they may be logged: no admin key, no credentials in the NATS URL. */
+/** The settings as they may be logged: no admin key, no metrics token, no credentials in the NATS URL. */
 export function settingsOf (config: Config): Record<string, unknown> {
-  const { adminKey, natsUrl, natsAuth, secretsKey, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
+  const { adminKey, natsUrl, natsAuth, secretsKey, metricsToken, host: _host, port: _port, dataDir: _dataDir, durability: _durability, ...rest } = config
   return {
     ...rest,
     adminKeyFrom: adminKey === null ? 'admin.key' : 'BEACON_ADMIN_KEY',
     secretsKeyFrom: secretsKey === null ? 'secrets.key' : 'BEACON_SECRETS_KEY',
+    metricsToken: metricsToken !== null,
     nats: natsUrl === null ? null : redactUrl(natsUrl),
     natsAccess: natsUrl === null ? null : describeNatsAuth(natsAuth),
   }

@@ -57,6 +57,17 @@ interface StoredAccount {
   allowBrowserTokens?: boolean
   identitySecrets?: IdentitySecrets
   rateLimit?: RateLimit
+  /** The rate last set with the admin key: an owner may lower the account's rate below it, never raise it. */
+  operatorRateLimit?: RateLimit
+}
+
+/** Who changes an account's settings: the operator (admin key), or an owner, bounded by the operator's rate. */
+export type ChangedBy = { type: 'operator' } | { type: 'owner', defaultRate: RateLimit }
+
+/** Whether `rate` is no more than `ceiling` (perSecond 0 is unlimited; a burst defaults to perSecond). */
+export function withinRate (rate: RateLimit, ceiling: RateLimit): boolean {
+  if (ceiling.perSecond === 0) return true
+  return rate.perSecond > 0 && rate.perSecond <= ceiling.perSecond && (rate.burst ?? rate.perSecond) <= (ceiling.burst ?? ceiling.perSecond)
 }
 
 /** What browser calls of an account are checked against, compiled when the account changes. */
@@ -139,13 +150,12 @@ export class AccountCatalog {
     return { account: account!, identitySecret }
   }
 
-  async update (id: string, patch: AccountSettings): Promise<Account> {
+  async update (id: string, patch: AccountSettings, by: ChangedBy = { type: 'operator' }): Promise<Account> {
     const patched = (): StoredAccount => {
       this.get(id)
       const { rateLimit, ...rest } = patch
       const next: StoredAccount = { ...this.stored.get(id)!, ...rest }
-      if (rateLimit === null) delete next.rateLimit
-      else if (rateLimit !== undefined) next.rateLimit = rateLimit
+      if (rateLimit !== undefined) setRate(next, rateLimit, by)
       return next
     }
     if (this.writer !== null) {
@@ -236,6 +246,34 @@ export class AccountCatalog {
 }
 
 function valueOf<V> (_key: string, value: V): V { return value }
+
+/**
+ * The admin key sets the operator's rate (null removes it); an owner may set any rate within it (or
+ * within BEACON_ACCOUNT_RATE_PER_SECOND when the operator set none), and null goes back to it.
+ */
+function setRate (next: StoredAccount, rateLimit: RateLimit | null, by: ChangedBy): void {
+  if (by.type === 'operator') {
+    if (rateLimit === null) {
+      delete next.rateLimit
+      delete next.operatorRateLimit
+    } else {
+      next.rateLimit = rateLimit
+      next.operatorRateLimit = rateLimit
+    }
+    return
+  }
+  const ceiling = next.operatorRateLimit ?? by.defaultRate
+  if (rateLimit === null) {
+    if (next.operatorRateLimit === undefined) delete next.rateLimit
+    else next.rateLimit = next.operatorRateLimit
+    return
+  }
+  if (!withinRate(rateLimit, ceiling)) {
+    const burst = ceiling.burst ?? ceiling.perSecond
+    throw new ApiError('role_forbidden', `The operator limits this account to ${ceiling.perSecond} requests per second (burst ${burst}): an owner may lower the rate, never raise or remove it.`, '/rateLimit')
+  }
+  next.rateLimit = rateLimit
+}
 
 function accountRow (stored: StoredAccount): RowWrite {
   return { row: { db: 'accounts', key: stored.account }, value: stored }

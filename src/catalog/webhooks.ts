@@ -8,6 +8,7 @@ import type { Store } from '../store/store.js'
 import { WEBHOOKS_MAX } from '../store/limits.js'
 import type { Page } from '../store/paging.js'
 import type { SecretRows } from '../store/seal-secrets.js'
+import { assertSecretsMayStay } from './redacted-secrets.js'
 import { compileWebhook, mapSecrets, redactWebhook, restoreSecrets, type CompiledWebhook, type WebhookConfig } from '../webhooks/index.js'
 import type { WebhookChanged, WebhookLookup } from '../webhooks/lookup.js'
 import type { AccountCatalog } from './accounts.js'
@@ -162,7 +163,7 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
       await this.writer.change(account, () => {
         this.accounts.get(account)
         const previous = this.rows.find(account, id)
-        compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
+        compiled = compileWebhook(id, account, restored(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
         this.rows.checkLimit(account, id)
         const writes: RowWrite[] = [{ row: this.rows.row(account, id), value: mapSecrets(compiled.config, secret => this.store.secrets.seal(secret)) }]
         if (this.listedSegmentsChange(account, id, compiled)) writes.push(this.segments.versionRow(account))
@@ -172,7 +173,7 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
     }
     this.accounts.get(account)
     const previous = this.rows.find(account, id)
-    const compiled = compileWebhook(id, account, restoreSecrets(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
+    const compiled = compileWebhook(id, account, restored(body, previous?.config ?? null), { allowPrivate: this.allowPrivate })
     await this.rows.reserve(account, id, async () => {
       await this.rows.save(account, id, mapSecrets(compiled.config, secret => this.store.secrets.seal(secret)))
       this.rows.set(account, id, compiled)
@@ -244,4 +245,20 @@ function indexOf (webhooks: Iterable<CompiledWebhook>): WebhookIndex {
     if (webhook.mode === 'sync') index.syncTimeoutMs = Math.max(index.syncTimeoutMs, webhook.timeoutMs)
   }
   return index
+}
+
+/** The body with the stored secrets it sent back as "[redacted]", refused when its target moved (redacted-secrets.ts). */
+function restored (body: unknown, previous: WebhookConfig | null): unknown {
+  const kept: string[] = []
+  const restoredBody = restoreSecrets(body, previous, kept)
+  if (previous !== null) {
+    const request = isRecord(body) && isRecord(body.request) ? body.request : {}
+    const delivery = isRecord(body) && isRecord(body.delivery) ? body.delivery : {}
+    assertSecretsMayStay(kept, { url: previous.request.url, proxy: previous.delivery.proxy }, { url: request.url, proxy: delivery.proxy })
+  }
+  return restoredBody
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -10,7 +10,7 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { isCompareAndSetRefusal, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 
-export interface SignInWindow { startMs: number, failures: number }
+export interface SignInWindow { startMs: number, failures: number, pending?: number }
 
 export interface SignInKvOptions {
   nc: NatsConnection
@@ -43,9 +43,5 @@ export class SignInKv {
       if (isCompareAndSetRefusal(error)) return false
       throw error
     }
-  }
-
-  async remove (key: string): Promise<void> {
-    await this.kv.delete(key)
   }
 }

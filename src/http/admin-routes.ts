@@ -8,6 +8,8 @@ import { ApiError, errorItem } from '../errors.js'
 import type { TokenRecord } from '../auth/tokens.js'
 import type { Catalogs } from '../catalog/catalogs.js'
 import type { PageRequest } from '../catalog/config-rows.js'
+import type { ChangedBy, RateLimit } from '../catalog/accounts.js'
+import { principalOf } from './access.js'
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../store/limits.js'
 import type { ActorRuntime } from '../../actors/runtime.js'
 import { visitorKey, type VisitorKind } from '../../actors/visitor.js'
@@ -45,6 +47,8 @@ export interface AdminDeps {
   deliveries: DeliveryHub
   erasure: Erasure
   accountDeletions: AccountDeletions
+  /** BEACON_ACCOUNT_RATE_PER_SECOND and _BURST: the operator's rate for accounts without one of their own. */
+  defaultRate?: RateLimit
   /**
    * The segments' current member counts (eventually consistent: src/reports/counters.ts); cluster mode:
    * every live node's share added (src/reports/cluster-reports.ts), a 503 when one does not answer.
@@ -73,7 +77,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers, clusterDeliveries = null }: AdminDeps): RouteDefinition[] {
+export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers, clusterDeliveries = null, defaultRate = { perSecond: 0 } }: AdminDeps): RouteDefinition[] {
   const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler): RouteDefinition =>
     ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', role, doc, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
@@ -125,14 +129,15 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     }, request => ok(catalogs.accounts.get(param(request, 0)))),
     route('patch', '/admin/accounts/:account', 'owner', {
       summary: 'Change an account: name, suspension, rate, browser access, identity verification',
-      description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND. allowedOrigins replaces the list (exact origins or https://*.shop.example); docs/sdk.md.',
+      description: 'A suspended account answers 404 account_not_found on the public API. `rateLimit` is the account\'s rate on the public endpoints (perSecond 0: unlimited); null goes back to BEACON_ACCOUNT_RATE_PER_SECOND. A rate set with the admin key is the operator\'s: an owner may lower it (null: back to it), never raise or remove it (403 role_forbidden); without one, an owner stays within BEACON_ACCOUNT_RATE_PER_SECOND. allowedOrigins replaces the list (exact origins or https://*.shop.example); docs/sdk.md.',
       tag: 'Accounts',
       body: { schema: S.AccountPatch, example: { name: 'My shop (EU)', allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'required' } },
       ok: json(200, 'The account.', R.AccountRecord), errors: ['account_not_found'],
     }, async request => {
       const patch = validateAccountPatch(request.body)
       if (patch.allowedOrigins !== undefined) patch.allowedOrigins = checkOrigins(patch.allowedOrigins)
-      return ok(await catalogs.accounts.update(param(request, 0), patch))
+      const by: ChangedBy = principalOf(request)?.type === 'user' ? { type: 'owner', defaultRate } : { type: 'operator' }
+      return ok(await catalogs.accounts.update(param(request, 0), patch, by))
     }),
     route('post', '/admin/accounts/:account/identity-secret/rotate', 'owner', {
       summary: 'Rotate the identity secret',

@@ -12,8 +12,11 @@ const ENTITIES: Record<string, string> = {
   users: 'user', media: 'media', profiles: 'profile', visitors: 'visitor',
 }
 
-/** Keys never written into a summary, whatever their entity. */
-const SECRET = /password|secret|token|authorization|hash|key/i
+/**
+ * Keys whose values are never written into a summary, whatever their entity: those the API's answers
+ * redact (src/webhooks/redact.ts: a webhook header named like a credential, Cookie included) and more.
+ */
+const SECRET = /password|secret|token|authorization|hash|key|auth|pass|cookie|session|signature|credential/i
 const SUMMARY_MAX = 300
 
 export function protectAdminRoutes<R extends Route> (routes: R[], access: Access, audit: AuditLog): R[] {
@@ -51,11 +54,15 @@ function audited (route: Route, read: Route | null, audit: AuditLog): Route['han
     const entityId = request.params.length > 1
       ? request.params[request.params.length - 1]!
       : String(body?.id ?? signedIn?.id ?? (principal?.type === 'user' ? principal.user.id : body?.account ?? account))
-    // An upload's bytes are not summarized: its answer (name, type, size) is.
-    const after = route.method === 'del' ? null : Buffer.isBuffer(request.body) ? body : request.body ?? body
+    // What the change made, as the API answered it (secrets redacted as GET shows them, issue 27), or
+    // what was sent when the answer is not a record. An upload's bytes are not summarized: its answer is.
+    const sent = asRecord(request.body)
+    const after = route.method === 'del' ? null : asRecord(body) ?? sent
     // A deletion without a readable "before" is described by its answer (a revoked token, what was erased).
     const was = before ?? (route.method === 'del' ? body : null)
-    await audit.append(account, { actor, action, entity, entityId, summary: summarize(action, was, after, entityId) })
+    // A PATCH is summarized by the fields it sent, never by those it left as they were.
+    const summary = summarize(action, was, after, entityId, route.method === 'patch' ? sent ?? {} : null)
+    await audit.append(account, { actor, action, entity, entityId, summary })
     return reply
   }
 }
@@ -82,12 +89,21 @@ async function readQuietly (read: Route, request: Request): Promise<unknown> {
 /** What a read adds to a record that a write does not send: counts, and the id or name from the path. */
 const DERIVED = new Set(['members'])
 
-/** A line a person reads: what changed (before → after) for an update, the main fields otherwise. */
-export function summarize (action: string, before: unknown, after: unknown, entityId: string): string {
+/**
+ * A line a person reads: what changed (before → after) for an update, the main fields otherwise.
+ * `patched`: the fields a PATCH sent (only those are compared; secrets among them named, not shown).
+ */
+export function summarize (action: string, before: unknown, after: unknown, entityId: string, patched: Record<string, unknown> | null = null): string {
   const b = asRecord(before)
   const a = asRecord(after)
   let text: string
-  if (b !== null && a !== null) {
+  if (patched !== null) {
+    const keys = Object.keys(patched).filter(key => !SECRET.test(key))
+    const now = (key: string): unknown => a !== null && key in a ? a[key] : patched[key]
+    text = describeChanges(b !== null
+      ? keys.filter(key => JSON.stringify(now(key)) !== JSON.stringify(b[key])).map(key => `${key}: ${short(b[key])} → ${short(now(key))}`)
+      : keys.map(key => `${key} → ${short(now(key))}`), patched)
+  } else if (b !== null && a !== null) {
     // A replacement (PUT) drops the fields it does not send: those show as "→ (none)".
     const dropped = Object.keys(b).filter(key => !(key in a) && !DERIVED.has(key) && b[key] !== entityId)
     const changed = [...Object.keys(a), ...dropped].filter(key => !SECRET.test(key) && JSON.stringify(a[key]) !== JSON.stringify(b[key]))

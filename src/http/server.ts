@@ -246,30 +246,32 @@ function forwardedHeaders (exchange: Exchange): Record<string, string> {
 
 // Scratch of framingError's header walk (synchronous, so one set of counters serves every request).
 let contentLengths = 0
-let firstContentLength = ''
-let contentLengthsDiffer = false
+let codings = 0
+let framingProblem: string | null = null
 
 function countFraming (key: string, value: string): void {
-  if (key !== 'content-length') return
-  if (contentLengths === 0) firstContentLength = value
-  else if (value !== firstContentLength) contentLengthsDiffer = true
-  contentLengths++
+  if (key === 'content-length') {
+    if (++contentLengths > 1) framingProblem ??= 'The request has more than one Content-Length header.'
+    else if (!/^\d+$/.test(value.trim())) framingProblem ??= `Content-Length "${value.slice(0, 40)}" is not a number.`
+  } else if (key === 'transfer-encoding') {
+    if (++codings > 1) framingProblem ??= 'The request has more than one Transfer-Encoding header.'
+    else if (value.trim().toLowerCase() !== 'chunked') framingProblem ??= `Transfer-Encoding "${value.slice(0, 40)}" is not supported; only chunked is.`
+  }
 }
 
 /**
  * What RFC 9112 says to refuse with 400 and close, among what uWebSockets.js lets through to a
- * handler: a transfer coding other than chunked (uWS would read the body as chunked anyway), and
- * Content-Length headers that disagree (uWS reads the first; a proxy in front may read another: request
- * smuggling). Only requests that carry either header pay for the walk over their headers.
+ * handler: a transfer coding other than chunked (uWS would read the body as chunked anyway), and more
+ * than one Content-Length or Transfer-Encoding line (uWS reads the first; a proxy in front may read
+ * another, or join them: request smuggling, issue 27), or a Content-Length that is not a number. Every
+ * header line is looked at, and only requests that carry either header pay for the walk.
  */
 function framingError (req: uWS.HttpRequest): string | null {
-  const coding = req.getHeader('transfer-encoding')
-  if (coding !== '' && coding.trim().toLowerCase() !== 'chunked') return `Transfer-Encoding "${coding.slice(0, 40)}" is not supported; only chunked is.`
   contentLengths = 0
-  contentLengthsDiffer = false
+  codings = 0
+  framingProblem = null
   req.forEach(countFraming)
-  if (contentLengthsDiffer) return 'The request has Content-Length headers that disagree.'
-  return null
+  return framingProblem
 }
 
 function onAbort (this: Exchange): void {
@@ -618,6 +620,8 @@ export class HttpServer<R extends Route = Route> {
     const text = reply.contentType !== undefined
     res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
     res.writeHeader('Content-Type', text ? reply.contentType! : 'application/json')
+    // Errors echo what a request sent (a name, a field): never let a browser sniff them into HTML.
+    if (reply.status >= 400) res.writeHeader('X-Content-Type-Options', 'nosniff')
     if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
     res.end(reply.status === 204 || reply.status === 304 ? undefined : text ? reply.body as string | Buffer : JSON.stringify(reply.body), closeConnection)
   }

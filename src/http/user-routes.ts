@@ -54,17 +54,25 @@ export function userRoutes ({ catalogs, users, sessions, clock, signInLimit = ne
       async handler (request) {
         const { email, password } = validateSignIn(request.body)
         const key = normalizeEmail(email)
-        const waitMs = await limit.waitMs(key, request.remoteAddress, clock.nowMs())
+        const address = request.remoteAddress
+        // Reserved before the password is checked, settled after: a burst cannot try more than the limit.
+        const waitMs = await limit.reserve(key, address, clock.nowMs())
         if (waitMs > 0) {
           throw new ApiError('rate_limited', 'Too many failed sign-ins; wait before trying again.', undefined, { 'Retry-After': String(Math.ceil(waitMs / 1000)) })
         }
         const found = users.byEmailForSignIn(key)
-        const good = await verifyPassword(password, found?.passwordHash ?? DECOY_HASH)
+        let good: boolean
+        try {
+          good = await verifyPassword(password, found?.passwordHash ?? DECOY_HASH)
+        } catch (error) {
+          await limit.settle(key, address, 'untried', clock.nowMs())
+          throw error
+        }
         if (found === undefined || !good || catalogs.accounts.active(found.user.account) === undefined) {
-          await limit.failed(key, request.remoteAddress, clock.nowMs())
+          await limit.settle(key, address, 'failed', clock.nowMs())
           throw new ApiError('invalid_credentials')
         }
-        await limit.succeeded(key)
+        await limit.settle(key, address, 'succeeded', clock.nowMs())
         const id = await sessions.create(found.user.id)
         return { status: 200, body: { user: Users.public(found.user) }, headers: { 'Set-Cookie': cookie(request, id, maxAgeS) } }
       },

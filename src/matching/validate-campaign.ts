@@ -3,6 +3,7 @@
 
 import { ApiError, errorItem, type ErrorItem } from '../errors.js'
 import { globProblem } from './glob.js'
+import { JSON_DEPTH_MAX, nestsDeeper } from './json-depth.js'
 import { parseIsoMs } from './iso-time.js'
 import { pointer } from './json-pointer.js'
 import { CAP_PERIODS, type CampaignDef } from './types.js'
@@ -67,6 +68,11 @@ export function validateCampaign (body: unknown): ErrorItem[] {
 
   if (!Object.hasOwn(body, 'content') || body.content === undefined) fail('/content', 'content is required')
   else {
+    // Before anything walks it: JSON.stringify and msgpackr recurse.
+    if (nestsDeeper(body.content, JSON_DEPTH_MAX)) {
+      fail('/content', `content nests objects and arrays deeper than ${JSON_DEPTH_MAX} levels`)
+      return errors
+    }
     const bytes = jsonBytes(body.content)
     if (bytes === null) fail('/content', 'content must be JSON')
     else if (bytes > CONTENT_SIZE_MAX_BYTES) fail('/content', `content is ${bytes} bytes as JSON; at most ${CONTENT_SIZE_MAX_BYTES} are allowed`)

@@ -7,6 +7,7 @@ import { render, type JSX } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { call, can, user, type Role } from './api'
 import { route } from './router'
+import { decodeRest } from './route-path'
 import { Link, Loading } from './ui'
 import { SignIn } from './pages/sign-in'
 import { Campaigns } from './pages/campaigns'
@@ -46,15 +47,17 @@ function App (): JSX.Element {
   if (current === undefined) return <main id='main'><Loading what='the panel' /></main>
   if (current === null) return <SignIn />
   const [head = '', ...tail] = route.value.split('/')
-  const section = SECTIONS.find(s => s.path === (head === '' ? 'campaigns' : head))
+  const found = SECTIONS.find(s => s.path === (head === '' ? 'campaigns' : head))
+  const rest = decodeRest(tail.join('/'))
+  const section = rest === null ? undefined : found
   return (
     <div class='shell'>
       <a class='skip' href='#main'>Skip to content</a>
-      <Nav current={section?.path ?? ''} />
+      <Nav current={found?.path ?? ''} />
       <main id='main'>
         {section === undefined ? <p>No such page.</p>
           : !can(section.role) ? <p role='alert'>Your role ({current.role}) cannot open this page.</p>
-              : section.page(decodeURIComponent(tail.join('/')))}
+              : section.page(rest ?? '')}
       </main>
     </div>
   )

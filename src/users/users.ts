@@ -11,6 +11,7 @@ import { log } from '../log.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
 import { hashPassword } from './password.js'
+import { assertEmailVisible, assertPasswordAcceptable } from './credentials-policy.js'
 import { USERS_SCOPE, type ConfigRow, type ConfigWriter, type Replicated, type RowWrite } from '../store/config-writer.js'
 
 export const ROLES = ['viewer', 'editor', 'owner'] as const
@@ -98,6 +99,8 @@ export class Users implements Replicated {
   }
 
   async create (account: string, spec: { email: string, name?: string, password: string, role: Role }): Promise<User> {
+    assertEmailVisible(spec.email)
+    assertPasswordAcceptable(spec.password)
     const email = normalizeEmail(spec.email)
     this.checkNew(account, email)
     const record: UserRecord = {
@@ -132,6 +135,7 @@ export class Users implements Replicated {
   async update (account: string, id: string, patch: UserPatch): Promise<User> {
     const current = this.inAccount(account, id) as UserRecord
     this.checkPatch(account, current, patch)
+    if (patch.password !== undefined) assertPasswordAcceptable(patch.password)
     const passwordHash = patch.password === undefined ? undefined : await hashPassword(patch.password)
     if (this.writer !== null) {
       // Made under the users' lock to the user as the cluster has it then.

@@ -52,24 +52,36 @@ function toRedacted (): string { return REDACTED }
 
 /**
  * For PUT: where the incoming body has "[redacted]" in a secret's place and the stored configuration
- * has that secret, put the stored secret back. Everything else is returned as is (validate afterwards:
+ * has that secret, put the stored secret back (and push the field's JSON pointer onto `kept`). Everything else is returned as is (validate afterwards:
  * a "[redacted]" left over, with nothing stored to restore, is refused by validateWebhook).
  */
-export function restoreSecrets (incoming: unknown, previous: WithSecrets | null): unknown {
+export function restoreSecrets (incoming: unknown, previous: WithSecrets | null, kept: string[] = []): unknown {
   if (previous === null || !isObject(incoming) || !isObject(incoming.request)) return incoming
   const request: Record<string, unknown> = { ...incoming.request }
   const before = previous.request
-  if (request.signingSecret === REDACTED && before.signingSecret !== undefined) request.signingSecret = before.signingSecret
+  if (request.signingSecret === REDACTED && before.signingSecret !== undefined) {
+    request.signingSecret = before.signingSecret
+    kept.push('/request/signingSecret')
+  }
   if (isObject(request.auth) && before.auth !== undefined && request.auth.type === before.auth.type) {
     const auth: Record<string, unknown> = { ...request.auth }
-    if (before.auth.type === 'basic' && auth.password === REDACTED) auth.password = before.auth.password
-    if (before.auth.type === 'bearer' && auth.token === REDACTED) auth.token = before.auth.token
+    if (before.auth.type === 'basic' && auth.password === REDACTED) {
+      auth.password = before.auth.password
+      kept.push('/request/auth/password')
+    }
+    if (before.auth.type === 'bearer' && auth.token === REDACTED) {
+      auth.token = before.auth.token
+      kept.push('/request/auth/token')
+    }
     request.auth = auth
   }
   if (isObject(request.headers) && before.headers !== undefined) {
     const headers: Record<string, unknown> = { ...request.headers }
     for (const [name, value] of Object.entries(headers)) {
-      if (value === REDACTED && isSecretHeader(name) && Object.hasOwn(before.headers, name)) headers[name] = before.headers[name]
+      if (value === REDACTED && isSecretHeader(name) && Object.hasOwn(before.headers, name)) {
+        headers[name] = before.headers[name]
+        kept.push(`/request/headers/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+      }
     }
     request.headers = headers
   }

@@ -49,12 +49,13 @@ const RANGE_WORDS: Readonly<Record<string, string>> = {
 
 /**
  * Why an address is refused, or null when it is a public unicast address. IPv6 forms that embed an
- * IPv4 address (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by that address.
+ * IPv4 address (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by that address;
+ * the deprecated IPv4-compatible form (::a.b.c.d) and the rest of ::/8 are refused.
  */
 export function refusalReason (address: string): string | null {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6
   try {
-    parsed = ipaddr.parse(address)
+    parsed = ipaddr.parse(address.includes(':') && address.includes('.') ? hexForm(address) : address)
   } catch {
     return 'not a valid IP address'
   }
@@ -66,6 +67,9 @@ export function refusalReason (address: string): string | null {
     if (metadata.kind() === parsed.kind() && metadata.toNormalizedString() === parsed.toNormalizedString()) return 'a cloud metadata address'
   }
   const range = parsed.range()
+  // ipaddr.js calls the rest of ::/8 unicast, but the IETF reserves it (RFC 4291): the deprecated
+  // IPv4-compatible ::a.b.c.d (::/96), which some stacks still route to the IPv4 address, among it.
+  if (range === 'unicast' && parsed.kind() === 'ipv6' && ((parsed as ipaddr.IPv6).parts[0] as number) < 0x100) return 'a reserved address (::/8, IPv4-compatible ::a.b.c.d included)'
   if (range === 'unicast') return null
   return RANGE_WORDS[range] ?? `a special-purpose address (${range})`
 }
@@ -78,6 +82,19 @@ function embeddedIPv4 (address: ipaddr.IPv6): string | null {
   }
   if (range === '6to4') return ipv4Of(parts[1] as number, parts[2] as number)
   return null
+}
+
+/**
+ * An IPv6 address with a dotted IPv4 tail in hexadecimal form, as WHATWG URLs write it: ipaddr.js
+ * parses any such tail as IPv4-mapped (`::127.0.0.1` as `::ffff:7f00:1`), which is not the address
+ * a socket connects to (`::7f00:1`, the deprecated IPv4-compatible form).
+ */
+function hexForm (address: string): string {
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1)
+  } catch {
+    return address
+  }
 }
 
 function ipv4Of (high: number, low: number): string {

@@ -303,6 +303,13 @@ describe('panel in a browser', function () {
     await phone.close()
   })
 
+  // issue 27: an unguarded decodeURIComponent left the panel on "Loading" (and threw a script error).
+  it('shows a page that does not exist for a malformed address (/panel/campaigns/%E0%A4%A)', async () => {
+    await page.goto(`${beacon.url}/panel/campaigns/%E0%A4%A`)
+    await page.getByText('No such page.').waitFor()
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Campaigns' }).waitFor()
+  })
+
   it('ran every page without a script error or a Content-Security-Policy violation', () => {
     expect(violations).to.deep.equal([])
   })

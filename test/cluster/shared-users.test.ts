@@ -170,6 +170,18 @@ describe('Beacon cluster mode: panel users and sessions shared by every node (3 
     }
   })
 
+  // issue 27: reserved before scrypt through the cluster's bucket (compare-and-set), settled after.
+  it('tries at most the per-email limit of 60 wrong passwords and a right one sent at once through the three nodes', async () => {
+    const email = 'burst@example.com'
+    await addUser(node[0]!.url, account(), email, 'viewer')
+    await everywhere('the new user listed', node, member => listed(member, email))
+    const attempts = [...Array.from({ length: 60 }, () => 'a wrong but long password'), undefined]
+    const statuses = (await Promise.all(attempts.map((password, i) => signIn(node[i % 3]!.url, email, password)))).map(answer => answer.status)
+    const tried = statuses.filter(status => status === 401 || status === 200)
+    expect(tried.length, JSON.stringify(statuses)).to.be.at.most(5).and.above(0)
+    expect(statuses.every(status => status === 401 || status === 200 || status === 429), JSON.stringify(statuses)).to.equal(true)
+  })
+
   it('answers a sign-in 503 with Retry-After while NATS has no quorum', async () => {
     const email = 'owner-1@example.com'
     await cluster.nats.servers[1]!.kill()

@@ -50,6 +50,9 @@ function eventBody (account: string): string {
 function malformed (body: string): Record<string, string> {
   return {
     'two different Content-Length headers': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length + 1}\r\n\r\n${body}`,
+    'chunked and gzip on two Transfer-Encoding lines': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    'chunked on two Transfer-Encoding lines': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    'two equal Content-Length headers': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     'Transfer-Encoding: xchunked': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: xchunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
     'Transfer-Encoding and Content-Length': `POST /campaigns/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body}`,
     'a NUL in a header': 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\0b\r\n\r\n',
@@ -68,9 +71,10 @@ describe('HTTP framing edges', function () {
   })
   after(() => beacon.stop())
 
-  it('refuses disagreeing Content-Length headers and a transfer coding other than chunked with 400 bad_framing and closes', async () => {
+  it('refuses more than one Content-Length or Transfer-Encoding line and a transfer coding other than chunked with 400 bad_framing and closes', async () => {
     const cases = malformed(eventBody(account))
-    for (const name of ['two different Content-Length headers', 'Transfer-Encoding: xchunked']) {
+    // issue 27: only the first Transfer-Encoding line was checked, and equal Content-Lengths passed.
+    for (const name of ['two different Content-Length headers', 'Transfer-Encoding: xchunked', 'chunked and gzip on two Transfer-Encoding lines', 'chunked on two Transfer-Encoding lines', 'two equal Content-Length headers']) {
       const answer = await raw(beacon.port, cases[name]!, WAIT_MS)
       expect(answer.status, name).to.equal(400)
       expect(answer.text, name).to.include('"code":"bad_framing"')

@@ -5,6 +5,7 @@ import { expect } from 'chai'
 import { admin, createTenant, discardBeacon, startBeacon, startWithTenant, type Answer, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { EVENT_TYPES_MAX, PAGE_LIMIT_MAX, SEGMENT_DEFS_MAX, TOKEN_ATTRIBUTES_MAX, TOKENS_MAX, WEBHOOKS_MAX } from '../../src/store/limits.js'
 import { BUILT_IN_EVENTS } from '../../src/catalog/event-types.js'
+import { startInProcess } from '../helpers/in-process.js'
 
 /** Run `count` calls with at most `width` in flight; the statuses in call order. */
 async function concurrently (count: number, width: number, call: (i: number) => Promise<number>): Promise<number[]> {
@@ -133,5 +134,28 @@ describe('admin listings in pages', function () {
     expect((await admin(beacon.url, 'GET', '/admin/accounts?limit=0')).status).to.equal(400)
     expect((await admin(beacon.url, 'GET', `/admin/accounts?limit=${PAGE_LIMIT_MAX + 1}`)).status).to.equal(400)
     expect((await admin(beacon.url, 'GET', `/admin/accounts?cursor=${'x'.repeat(301)}`)).status).to.equal(400)
+  })
+})
+
+describe('nesting of stored JSON values', () => {
+  // issue 27: content 1,500 arrays deep (3 KB) overflowed msgpackr's stack: a 500.
+  it('refuses campaign content nested deeper than 32 levels with 400 invalid_campaign at /content, and stores 32', async () => {
+    const node = await startInProcess()
+    try {
+      const tenant = await createTenant(node.url)
+      const nest = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels))
+      const campaign = (content: unknown): unknown => ({ name: 'Deep', status: 'active', priority: 1, trigger: { events: ['pageView'] }, content })
+      const path = `/admin/accounts/${tenant.account}/campaigns/deep`
+      for (const levels of [1500, 33]) {
+        const refused = await admin(node.url, 'PUT', path, campaign(nest(levels)))
+        expect(refused.status, `${levels} levels: ${JSON.stringify(refused.body)}`).to.equal(400)
+        expect(refused.body.errors[0]).to.include({ code: 'invalid_campaign', field: '/content' })
+      }
+      const objects = JSON.parse('{"a":'.repeat(31) + '[1]' + '}'.repeat(31))
+      expect((await admin(node.url, 'PUT', path, campaign(objects))).status).to.equal(200)
+      expect((await admin(node.url, 'GET', path)).body.content).to.deep.equal(objects)
+    } finally {
+      await node.close()
+    }
   })
 })

@@ -168,6 +168,52 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'GET', `/admin/accounts/${c.account}/campaigns`)).status).to.equal(200)
   })
 
+  // issue 27: all-space and common passwords were accepted, and emails with invisible characters.
+  it('refuses a password of only spaces or a common one, and an email with an invisible character (400 invalid_field)', async () => {
+    const users = `/admin/accounts/${a.account}/users`
+    const create = (email: string, password: string): Promise<{ status: number, body: any }> => admin(node.url, 'POST', users, { email, password, role: 'viewer' })
+    for (const password of [' '.repeat(12), '\t'.repeat(12), '\u3000'.repeat(12), 'Password1234', 'PASSWORD 1234', 'qwerty123456', '1234567890123', 'zzzzzzzzzzzz']) {
+      const refused = await create('weak@a.example', password)
+      expect(refused.status, JSON.stringify(password)).to.equal(400)
+      expect(refused.body.errors[0]).to.include({ code: 'invalid_field', field: '/password' })
+    }
+    for (const email of ['ana\u200b@a.example', 'ana@a.exa\u200dmple', '\u202eana@a.example', 'ana\u2066@a.example', 'an\u00ada@a.example', 'ana\ufeff@a.example']) {
+      const refused = await create(email, 'a fine long password')
+      expect(refused.status, JSON.stringify(email)).to.equal(400)
+      expect(refused.body.errors[0]).to.include({ code: 'invalid_field', field: '/email' })
+    }
+    const user = await create('fine@a.example', 'a fine long password')
+    expect(user.status).to.equal(201)
+    const patched = await admin(node.url, 'PATCH', `${users}/${user.body.id}`, { password: ' '.repeat(20) })
+    expect(patched.status).to.equal(400)
+    expect(patched.body.errors[0]).to.include({ code: 'invalid_field', field: '/password' })
+  })
+
+  // issue 27: an owner removed the operator's rate limit with PATCH {"rateLimit": {"perSecond": 0}}.
+  it('lets an owner lower the rate the admin key set, never raise or remove it (403 role_forbidden)', async () => {
+    const path = `/admin/accounts/${a.account}`
+    // A session of its own: an earlier test moves the clock past the shared sessions' expiry.
+    await addUser(node.url, a.account, 'rate-owner@a.example', 'owner')
+    const { cookie } = (await signIn(node.url, 'rate-owner@a.example')).signedIn!
+    const owner = (body: unknown): ReturnType<typeof asUser> => asUser(node.url, cookie, 'PATCH', path, body)
+    try {
+      expect((await admin(node.url, 'PATCH', path, { rateLimit: { perSecond: 100, burst: 100 } })).status).to.equal(200)
+      for (const raised of [{ perSecond: 0 }, { perSecond: 101 }, { perSecond: 100, burst: 1000 }]) {
+        const refused = await owner({ rateLimit: raised })
+        expectError(refused, 'role_forbidden')
+      }
+      expect((await admin(node.url, 'GET', path)).body.rateLimit).to.deep.equal({ perSecond: 100, burst: 100 })
+      expect((await owner({ rateLimit: { perSecond: 50 } })).body.rateLimit).to.deep.equal({ perSecond: 50 })
+      expect((await owner({ rateLimit: { perSecond: 100 } })).body.rateLimit, 'back up to the operator\'s rate').to.deep.equal({ perSecond: 100 })
+      expect((await owner({ rateLimit: null })).body.rateLimit, 'null: the operator\'s rate').to.deep.equal({ perSecond: 100, burst: 100 })
+      // Without an operator's rate (and BEACON_ACCOUNT_RATE_PER_SECOND unlimited) an owner sets any.
+      expect((await admin(node.url, 'PATCH', path, { rateLimit: null })).body).not.to.have.property('rateLimit')
+      expect((await owner({ rateLimit: { perSecond: 0 } })).body.rateLimit).to.deep.equal({ perSecond: 0 })
+    } finally {
+      await admin(node.url, 'PATCH', path, { rateLimit: null })
+    }
+  })
+
   it('a role change applies to the live session at once', async () => {
     const user = await addUser(node.url, a.account, 'promoted@a.example', 'viewer')
     const { cookie } = (await signIn(node.url, 'promoted@a.example')).signedIn!
@@ -175,6 +221,33 @@ describe('panel access: sessions and roles', () => {
     expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(403)
     expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}/users/${user.id}`, { role: 'editor' })).body.role).to.equal('editor')
     expect((await asUser(node.url, cookie, 'PUT', path, { required: [] })).status).to.equal(200)
+  })
+})
+
+describe('POST /admin/session: the sign-in limit under a burst', () => {
+  let node: InProcess
+  let a: Tenant
+
+  before(async () => {
+    node = await startInProcess()
+    a = await createTenant(node.url, 'Burst')
+  })
+  after(async () => { await node.close() })
+
+  // issue 27: the limit was checked before scrypt and counted after it, so a burst was all tried.
+  it('tries at most the per-email limit of 60 wrong passwords and a right one sent at once; the rest get 429', async () => {
+    await addUser(node.url, a.account, 'burst@a.example', 'viewer')
+    const attempts = [...Array.from({ length: 60 }, () => 'a wrong but long password'), PASSWORD]
+    const answers = await Promise.all(attempts.map(password => signIn(node.url, 'burst@a.example', password)))
+    const statuses = answers.map(answer => answer.status)
+    const tried = statuses.filter(status => status === 401 || status === 200)
+    expect(tried.length, JSON.stringify(statuses)).to.be.at.most(SIGN_IN_LIMITS.perEmail).and.above(0)
+    expect(statuses.filter(status => status === 429).length, JSON.stringify(statuses)).to.equal(attempts.length - tried.length)
+    // The window ends: the right password signs in, and a success gives the address its attempts back.
+    node.clock.advance(SIGN_IN_LIMITS.windowMs)
+    expect((await signIn(node.url, 'burst@a.example')).status).to.equal(200)
+    for (let i = 0; i < SIGN_IN_LIMITS.perAddress; i++) expect((await signIn(node.url, `ok${i}@a.example`, 'a wrong but long password')).status, `failure ${i + 1}`).to.equal(401)
+    expect((await signIn(node.url, 'another@a.example', 'a wrong but long password')).status).to.equal(429)
   })
 })
 

@@ -4,6 +4,7 @@ import { addUser, asUser, signIn } from '../helpers/panel.js'
 import { AuditLog, AUDIT_KEEP } from '../../src/audit/audit-log.js'
 import { Store } from '../../src/store/store.js'
 import { systemClock } from '../../src/clock.js'
+import { startInProcess, type InProcess } from '../helpers/in-process.js'
 
 describe('audit log', () => {
   let beacon: BeaconProcess
@@ -123,5 +124,44 @@ describe('audit log bound', () => {
       await store.close()
       removeDir(dir)
     }
+  })
+})
+
+describe('audit log summaries (issue 27)', () => {
+  let node: InProcess
+  let a: Tenant
+
+  before(async () => {
+    node = await startInProcess()
+    a = await createTenant(node.url, 'Summaries')
+  })
+  after(async () => { await node.close() })
+
+  const latest = async (): Promise<{ summary: string }> => (await admin(node.url, 'GET', `/admin/accounts/${a.account}/audit?limit=1`)).body.entries[0]
+
+  it('redacts what GET redacts: a webhook header named like a credential (Cookie) keeps its value out', async () => {
+    const hook = {
+      name: 'CRM', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      // Headers first: a summary shortens each value to 40 characters, and the cookie is within them.
+      request: { headers: { Cookie: 'sid=LEAK1' }, method: 'POST', url: 'https://x.io' },
+      delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+    }
+    const path = `/admin/accounts/${a.account}/webhooks/crm`
+    expect((await admin(node.url, 'PUT', path, hook)).status).to.equal(200)
+    expect((await admin(node.url, 'GET', path)).body.request.headers.Cookie).to.equal('[redacted]')
+    const created = await latest()
+    expect(created.summary).to.include('name="CRM"')
+    expect(created.summary).not.to.include('LEAK1')
+    expect((await admin(node.url, 'PUT', path, { ...hook, name: 'CRM 2', request: { ...hook.request, headers: { Cookie: 'sid=LEAK2' } } })).status).to.equal(200)
+    const updated = await latest()
+    expect(updated.summary).to.include('name: "CRM" → "CRM 2"')
+    expect(updated.summary).not.to.match(/LEAK1|LEAK2/)
+  })
+
+  it('summarizes a PATCH by the fields it changed, never the untouched ones as removed', async () => {
+    expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}`, { name: 'Renamed' })).status).to.equal(200)
+    expect((await latest()).summary).to.equal('name: "Summaries" → "Renamed"')
+    expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}`, { name: 'Renamed', identityVerification: 'off' })).status).to.equal(200)
+    expect((await latest()).summary).to.equal('identityVerification: "required" → "off"')
   })
 })

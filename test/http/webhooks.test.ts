@@ -22,6 +22,43 @@ describe('webhook configuration', () => {
   })
 })
 
+describe('webhook secrets sent back as [redacted]', () => {
+  // issue 27: an editor PUT back what GET showed with only the url changed, and the real secrets went to their server.
+  it('keeps them only while the url\'s origin and the proxy are unchanged; a new origin needs them entered again (400 naming each)', async () => {
+    const beacon = await startInProcess()
+    try {
+      const tenant = await createTenant(beacon.url)
+      const path = `/admin/accounts/${tenant.account}/webhooks/hook`
+      const config = {
+        name: 'hook', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: 'https://hooks.example.com/in', auth: { type: 'bearer', token: 'tok-secret' }, headers: { 'X-Api-Key': 'key-secret', 'X-Source': 'beacon' }, signingSecret: 'whsec_' + Buffer.alloc(32, 7).toString('base64') },
+        delivery: { mode: 'async', timeoutMs: 5000, batchSize: 1 },
+      }
+      const created = await admin(beacon.url, 'PUT', path, config)
+      expect(created.status, JSON.stringify(created.body)).to.equal(200)
+      const shown = (await admin(beacon.url, 'GET', path)).body
+      const { id: _id, ...back } = shown
+      expect(JSON.stringify(back)).not.to.match(/tok-secret|key-secret|whsec_/)
+      const moved = await admin(beacon.url, 'PUT', path, { ...back, request: { ...back.request, url: 'https://attacker.example.net/in' } })
+      expect(moved.status, JSON.stringify(moved.body)).to.equal(400)
+      expect(moved.body.errors.map((e: { field: string }) => e.field).sort()).to.deep.equal(['/request/auth/token', '/request/headers/X-Api-Key', '/request/signingSecret'])
+      expect(moved.body.errors.every((e: { code: string }) => e.code === 'invalid_field')).to.equal(true)
+      const port = await admin(beacon.url, 'PUT', path, { ...back, request: { ...back.request, url: 'https://hooks.example.com:8443/in' } })
+      expect(port.status, 'another port is another origin').to.equal(400)
+      const proxied = await admin(beacon.url, 'PUT', path, { ...back, delivery: { ...back.delivery, proxy: 'http://proxy.attacker.example.net:3128' } })
+      expect(proxied.status, 'a new proxy sees the secrets too').to.equal(400)
+      // The same origin (another path): kept.
+      expect((await admin(beacon.url, 'PUT', path, { ...back, request: { ...back.request, url: 'https://hooks.example.com/other?x=1' } })).status).to.equal(200)
+      // A new origin with the secrets entered again: saved.
+      const entered = await admin(beacon.url, 'PUT', path, { ...back, request: { ...config.request, url: 'https://new.example.org/in' } })
+      expect(entered.status, JSON.stringify(entered.body)).to.equal(200)
+      expect((await admin(beacon.url, 'GET', path)).body.request.url).to.equal('https://new.example.org/in')
+    } finally {
+      await beacon.close()
+    }
+  })
+})
+
 describe('delivery records', () => {
   it('deletes delivered ones past BEACON_DELIVERY_RETENTION_MS, keeps dead ones and recent ones', async () => {
     const receiver = await startReceiver(request => request.body.includes('o-dead') ? { status: 422 } : { status: 200 })

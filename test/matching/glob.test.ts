@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { compileGlob, globMatch, globProblem } from '../../src/matching/glob.js'
+import { compileGlob, globMatch, globProblem, globWork } from '../../src/matching/glob.js'
+import { compileCampaigns, type CampaignInput, type MatchContext } from '../../src/matching/index.js'
 import { simpleGlob } from './reference.js'
 
 // The compiled tester (fast paths), the linear scan and the reference DP must all agree.
@@ -65,6 +66,58 @@ describe('glob', () => {
     const startMs = performance.now()
     expect(compileGlob(pattern)(s)).to.equal(false)
     expect(performance.now() - startMs).to.be.below(1000)
+  })
+
+  it('agrees with the reference on random patterns with long runs of ? and literals, astral characters included', () => {
+    let seed = 7
+    const random = (n: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+    const letters = ['a', 'b', '😀']
+    for (let round = 0; round < 400; round++) {
+      let pattern = ''
+      const length = 1 + random(80)
+      for (let i = 0; i < length; i++) pattern += random(10) === 0 ? '*' : random(6) === 0 ? '?' : letters[random(letters.length)] as string
+      let s = ''
+      const n = random(120)
+      for (let i = 0; i < n; i++) s += letters[random(random(5) === 0 ? 3 : 2)] as string
+      matches(pattern, s)
+      // A subject built from the pattern itself, so that long pieces do occur.
+      matches(pattern, pattern.replaceAll('?', 'b').replaceAll('*', 'ab'))
+    }
+  })
+
+  // issue 27: `*` + 253 × `a` + `?b` was length × pattern (0.5 M steps a pattern on a 2,048-character path).
+  it('matches in work linear in the subject, the issue\'s attack and its variants included', () => {
+    const path = 'a'.repeat(2048)
+    const attacks = ['*' + 'a'.repeat(253) + '?b', '*' + 'a'.repeat(252) + '?b*', '*a*' + 'a'.repeat(250) + '?b*', '*' + 'a?'.repeat(127) + '*', '*a*a*a*a*a*a*a*a*b']
+    for (const pattern of attacks) {
+      const test = compileGlob(pattern)
+      const before = globWork.steps
+      expect(test(path), pattern).to.equal(simpleGlob(pattern, path))
+      const steps = globWork.steps - before
+      // ⌈piece / 32⌉ words of state a character (8 at most) plus each piece's own length: linear.
+      expect(steps, `${pattern.slice(0, 12)}…: ${steps} steps`).to.be.at.most(8 * path.length + 2 * pattern.length)
+    }
+  })
+
+  it('answers the issue\'s campaigns (10 × 100 trigger paths of the attack) within a linear number of steps', () => {
+    const campaigns: CampaignInput[] = Array.from({ length: 10 }, (_, c) => ({
+      id: `c${c}`,
+      def: { name: `c${c}`, status: 'active', priority: 1, trigger: { events: ['pageView'], paths: Array.from({ length: 100 }, (_, i) => '*' + 'a'.repeat(253 - String(i).length) + String(i) + '?b') }, content: {} },
+    }))
+    const set = compileCampaigns(campaigns)
+    const context = (path: string): MatchContext => ({
+      event: { event: 'pageView', platform: 'web', path },
+      attributes: {},
+      segments: new Set(),
+      visitor: { pageViews: 1, productViews: 0, purchases: 0, totalSpent: 0, firstSeenMs: 0, lastSeenMs: 0, viewedSkus: [], purchasedSkus: [], viewedCategories: [] },
+      nowMs: 0,
+    })
+    expect(set.match(context('x' + 'a'.repeat(252) + '7' + 'xb')).map(m => m.id), 'a path the patterns match').to.have.length(10)
+    const before = globWork.steps
+    expect(set.match(context('a'.repeat(2048)))).to.deep.equal([])
+    // 1,000 patterns of 256 characters: at most their own length each (the last piece is compared at
+    // the end), where the scan took a whole path × pattern (about 500 M steps in all).
+    expect(globWork.steps - before).to.be.at.most(1000 * 256 * 2)
   })
 
   it('refuses an empty pattern and one over 256 characters', () => {

@@ -3,6 +3,9 @@ import { connect } from 'node:net'
 import { admin, discardBeacon, post, removeDir, startBeacon, startWithTenant, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { until } from '../helpers/until.js'
 import { Metrics, type RuntimeStats, type StoreStats } from '../../src/ops/metrics.js'
+import { startInProcess } from '../helpers/in-process.js'
+import { settingsOf } from '../../src/start.js'
+import { loadConfig } from '../../src/config.js'
 import { UNMATCHED } from '../../src/http/server.js'
 
 /** The value of one sample line, e.g. sample(text, 'beacon_http_requests_total{route="/x",method="GET",status="200"}'). */
@@ -99,6 +102,48 @@ describe('BEACON_METRICS=false', () => {
     } finally {
       await beacon.stop()
       removeDir(beacon.dataDir)
+    }
+  })
+})
+
+describe('BEACON_METRICS_TOKEN', () => {
+  // issue 27: /metrics showed per-account counts to anyone who could reach the port.
+  it('answers /metrics only with Authorization: Bearer <token> (else 401 metrics_unauthorized), and never logs the token', async () => {
+    const token = 'metrics-token-0123456789'
+    const node = await startInProcess(undefined, { BEACON_METRICS_TOKEN: token })
+    try {
+      for (const authorization of [undefined, 'Bearer wrong-token-0123456789', token, `Basic ${token}`]) {
+        const res = await fetch(node.url + '/metrics', authorization === undefined ? {} : { headers: { authorization } })
+        expect(res.status, String(authorization)).to.equal(401)
+        expect(res.headers.get('www-authenticate')).to.equal('Bearer realm="metrics"')
+        expect(((await res.json()) as { errors: { code: string }[] }).errors[0]!.code).to.equal('metrics_unauthorized')
+      }
+      const ok = await fetch(node.url + '/metrics', { headers: { authorization: `Bearer ${token}` } })
+      expect(ok.status).to.equal(200)
+      expect(await ok.text()).to.include('beacon_http_requests_total')
+      expect(JSON.stringify(settingsOf(loadConfig({ BEACON_METRICS_TOKEN: token })))).not.to.include(token)
+    } finally {
+      await node.close()
+    }
+  })
+
+  it('refuses a token shorter than 16 characters at start', () => {
+    expect(() => loadConfig({ BEACON_METRICS_TOKEN: 'short' })).to.throw(/BEACON_METRICS_TOKEN/)
+  })
+})
+
+describe('errors in JSON', () => {
+  // issue 27: an error echoes what the request sent; a browser must not sniff it into another type.
+  it('carry X-Content-Type-Options: nosniff', async () => {
+    const node = await startInProcess()
+    try {
+      for (const [path, init] of [['/nope', {}], ['/campaigns/query', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"account":"<script>"}' }]] as const) {
+        const res = await fetch(node.url + path, init)
+        expect(res.status).to.be.at.least(400)
+        expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff')
+      }
+    } finally {
+      await node.close()
     }
   })
 })

@@ -15,6 +15,11 @@ describe('SSRF guard', () => {
       ['100.64.0.1', /carrier-grade/], ['255.255.255.255', /broadcast/],
       ['::ffff:127.0.0.1', /loopback/], ['::ffff:10.0.0.1', /private/], ['::ffff:169.254.169.254', /metadata/],
       ['64:ff9b::10.0.0.1', /private/], ['2002:0a00:0001::1', /private/],
+      // issue 27: the deprecated IPv4-compatible form, which ipaddr.js calls unicast, and the rest of ::/8.
+      ['::127.0.0.1', /reserved/], ['::7f00:1', /reserved/], ['::10.0.0.1', /reserved/], ['::a00:1', /reserved/], ['::8.8.8.8', /reserved/],
+      ['::2', /reserved/], ['0:ff::1', /reserved/],
+      // Embeddings ipaddr.js names: SIIT (RFC 6145), local-use NAT64 (RFC 8215), Teredo, site-local (RFC 3879).
+      ['::ffff:0:127.0.0.1', /loopback/], ['64:ff9b:1::a00:1', /special-purpose/], ['2001:0:4136:e378::1', /special-purpose/], ['fec0::1', /special-purpose/],
     ]
     for (const [address, reason] of refused) {
       it(`refuses ${address}`, () => expect(refusalReason(address)).to.match(reason))
@@ -66,6 +71,7 @@ describe('SSRF guard', () => {
         ['http://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 is a cloud metadata address/],
         [`http://[::1]:${r.port}/`, /::1 is a loopback address/],
         [`http://[::ffff:127.0.0.1]:${r.port}/`, /::ffff:7f00:1 is a loopback address/],
+        [`http://[::127.0.0.1]:${r.port}/`, /::7f00:1 is a reserved address/],
       ]
       for (const [url, message] of targets) {
         const result = await guarded.sendOnce(compiled(url), [item()])
