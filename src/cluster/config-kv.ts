@@ -14,7 +14,7 @@ import { invalidArgument, positiveInteger } from './errors.js'
 import { retryWhileElecting } from './retry.js'
 import { readyAt } from './applied-revision.js'
 
-export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users'] as const
+export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users', 'destinations'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
 
 export interface ConfigChange {
