@@ -1,11 +1,12 @@
 // Every destination type, by its name.
 
+import { metaAudience } from './meta-audience.js'
 import { metaCapi } from './meta-capi.js'
 import type { ProviderDefinition } from './provider.js'
 
 type AnyProvider = ProviderDefinition<never, never>
 
-const ALL: readonly AnyProvider[] = [metaCapi as unknown as AnyProvider]
+const ALL: readonly AnyProvider[] = [metaCapi, metaAudience].map(provider => provider as unknown as AnyProvider)
 
 export const PROVIDERS: ReadonlyMap<string, AnyProvider> = new Map(ALL.map(provider => [provider.type, provider]))
 export const PROVIDER_TYPES: readonly string[] = ALL.map(provider => provider.type)
