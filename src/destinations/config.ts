@@ -129,8 +129,14 @@ export function validateDestination (body: unknown, stored: DestinationConfig | 
   if (config.audiences.length > 0 && !provider.takes.audiences) problems.push(errorItem('invalid_field', '/audiences', `${type} takes no audiences (events only).`))
   if (problems.length > 0) throw ApiError.of(problems)
   const apiBaseUrl = sharedSettings(config, provider as ProviderDefinition<never, never>).apiBaseUrl
-  const refused = options.allowPrivate ? null : literalRefusal(new URL(apiBaseUrl).hostname)
-  if (refused !== null) throw new ApiError('invalid_field', refused.message.replace('webhook target', 'apiBaseUrl'), '/settings/apiBaseUrl')
+  if (!options.allowPrivate) {
+    const refused = literalRefusal(new URL(apiBaseUrl).hostname)
+    if (refused !== null) throw new ApiError('invalid_field', refused.message.replace('webhook target', 'apiBaseUrl'), '/settings/apiBaseUrl')
+    for (const url of provider.extraUrls?.(settings) ?? []) {
+      const extra = literalRefusal(new URL(url).hostname)
+      if (extra !== null) throw new ApiError('invalid_field', extra.message.replace('webhook target', url), '/settings')
+    }
+  }
   // Credentials: the ones sent, the stored ones for those omitted (same origin only).
   const sent = given.credentials ?? {}
   const kept: string[] = []
@@ -144,7 +150,7 @@ export function validateDestination (body: unknown, stored: DestinationConfig | 
   for (const name of Object.keys(credentials)) if (credentials[name] === '') delete credentials[name]
   if (stored !== null) {
     const storedProvider = PROVIDERS.get(stored.type)!
-    refuseKeptSecretsOnNewOrigin(originOfUrl(sharedSettings(stored, storedProvider as ProviderDefinition<never, never>).apiBaseUrl), originOfUrl(apiBaseUrl), kept)
+    refuseKeptSecretsOnNewOrigin(originsOf(stored, storedProvider), originsOf(config, provider), kept)
   }
   if (config.enabled || Object.keys(credentials).length > 0) prefixed('/credentials', () => validators.credentials(credentials))
   config.credentials = credentials
@@ -160,6 +166,12 @@ export function destinationView (config: DestinationConfig): Omit<DestinationCon
 /** Seal or open every credential (at rest, credentials are sealed like webhook secrets). */
 export function mapCredentials (config: DestinationConfig, map: (secret: string) => string): DestinationConfig {
   return { ...config, credentials: Object.fromEntries(Object.entries(config.credentials).map(([name, value]) => [name, map(value)])) }
+}
+
+/** Where the credentials go: the API's origin, and those of the type's other URLs (an OAuth token endpoint). */
+function originsOf (config: DestinationConfig, provider: ProviderDefinition<never, never>): string {
+  const urls = [sharedSettings(config, provider).apiBaseUrl, ...(provider.extraUrls?.(config.settings) ?? [])]
+  return urls.map(originOfUrl).join(' and ')
 }
 
 function prefixed (prefix: string, check: () => unknown): void {

@@ -54,6 +54,8 @@ export interface ProviderDefinition<S = Record<string, unknown>, C = Record<stri
   /** Items per request at most (the provider's documented limit). */
   readonly batchMax: number
   readonly apiBaseUrl: string
+  /** Other URLs its credentials are sent to (an OAuth token endpoint): they count as its origin too. */
+  readonly extraUrls?: (settings: Record<string, unknown>) => string[]
   /** The type's own settings (the shared ones are added by config.ts). */
   readonly settings: TSchema
   readonly credentials: TSchema
