@@ -70,12 +70,22 @@ export interface SharedSettingValues {
 const validateBody = validator(DestinationBodySchema)
 const validatePatch = validator(DestinationPatchSchema)
 
+/** Each type's settings schema: its own settings, then the shared ones. */
+const SETTINGS_SCHEMAS: ReadonlyMap<string, TObject> = new Map(PROVIDER_TYPES.map(type => {
+  const provider = PROVIDERS.get(type)!
+  return [type, Type.Object({ ...(provider.settings as TObject).properties, ...SharedSettings }, { additionalProperties: false })]
+}))
+
+/** The settings a type takes, as JSON Schema: what the panel's form is made from. */
+export function settingsSchemaOf (type: string): TObject {
+  return SETTINGS_SCHEMAS.get(type)!
+}
+
 /** One settings and one credentials validator per type, compiled once. */
 const TYPE_VALIDATORS: ReadonlyMap<string, { settings: Validator<Record<string, unknown>>, credentials: Validator<Record<string, string>> }> = new Map(
   PROVIDER_TYPES.map(type => {
     const provider = PROVIDERS.get(type)!
-    const settings = Type.Object({ ...SharedSettings, ...(provider.settings as TObject).properties }, { additionalProperties: false })
-    return [type, { settings: validator(settings) as Validator<Record<string, unknown>>, credentials: validator(provider.credentials) as Validator<Record<string, string>> }]
+    return [type, { settings: validator(SETTINGS_SCHEMAS.get(type)!) as Validator<Record<string, unknown>>, credentials: validator(provider.credentials) as Validator<Record<string, string>> }]
   })
 )
 

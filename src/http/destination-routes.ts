@@ -9,7 +9,7 @@ import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
 import type { Catalogs } from '../catalog/catalogs.js'
 import { destinationKey, type CompiledDestination } from '../destinations/compile.js'
-import { DestinationBodySchema, DestinationPatchSchema, destinationView } from '../destinations/config.js'
+import { DestinationBodySchema, DestinationPatchSchema, destinationView, settingsSchemaOf } from '../destinations/config.js'
 import { PROVIDERS, PROVIDER_TYPES } from '../destinations/providers.js'
 import type { DeliveryHub } from '../delivery/hub.js'
 import { CLUSTER_CURSOR_LENGTH_MAX, LIST_PAGE_MAX } from '../delivery/limits.js'
@@ -77,7 +77,7 @@ export function destinationRoutes ({ catalogs, clock, deliveries, clusterDeliver
       return ok({
         types: PROVIDER_TYPES.map(type => {
           const provider = PROVIDERS.get(type)!
-          return { type, label: provider.label, purpose: provider.purpose, takes: provider.takes, batchMax: provider.batchMax, apiBaseUrl: provider.apiBaseUrl, settings: provider.settings, credentials: provider.credentials }
+          return { type, label: provider.label, purpose: provider.purpose, takes: provider.takes, batchMax: provider.batchMax, apiBaseUrl: provider.apiBaseUrl, settings: settingsSchemaOf(type), credentials: provider.credentials }
         }),
       })
     }),
@@ -227,5 +227,5 @@ function testItem (destination: CompiledDestination, body: { event?: string, aud
     return { id, occurredAtMs: nowMs, context: { ...base, audience: audience ?? 'test', change: 'enter' } }
   }
   const event = body.event ?? destination.config.events[0] ?? 'purchase'
-  return { id, occurredAtMs: nowMs, context: { ...base, event, eventFields: { orderId: 'test-order', orderTotal: 1, currency: 'EUR', userAgent: 'Beacon test', path: '/' } } }
+  return { id, occurredAtMs: nowMs, context: { ...base, event, eventFields: { orderId: 'test-order', orderTotal: 1, currency: 'EUR', userAgent: 'Beacon test', path: '/', url: 'https://example.com/beacon-test' } } }
 }
