@@ -8,7 +8,9 @@
 //     target (JetStream batchSize 1) has a baseline of its own, run right before and right after it;
 //   - the embedded transport (LMDB outbox → in-process queue → delivery worker), batchSize 1 and 100;
 //   - the JetStream transport (LMDB outbox → relay → JetStream stream on a real nats-server → durable
-//     consumer → delivery worker → ack), batchSize 1 and 100.
+//     consumer → delivery worker → ack), batchSize 1 and 100;
+//   - a native destination on the embedded transport: meta-capi (src/destinations), batches of up to
+//     1,000 events a request into the same receiver (a batch waits up to a second to fill).
 //
 // The transports are driven in-process, without the HTTP front: a DeliveryHub over a Store in a temp
 // dir, one account with one event webhook, and outbox rows appended straight into the Store (what a
@@ -25,6 +27,8 @@
 //   BENCH_REQUESTS      requests per bare undici baseline (default 100000)
 //   BENCH_ITEMS_100     deliveries per batchSize-100 scenario (default 200000)
 //   BENCH_BACKLOG       rows appended but not yet delivered, at most (default 5000)
+//   BENCH_ITEMS_DEST    deliveries of the meta-capi destination scenario (default 100000); its backlog is
+//                       10,000 rows (a worker's queue), as a destination's batch waits up to a second to fill
 //   BENCH_WARMUP        share of each scenario's items not timed (default 0.1)
 //   BENCH_DURABILITY    flushed (default, Beacon's default) or committed
 //   BENCH_ONLY          comma-separated scenario names (the baselines always run)
@@ -53,7 +57,8 @@ if (process.argv.includes('--receiver')) {
     req.on('end', () => {
       requests++
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
-      items += body[0] === 0x5b ? (JSON.parse(body.toString('utf8')) as unknown[]).length : 1
+      // A JSON array is a webhook batch; {"data": [...]} a Meta Conversions API request (the destination row).
+      items += body[0] === 0x5b ? (JSON.parse(body.toString('utf8')) as unknown[]).length : body[0] === 0x7b && body[2] === 0x64 ? (JSON.parse(body.toString('utf8')) as { data: unknown[] }).data.length : 1
       res.writeHead(200, { 'content-length': '0' })
       res.end()
     })
@@ -100,6 +105,7 @@ async function main (): Promise<void> {
   // Imported here so the receiver process loads nothing of Beacon.
   const { Store } = await import('../src/store/store.js')
   const { Catalogs } = await import('../src/catalog/catalogs.js')
+  const { deliveryTargets } = await import('../src/catalog/delivery-targets.js')
   const { Listeners } = await import('../src/listeners.js')
   const { DeliveryHub } = await import('../src/delivery/hub.js')
   const { EmbeddedQueue } = await import('../src/delivery/embedded-queue.js')
@@ -113,6 +119,7 @@ async function main (): Promise<void> {
 
   const ITEMS_1 = intEnv('BENCH_ITEMS_1', 20_000)
   const ITEMS_100 = intEnv('BENCH_ITEMS_100', 200_000)
+  const ITEMS_DEST = intEnv('BENCH_ITEMS_DEST', 100_000)
   const REQUESTS = intEnv('BENCH_REQUESTS', 100_000)
   const BACKLOG = intEnv('BENCH_BACKLOG', 5_000)
   const WARMUP = Number(process.env.BENCH_WARMUP ?? '0.1')
@@ -152,6 +159,12 @@ async function main (): Promise<void> {
       fields: { orderId: `o-${orderSeq}`, orderTotal: 10 + (orderSeq % 90), currency: 'EUR', attributes: { plan: 'pro' } },
       occurredAtMs: Date.now(),
     }
+  }
+
+  const destinationRow = (): OutboxRow => {
+    const r = row()
+    r.fields = { ...r.fields, userAgent: 'Mozilla/5.0 (bench)', path: '/checkout/done' }
+    return r
   }
 
   const results: Result[] = []
@@ -209,12 +222,14 @@ async function main (): Promise<void> {
   let baseline = results[0]!.perSecond
 
   // --- Transports. ---------------------------------------------------------------------------------
-  interface Scenario { name: string, transport: 'embedded' | 'jetstream', batchSize: number, items: number }
+  interface Scenario { name: string, transport: 'embedded' | 'jetstream', batchSize: number, items: number, destination?: boolean }
   const scenarios: Scenario[] = [
     { name: 'embedded batchSize 1', transport: 'embedded', batchSize: 1, items: ITEMS_1 },
     { name: 'embedded batchSize 100', transport: 'embedded', batchSize: 100, items: ITEMS_100 },
     { name: 'JetStream batchSize 1', transport: 'jetstream', batchSize: 1, items: ITEMS_1 },
     { name: 'JetStream batchSize 100', transport: 'jetstream', batchSize: 100, items: ITEMS_100 },
+    // A native destination (src/destinations): meta-capi, batches of up to 1,000 events into the receiver.
+    { name: 'embedded meta-capi destination', transport: 'embedded', batchSize: 1000, items: ITEMS_DEST, destination: true },
   ]
 
   for (const scenario of scenarios) {
@@ -230,7 +245,14 @@ async function main (): Promise<void> {
     await store.save(store.accounts, ACCOUNT, { account: ACCOUNT, name: 'bench', suspended: false, createdAt: new Date().toISOString() })
     const webhookChanged = new Listeners<import('../src/webhooks/lookup.js').WebhookChanged>()
     const catalogs = new Catalogs({ store, clock: systemClock, segmentsChanged: new Listeners(), webhookChanged, allowPrivateWebhooks: true })
-    await catalogs.webhooks.put(ACCOUNT, 'bench', webhookConfig(scenario.batchSize))
+    if (scenario.destination === true) {
+      await catalogs.destinations.put(ACCOUNT, 'meta', {
+        type: 'meta-capi', name: 'bench', enabled: true, events: ['purchase'], credentials: { accessToken: 'bench-token' },
+        settings: { pixelId: '1234567890', apiBaseUrl: receiverUrl, siteUrl: 'https://shop.example' },
+      })
+    } else {
+      await catalogs.webhooks.put(ACCOUNT, 'bench', webhookConfig(scenario.batchSize))
+    }
 
     const inner: DeliveryQueue = scenario.transport === 'embedded'
       ? new EmbeddedQueue(store)
@@ -250,7 +272,7 @@ async function main (): Promise<void> {
       },
       stop: () => inner.stop(),
     }
-    const hub = new DeliveryHub({ store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock: systemClock, allowPrivate: true, queue: counting })
+    const hub = new DeliveryHub({ store, registry: deliveryTargets(catalogs.webhooks, catalogs.destinations), webhookChanged, outboxAppended, clock: systemClock, allowPrivate: true, queue: counting })
     await ask('reset')
     await hub.start()
 
@@ -273,8 +295,9 @@ async function main (): Promise<void> {
         nats0 = natsPid === null ? 0 : cpuSeconds(natsPid)
         receiver0 = cpuSeconds(receiverProc.pid!)
       }
-      const room = Math.min(BACKLOG - (appended - delivered - dead), total - appended)
-      for (let i = 0; i < room; i++) store.appendOutbox(row())
+      const room = Math.min((scenario.destination === true ? 10_000 : BACKLOG) - (appended - delivered - dead), total - appended)
+      // Website events need a user agent and a page for Meta: the destination's rows carry them.
+      for (let i = 0; i < room; i++) store.appendOutbox(scenario.destination === true ? destinationRow() : row())
       appended += Math.max(0, room)
       if (Date.now() - startedMs > timeoutMs) break
       await new Promise(resolve => setTimeout(resolve, 1))

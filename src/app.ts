@@ -13,12 +13,15 @@ import { IdempotencyRecords, sweepIdempotency, type IdempotencySwept } from './s
 import { Listeners } from './listeners.js'
 import { LinksBackfill } from './store/links-backfill.js'
 import { Catalogs } from './catalog/catalogs.js'
+import { deliveryTargets } from './catalog/delivery-targets.js'
+import { UndiciProviderHttp } from './destinations/http.js'
 import type { SegmentsChanged } from './catalog/segments.js'
 import type { WebhookChanged } from './webhooks/lookup.js'
 import { HttpServer } from './http/server.js'
 import type { RouteDefinition } from './http/route.js'
 import { publicRoutes } from './http/public-routes.js'
 import { adminRoutes } from './http/admin-routes.js'
+import { destinationRoutes } from './http/destination-routes.js'
 import { sdkRoutes } from './http/sdk-routes.js'
 import { panelRoutes } from './http/panel-routes.js'
 import { ActorRuntime } from '../actors/runtime.js'
@@ -91,9 +94,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const store = new Store({
     path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey, outboxAppended, durableObserved,
   })
-  const catalogs = new Catalogs({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks: config.webhookAllowPrivate })
   const runtime = new ActorRuntime({ clock, actorsMax: config.actorsMax, actorIdleMs: config.actorIdleMs, mailboxMax: config.mailboxMax })
   const metrics = config.metrics ? new Metrics({ runtime, store, dataDir: config.dataDir }) : null
+  // Native destinations (src/destinations) send through their own client, SSRF-guarded as webhooks are.
+  const destinationHttp = new UndiciProviderHttp(config.webhookAllowPrivate)
+  const catalogs = new Catalogs({
+    store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks: config.webhookAllowPrivate, destinationHttp,
+    observeDestinations: metrics === null ? null : (destination, outcome, items) => metrics.recordDestination(destination.config.type, `${destination.account}/${destination.id}`, outcome, items),
+  })
   if (metrics !== null) durableObserved.add(metrics.observeCommitMs)
   // Cluster mode (BEACON_CLUSTER): this process is a node owning partitions; visitors and profiles write
   // through their partition's changelog (src/cluster-mode.ts). Null in the embedded mode.
@@ -104,10 +112,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       syncTimeoutMs: account => catalogs.webhooks.syncTimeoutMs(account),
     })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
-  const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type)
-  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean => catalogs.webhooks.wantsChange(account, change, segment)
+  // Outbox rows are written for what a webhook or a native destination selects, carrying the attributes either reads.
+  const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type) || catalogs.destinations.wantsEvent(account, type)
+  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean =>
+    catalogs.webhooks.wantsChange(account, change, segment) || catalogs.destinations.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => catalogs.webhooks.listsMembers(account, segment)
-  const attributesWanted = (account: string): ReadonlySet<string> => catalogs.webhooks.attributeNames(account)
+  const attributesWanted = (account: string): ReadonlySet<string> => unionOf(catalogs.webhooks.attributeNames(account), catalogs.destinations.attributeNames(account))
   const reports = new ReportCounters({
     store, clock, foldMs: config.reportFoldMs, hasCampaign: (account, id) => catalogs.campaigns.has(account, id),
     onError: error => log.error({ err: error }, 'report fold failed'),
@@ -136,7 +146,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const erasureStream = outcomes === null ? null : { cluster: outcomes.cluster, node: store.nodeId, replicas: config.replicas }
   const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { access: config.natsAuth, ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes, erasures: erasureStream })
   const deliveries: DeliveryHub = new DeliveryHub({
-    store, registry: catalogs.webhooks, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
+    store, registry: deliveryTargets(catalogs.webhooks, catalogs.destinations), webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
       if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
@@ -234,6 +244,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null }),
       }),
+      ...destinationRoutes({ catalogs, clock, deliveries, clusterDeliveries }),
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...mediaRoutes({ catalogs, media }),
@@ -273,6 +284,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         await runtime.drain()
         await clusterErasures?.stop()
         await deliveries.stop()
+        await destinationHttp.close()
         await reports.stop().catch((error: unknown) => log.error({ err: error }, 'report fold failed'))
         runtime.close()
         await store.close()
@@ -280,6 +292,22 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       return stopping
     },
   }
+}
+
+const unions = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, ReadonlySet<string>>>()
+
+/**
+ * Both sets of names. The hot path asks per write: a set is made only when both have names, once per
+ * pair (the catalogs replace their sets when their configuration changes, so the pair names the union).
+ */
+function unionOf (a: ReadonlySet<string>, b: ReadonlySet<string>): ReadonlySet<string> {
+  if (b.size === 0) return a
+  if (a.size === 0) return b
+  let byB = unions.get(a)
+  if (byB === undefined) unions.set(a, byB = new WeakMap())
+  let union = byB.get(b)
+  if (union === undefined) byB.set(b, union = new Set([...a, ...b]))
+  return union
 }
 
 /** The JetStream transport, or an error that names the NATS server (never its credentials). */

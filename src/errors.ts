@@ -39,6 +39,7 @@ export const ERRORS = {
   visitor_not_found: [404, 'No such visitor.'],
   deletion_not_found: [404, 'This account was not deleted.'],
   webhook_not_found: [404, 'No such webhook.'],
+  destination_not_found: [404, 'No such destination.'],
   user_not_found: [404, 'No such user.'],
   media_not_found: [404, 'No such media.'],
   // 405

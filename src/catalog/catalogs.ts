@@ -19,9 +19,12 @@ import { EventTypeCatalog } from './event-types.js'
 import { SegmentCatalog, type SegmentsChanged } from './segments.js'
 import { TokenCatalog } from './tokens.js'
 import { WEBHOOK_SECRET_ROWS, WebhookCatalog } from './webhooks.js'
+import { DESTINATION_SECRET_ROWS, DestinationCatalog } from './destinations.js'
+import { UndiciProviderHttp, type ProviderHttp } from '../destinations/http.js'
+import type { DestinationObserver } from '../destinations/compile.js'
 
 /** The configuration rows that hold secrets, by kind (sealed at rest: src/store/seal-secrets.ts). */
-export const CONFIG_SECRET_ROWS: SecretRows = new Map([...WEBHOOK_SECRET_ROWS])
+export const CONFIG_SECRET_ROWS: SecretRows = new Map([...WEBHOOK_SECRET_ROWS, ...DESTINATION_SECRET_ROWS])
 
 export interface CatalogsOptions {
   store: Store
@@ -32,6 +35,10 @@ export interface CatalogsOptions {
   webhookChanged: Listeners<WebhookChanged>
   /** Whether webhook targets may be private addresses (BEACON_WEBHOOK_ALLOW_PRIVATE). */
   allowPrivateWebhooks: boolean
+  /** The destinations' HTTP client (SSRF-guarded like webhooks unless private targets are allowed); default: one of its own, never closed (tests without destinations). */
+  destinationHttp?: ProviderHttp
+  /** Told of every batch a destination sends (metrics). */
+  observeDestinations?: DestinationObserver | null
 }
 
 export class Catalogs {
@@ -41,6 +48,7 @@ export class Catalogs {
   readonly campaigns: CampaignCatalog
   readonly segments: SegmentCatalog
   readonly webhooks: WebhookCatalog
+  readonly destinations: DestinationCatalog
   /** The per-account configuration kinds, each loading its rows of the config db. */
   private readonly kinds: readonly ConfigCatalog[]
   private readonly byRowKind = new Map<string, ConfigCatalog>()
@@ -49,7 +57,7 @@ export class Catalogs {
   readonly loadedAtStart: ReadonlySet<string>
   private writer: ConfigWriter | null = null
 
-  constructor ({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks }: CatalogsOptions) {
+  constructor ({ store, clock, segmentsChanged, webhookChanged, allowPrivateWebhooks, destinationHttp, observeDestinations = null }: CatalogsOptions) {
     this.store = store
     sealStoredSecrets(store, CONFIG_SECRET_ROWS)
     const accounts = this.accounts = new AccountCatalog(store, clock)
@@ -58,7 +66,8 @@ export class Catalogs {
     this.campaigns = new CampaignCatalog(store, accounts)
     this.segments = new SegmentCatalog({ store, clock, accounts, changed: segmentsChanged })
     this.webhooks = new WebhookCatalog({ store, accounts, segments: this.segments, changed: webhookChanged, allowPrivate: allowPrivateWebhooks })
-    this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks]
+    this.destinations = new DestinationCatalog({ store, accounts, changed: webhookChanged, allowPrivate: allowPrivateWebhooks, http: destinationHttp ?? new UndiciProviderHttp(allowPrivateWebhooks), clock, observe: observeDestinations })
+    this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations]
     const byRowKind = this.byRowKind
     for (const kind of this.kinds) for (const rowKind of kind.rowKinds) byRowKind.set(rowKind, kind)
     this.loadedAtStart = new Set(store.accounts.getKeys() as Iterable<string>)
@@ -111,7 +120,7 @@ export class Catalogs {
    */
   replicate (writer: ConfigWriter): void {
     this.writer = writer
-    for (const catalog of [this.accounts, this.tokens, this.eventTypes, this.campaigns, this.segments, this.webhooks]) catalog.writer = writer
+    for (const catalog of [this.accounts, this.tokens, this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations]) catalog.writer = writer
   }
 
   /**

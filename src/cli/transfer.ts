@@ -3,12 +3,14 @@
 // settings, then PUTs each item (creating or replacing, never deleting what the file does not name) and
 // stops at the first refusal, saying what was imported before it. The identity secret is not exported:
 // the target account keeps its own (a site signing profile ids for it must use that one). Webhook secrets leave redacted ("[redacted]"): importing into the same account keeps the
-// saved secrets; into another account, put the real values in the file first.
+// saved secrets; into another account, put the real values in the file first. Destination credentials
+// never leave (the admin API never returns them): a destination whose credentials the target account
+// does not hold is imported disabled, to be given its credentials and enabled there.
 
 import { readFileSync, writeFileSync } from 'node:fs'
 import { BUILT_IN_EVENTS } from '../catalog/event-types.js'
 import { VERSION } from '../ops/version.js'
-import { listAll, segment, type AdminClient } from './client.js'
+import { listAll, RefusedError, segment, type AdminClient } from './client.js'
 import { CliError } from './errors.js'
 import { pretty } from './accounts.js'
 import type { Output } from './admin-key.js'
@@ -30,6 +32,7 @@ export interface ExportDocument {
   segments: Item[]
   campaigns: Item[]
   webhooks: Item[]
+  destinations: Item[]
 }
 
 /** The kinds in import order: event types first (rules name them), campaigns after the segments they test. */
@@ -38,6 +41,7 @@ const KINDS = [
   { key: 'segments', path: 'segments', id: 'name', noun: ['segment', 'segments'] },
   { key: 'campaigns', path: 'campaigns', id: 'id', noun: ['campaign', 'campaigns'] },
   { key: 'webhooks', path: 'webhooks', id: 'id', noun: ['webhook', 'webhooks'] },
+  { key: 'destinations', path: 'destinations', id: 'id', noun: ['destination', 'destinations'] },
 ] as const
 
 export async function exportAccount (client: AdminClient, account: string, out: string | undefined, output: Output): Promise<void> {
@@ -49,12 +53,14 @@ export async function exportAccount (client: AdminClient, account: string, out: 
   // A segment's member count is state, not configuration: it is not exported.
   const segments = (await listAll<Item>(client, `${base}/segments`, 'segments')).map(({ members: _members, ...definition }) => definition)
   const webhooks = await listAll<Item>(client, `${base}/webhooks`, 'webhooks')
+  // What a destination shows of its state (health, which credentials are set) is not configuration.
+  const destinations = (await listAll<Item>(client, `${base}/destinations`, 'destinations')).map(({ health: _health, credentialsSet: _set, ...definition }) => definition)
   const doc: ExportDocument = {
     beacon: { format: EXPORT_FORMAT, version: VERSION },
     exportedAt: new Date().toISOString(),
     account: { account: info.account, name: info.name },
     settings: Object.fromEntries(SETTINGS.filter(key => info[key] !== undefined).map(key => [key, info[key]])),
-    eventTypes, segments, campaigns, webhooks,
+    eventTypes, segments, campaigns, webhooks, destinations,
   }
   const text = pretty(doc)
   if (out === undefined) {
@@ -81,7 +87,8 @@ export async function importAccount (client: AdminClient, account: string, file:
       throw new CliError(`import stopped at the account's settings (before importing anything): ${error instanceof Error ? error.message : String(error)}`)
     }
   }
-  const done: Record<string, number> = { eventTypes: 0, segments: 0, campaigns: 0, webhooks: 0 }
+  const done: Record<string, number> = { eventTypes: 0, segments: 0, campaigns: 0, webhooks: 0, destinations: 0 }
+  const disabled: string[] = []
   for (const kind of KINDS) {
     for (const item of doc[kind.key]) {
       const { [kind.id]: id, ...body } = item
@@ -90,6 +97,13 @@ export async function importAccount (client: AdminClient, account: string, file:
       try {
         await client.request('PUT', `${base}/${kind.path}/${segment(name)}`, payload)
       } catch (error) {
+        if (kind.key === 'destinations' && missingCredentials(error)) {
+          // Credentials are never exported: the destination comes over disabled, to be completed there.
+          await client.request('PUT', `${base}/${kind.path}/${segment(name)}`, { ...payload, enabled: false })
+          disabled.push(name)
+          done[kind.key]!++
+          continue
+        }
         const before = Object.values(done).some(n => n > 0) ? `after importing ${counts(done)}` : 'before importing anything'
         const why = error instanceof Error ? error.message : String(error)
         throw new CliError(`import stopped at ${kind.noun[0]} "${name}" (${before}): ${why}`)
@@ -98,6 +112,12 @@ export async function importAccount (client: AdminClient, account: string, file:
     }
   }
   output.out(`Imported into ${account}: ${counts(done)}.\n`)
+  if (disabled.length > 0) output.out(`Imported disabled (credentials are never exported; enter them and enable each): ${disabled.join(', ')}.\n`)
+}
+
+/** A 400 naming credentials: the destination needs them to be enabled. */
+function missingCredentials (error: unknown): boolean {
+  return error instanceof RefusedError && error.status === 400 && (error.body?.errors ?? []).some(item => item.field?.startsWith('/credentials/') === true)
 }
 
 function readDocument (file: string): ExportDocument {

@@ -61,6 +61,7 @@ export function laterThan (a: Pick<DeliveryRecord, 'replayedAtMs' | 'attempt'>, 
 /** Whether an event or audience row goes to this webhook. */
 export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   if (!webhook.enabled) return false
+  if (webhook.native !== undefined) return webhook.native.selects(row)
   const trigger = webhook.trigger
   if (row.kind === 'event') return trigger.kind === 'event' && trigger.events.has(row.event!)
   if (trigger.kind !== 'audience' || !trigger.segments.has(row.segment!)) return false

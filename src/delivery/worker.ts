@@ -186,7 +186,10 @@ export class DeliveryWorker {
   }
 
   private dueOf (item: DeliveryItem): number {
-    return item.occurredAtMs + this.webhook.delayMs
+    const dueMs = item.occurredAtMs + this.webhook.delayMs
+    // A native destination batches: items due within one window go together (src/destinations).
+    const windowMs = this.webhook.native?.batchWindowMs ?? 0
+    return windowMs > 0 ? Math.ceil(dueMs / windowMs) * windowMs : dueMs
   }
 
   private hold (pending: Pending): void {

@@ -453,7 +453,7 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
 }
 
 /** `?limit=&cursor=` of a listing: the `next` of the previous page, and the page size. */
-function pageRequest (request: Request): PageRequest {
+export function pageRequest (request: Request): PageRequest {
   const query = new URLSearchParams(request.query)
   const cursor = query.get('cursor') ?? ''
   if (cursor.length > 300) throw new ApiError('invalid_field', 'cursor must be the next of a previous page (at most 300 characters).', '/cursor')
@@ -468,7 +468,7 @@ function refuseUnknownEvents (catalogs: Catalogs, account: string, events: reado
   if (items.length > 0) throw ApiError.of(items)
 }
 
-function wholeNumber (raw: string | null, min: number, max: number, name: string, fallback = min): number {
+export function wholeNumber (raw: string | null, min: number, max: number, name: string, fallback = min): number {
   if (raw === null || raw === '') return fallback
   const n = Number(raw)
   if (!Number.isInteger(n) || n < min || n > max) throw new ApiError('invalid_field', `${name} must be a whole number from ${min} to ${max}.`, `/${name}`)

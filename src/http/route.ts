@@ -19,6 +19,7 @@ export const TAGS = {
   Campaigns: 'Campaigns answered by /campaigns/query (admin).',
   Segments: 'Manual and computed segments (admin).',
   Webhooks: 'Webhooks, their deliveries and replay (admin); see docs/webhooks.md.',
+  Destinations: 'Native destinations (Meta, Google Ads, GA4, TikTok, Braze): configuration, deliveries, replay, test events (admin); see docs/destinations.md.',
   People: 'Everything held on a visitor or profile; export and erasure (admin).',
   Operations: 'Health, readiness, metrics and this document (no key).',
   Browsers: 'CORS preflights of the public endpoints and the browser SDK (docs/sdk.md).',

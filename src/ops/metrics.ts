@@ -87,6 +87,8 @@ export class Metrics {
   /** Registered on the first delivery recorded (the delivery hub's hook: see recordDelivery). */
   readonly webhookDeliveries: Counter<'outcome'>
   readonly webhookDeliveryDuration: Histogram<'outcome'>
+  /** Registered on the first batch a native destination sends (see recordDestination). */
+  readonly destinationItems: Counter<'type' | 'destination' | 'outcome'>
   /** Registered on the first state reported (the NATS subsystem: see setNatsConnected). */
   readonly natsConnected: Gauge
   readonly heapLiveBytes: Gauge
@@ -156,6 +158,10 @@ export class Metrics {
       collect () { this.set(store.isOpen ? (store.outbox.getStats() as LmdbStats).entryCount ?? 0 : 0) },
     })
 
+    this.destinationItems = new Counter({
+      name: 'beacon_destination_items_total', help: 'Items native destinations handled, by type, destination (account/id) and outcome (delivered, retry, terminal, skipped).',
+      labelNames: ['type', 'destination', 'outcome'], registers: [],
+    })
     this.webhookDeliveries = new Counter({
       name: 'beacon_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, dead).',
       labelNames: ['outcome'], registers: [],
@@ -213,6 +219,12 @@ export class Metrics {
     this.registerOnce(this.webhookDeliveryDuration)
     this.webhookDeliveries.labels(outcome).inc()
     this.webhookDeliveryDuration.labels(outcome).observe(latencyMs / 1000)
+  }
+
+  /** A native destination's batch: its items by outcome. */
+  readonly recordDestination = (type: string, destination: string, outcome: string, items: number): void => {
+    this.registerOnce(this.destinationItems)
+    this.destinationItems.labels(type, destination, outcome).inc(items)
   }
 
   /** For the NATS subsystem: the connection went up or down. */

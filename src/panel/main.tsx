@@ -15,6 +15,7 @@ import { CampaignEditor } from './pages/campaign-editor'
 import { Reports } from './pages/reports'
 import { Webhooks } from './pages/webhooks'
 import { WebhookEditor } from './pages/webhook-editor'
+import { DestinationEditor, Destinations } from './pages/destinations'
 import { Audiences } from './pages/audiences'
 import { Media } from './pages/media'
 import { Tokens } from './pages/tokens'
@@ -30,6 +31,7 @@ const SECTIONS: Section[] = [
   { path: 'reports', title: 'Reports', role: 'viewer', page: () => <Reports /> },
   { path: 'audiences', title: 'Audiences', role: 'viewer', page: () => <Audiences /> },
   { path: 'webhooks', title: 'Webhooks', role: 'viewer', page: rest => rest === '' ? <Webhooks /> : <WebhookEditor id={rest} /> },
+  { path: 'destinations', title: 'Destinations', role: 'viewer', page: rest => rest === '' ? <Destinations /> : <DestinationEditor id={rest} /> },
   { path: 'media', title: 'Media', role: 'viewer', page: () => <Media /> },
   { path: 'events', title: 'Events', role: 'viewer', page: () => <Events /> },
   { path: 'people', title: 'People', role: 'viewer', page: () => <People /> },

@@ -15,6 +15,8 @@ export const CAMPAIGNS_MAX = 10_000
 export const SEGMENT_DEFS_MAX = 1_000
 /** Webhooks per account. */
 export const WEBHOOKS_MAX = 100
+/** Native destinations of one account. */
+export const DESTINATIONS_MAX = 100
 
 /** Admin listings come a page at a time: this many items unless `?limit=` says otherwise, at most the max. */
 export const PAGE_LIMIT_DEFAULT = 100

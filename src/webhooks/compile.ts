@@ -8,6 +8,7 @@ import { CONFIG_LIMITS } from './limits.js'
 import { parseCron, parseEvery, type Schedule } from './schedule.js'
 import { literalRefusal, type TargetRefusedError } from './ssrf.js'
 import { compileTemplate, DEFAULT_AUDIENCE_PAYLOAD, DEFAULT_PAYLOAD, type Template } from './template.js'
+import type { NativeDelivery } from './types.js'
 
 export const USER_AGENT = 'Beacon-Webhooks/1'
 
@@ -60,6 +61,8 @@ export interface CompiledWebhook {
   readonly ratePerSecond: number | null
   /** The configuration as saved (with secrets); use redactWebhook before returning it. */
   readonly config: WebhookConfig
+  /** A native destination delivered by this machinery (its own selection and sending); absent on webhooks. */
+  readonly native?: NativeDelivery
 }
 
 /** Validate and compile; throws a 400 ApiError listing every problem. */

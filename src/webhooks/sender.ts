@@ -79,6 +79,7 @@ export class Sender {
    * exchange (connect, headers, body drain).
    */
   async sendOnce (webhook: CompiledWebhook, items: readonly DeliveryItem[], timeoutMs: number = webhook.timeoutMs): Promise<SendResult> {
+    if (webhook.native !== undefined) return webhook.native.send(items, timeoutMs)
     const atMs = this.clock.nowMs()
     const started = performance.now()
     let rendered: RenderedRequest

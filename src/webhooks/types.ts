@@ -65,6 +65,19 @@ export interface SendResult {
   errorCode?: SendErrorCode
 }
 
+/**
+ * A native destination's delivery (src/destinations): the webhook machinery carries its records, and
+ * these replace the template rendering and the trigger. Absent on webhooks.
+ */
+export interface NativeDelivery {
+  /** Whether an outbox row (an event, or an enter or exit) goes to it. */
+  selects (row: { kind: 'event' | 'audience', event?: string, segment?: string, change?: 'enter' | 'exit' }): boolean
+  /** One attempt of one batch; never throws. */
+  send (items: readonly DeliveryItem[], timeoutMs: number): Promise<SendResult>
+  /** Due times are rounded up to a multiple of this, so a batch waits at most this long for more items. */
+  readonly batchWindowMs: number
+}
+
 export function attemptRecord (result: SendResult): AttemptRecord {
   const record: AttemptRecord = { atMs: result.atMs, latencyMs: result.latencyMs }
   if (result.status !== undefined) record.status = result.status

@@ -19,7 +19,7 @@ export const LAYERS: readonly Layer[] = [
   { rank: 3, name: 'rules', paths: ['src/matching/', 'src/segments/'] },
   // Delivery: the webhook definitions (validation, compiling, rendering, sending) and the delivery
   // module that moves outbox rows to them (the hub, the queues, the workers, the JetStream transport).
-  { rank: 2, name: 'delivery', paths: ['src/delivery/', 'src/webhooks/'] },
+  { rank: 2, name: 'delivery', paths: ['src/delivery/', 'src/webhooks/', 'src/destinations/'] },
   // Storage knows LMDB and its records, nothing of campaigns, segments or webhooks; beside it the
   // cluster's building blocks over NATS (partitions, leases, changelogs, configuration records), and
   // the panel's own records: users and sessions, the audit log, media, report counters.

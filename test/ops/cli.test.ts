@@ -199,13 +199,17 @@ describe('beacon (CLI)', () => {
         name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['signup'] },
         request: { method: 'POST', url: 'http://127.0.0.1:9/in' }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 },
       })).status).to.equal(200)
+      expect((await admin(server.url, 'PUT', `${base}/destinations/meta`, {
+        type: 'meta-capi', name: 'Meta', enabled: true, events: ['signup'], credentials: { accessToken: 'meta-secret-token' },
+        settings: { pixelId: '123', apiBaseUrl: 'http://127.0.0.1:9' },
+      })).status).to.equal(200)
 
       const dir = tempDir()
       try {
         const file = join(dir, 'export.json')
         const exported = await beacon(['export', '--account', source.account, '--out', file], env)
         expect(exported.code).to.equal(0)
-        expect(exported.stderr).to.include('1 event type, 2 segments, 1 campaign, 1 webhook')
+        expect(exported.stderr).to.include('1 event type, 2 segments, 1 campaign, 1 webhook, 1 destination')
         const doc = JSON.parse(readFileSync(file, 'utf8'))
         expect(doc.beacon.format).to.equal(1)
         expect(doc.account).to.deep.equal({ account: source.account, name: 'Source' })
@@ -216,6 +220,11 @@ describe('beacon (CLI)', () => {
         for (const item of doc.segments) expect(item).not.to.have.property('members')
         expect(doc.campaigns[0]).to.include({ id: 'summer', priority: 5 })
         expect(doc.webhooks[0]).to.include({ id: 'crm', enabled: false })
+        // Destinations leave without their credentials (never returned) nor their state.
+        expect(doc.destinations).to.deep.equal([{
+          id: 'meta', type: 'meta-capi', name: 'Meta', enabled: true, events: ['signup'], audiences: [], purpose: 'ads', settings: { pixelId: '123', apiBaseUrl: 'http://127.0.0.1:9' },
+        }])
+        expect(readFileSync(file, 'utf8')).not.to.include('meta-secret-token')
         // Without --out, the same document on stdout.
         const printed = await beacon(['export', '--account', source.account], env)
         expect({ ...JSON.parse(printed.stdout), exportedAt: null }).to.deep.equal({ ...doc, exportedAt: null })
@@ -223,9 +232,11 @@ describe('beacon (CLI)', () => {
         const target = await createTenant(server.url, 'Target')
         const imported = await beacon(['import', '--account', target.account, '--file', file], env)
         expect(imported.code, imported.stderr).to.equal(0)
-        expect(imported.stdout).to.include(`Imported into ${target.account}: 1 event type, 2 segments, 1 campaign, 1 webhook.`)
+        expect(imported.stdout).to.include(`Imported into ${target.account}: 1 event type, 2 segments, 1 campaign, 1 webhook, 1 destination.`)
+        expect(imported.stdout).to.include('Imported disabled (credentials are never exported; enter them and enable each): meta.')
         const copy = JSON.parse((await beacon(['export', '--account', target.account], env)).stdout)
         for (const key of ['settings', 'eventTypes', 'segments', 'campaigns', 'webhooks']) expect(copy[key], key).to.deep.equal(doc[key])
+        expect(copy.destinations).to.deep.equal([{ ...doc.destinations[0], enabled: false }])
         // The imported configuration is live: the campaign answers the custom event.
         await post(server.url, '/visitors/segments', { account: target.account, token: target.token, visitorId: '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60', assignees: ['vip'] })
         const answer = await post(server.url, '/campaigns/query', { account: target.account, visitorId: '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60', platform: 'web', event: 'signup', plan: 'pro' })
@@ -247,7 +258,7 @@ describe('beacon (CLI)', () => {
         }))
         const run = await beacon(['import', '--account', target.account, '--file', file], env)
         expect(run.code).to.equal(1)
-        expect(run.stderr).to.include('import stopped at campaign "broken" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks)')
+        expect(run.stderr).to.include('import stopped at campaign "broken" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks, 0 destinations)')
         expect(run.stderr).to.include('400 invalid_campaign')
         expect(run.stderr).to.include('/status')
         expect((await admin(server.url, 'GET', `/admin/accounts/${target.account}/campaigns`)).body.campaigns).to.deep.equal([])

@@ -37,6 +37,7 @@ function fill (path: string, tenant: Tenant, tokenId: string): string {
     .replace(/\/campaigns\/\{id\}/, '/campaigns/summer')
     .replace(/\/segments\/\{name\}/, '/segments/browsers')
     .replace(/\/webhooks\/\{id\}/, '/webhooks/crm')
+    .replace(/\/destinations\/\{id\}/, '/destinations/meta')
     .replace('{visitorId}', '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60')
     .replace('{profileId}', encodeURIComponent('ana@example.com'))
 }
