@@ -8,7 +8,7 @@ import type { Store } from '../store/store.js'
 import { WEBHOOKS_MAX } from '../store/limits.js'
 import type { Page } from '../store/paging.js'
 import type { SecretRows } from '../store/seal-secrets.js'
-import { assertSecretsMayStay } from './redacted-secrets.js'
+import { refuseKeptSecretsOnNewTarget, secretsTarget } from '../webhooks/kept-secrets.js'
 import { compileWebhook, mapSecrets, redactWebhook, restoreSecrets, type CompiledWebhook, type WebhookConfig } from '../webhooks/index.js'
 import type { WebhookChanged, WebhookLookup } from '../webhooks/lookup.js'
 import type { AccountCatalog } from './accounts.js'
@@ -247,14 +247,14 @@ function indexOf (webhooks: Iterable<CompiledWebhook>): WebhookIndex {
   return index
 }
 
-/** The body with the stored secrets it sent back as "[redacted]", refused when its target moved (redacted-secrets.ts). */
+/** The body with the stored secrets it sent back as "[redacted]", refused when its target moved (src/webhooks/kept-secrets.ts). */
 function restored (body: unknown, previous: WebhookConfig | null): unknown {
   const kept: string[] = []
   const restoredBody = restoreSecrets(body, previous, kept)
   if (previous !== null) {
     const request = isRecord(body) && isRecord(body.request) ? body.request : {}
     const delivery = isRecord(body) && isRecord(body.delivery) ? body.delivery : {}
-    assertSecretsMayStay(kept, { url: previous.request.url, proxy: previous.delivery.proxy }, { url: request.url, proxy: delivery.proxy })
+    refuseKeptSecretsOnNewTarget(kept, secretsTarget([previous.request.url, previous.delivery.proxy]), secretsTarget([request.url, delivery.proxy]))
   }
   return restoredBody
 }

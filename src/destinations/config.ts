@@ -7,7 +7,7 @@ import Type, { type TObject, type TSchema } from 'typebox'
 import { ApiError, errorItem, type ErrorItem } from '../errors.js'
 import { NAME_PATTERN } from '../patterns.js'
 import { validator, type Validator } from '../validator.js'
-import { originOfUrl, refuseKeptSecretsOnNewOrigin } from '../webhooks/kept-secrets.js'
+import { refuseKeptSecretsOnNewTarget, secretsTarget } from '../webhooks/kept-secrets.js'
 import { literalRefusal } from '../webhooks/ssrf.js'
 import { DESTINATION_LIMITS } from './limits.js'
 import { PURPOSES, type ProviderDefinition, type Purpose } from './provider.js'
@@ -160,7 +160,7 @@ export function validateDestination (body: unknown, stored: DestinationConfig | 
   for (const name of Object.keys(credentials)) if (credentials[name] === '') delete credentials[name]
   if (stored !== null) {
     const storedProvider = PROVIDERS.get(stored.type)!
-    refuseKeptSecretsOnNewOrigin(originsOf(stored, storedProvider), originsOf(config, provider), kept)
+    refuseKeptSecretsOnNewTarget(kept, targetOf(stored, storedProvider), targetOf(config, provider))
   }
   if (config.enabled || Object.keys(credentials).length > 0) prefixed('/credentials', () => validators.credentials(credentials))
   config.credentials = credentials
@@ -179,9 +179,8 @@ export function mapCredentials (config: DestinationConfig, map: (secret: string)
 }
 
 /** Where the credentials go: the API's origin, and those of the type's other URLs (an OAuth token endpoint). */
-function originsOf (config: DestinationConfig, provider: ProviderDefinition<never, never>): string {
-  const urls = [sharedSettings(config, provider).apiBaseUrl, ...(provider.extraUrls?.(config.settings) ?? [])]
-  return urls.map(originOfUrl).join(' and ')
+function targetOf (config: DestinationConfig, provider: ProviderDefinition<never, never>): string | null {
+  return secretsTarget([sharedSettings(config, provider).apiBaseUrl, ...(provider.extraUrls?.(config.settings) ?? [])])
 }
 
 function prefixed (prefix: string, check: () => unknown): void {
