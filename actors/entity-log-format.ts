@@ -2,7 +2,7 @@
 // index of which keys this node's LMDB holds per partition. Part of the data format: every node of
 // every release must read what any other wrote, so entries are plain msgpack maps with short keys.
 //
-//   write     { t: 'e', k: 'v' | 'p', a: account, i: id, s: state | null (deleted), n: node, w: watermark, o?: rows, d?: folder }
+//   write     { t: 'e', k: 'v' | 'p', a: account, i: id, s: state | null (deleted), n: node, w: watermark, o?: rows, d?: folder, q?: [scope, record] }
 //   chunk     { t: 'c', id: snapshot id, e: [[k, account, id, state as plain msgpack bytes], …], o?: rows }
 //   marker    { t: 'm', id, x: covered sequence, c: chunk count, n: node, w: watermark, d?: folder }
 //   watermark { t: 'w', n: node, w: watermark }
@@ -14,11 +14,16 @@
 // relays it: the node's data folder id `d` (Store.nodeId; with rows, and on markers) and the row's seq
 // there, or, for a row node n resends for another node, its origin [folder id, seq]. Entries of earlier
 // releases have no `d`: their rows' deliveries go out under the relaying node's ids.
+//
+// q: the Idempotency-Key record written with the state (src/store/idempotency.ts): recovered, indexed
+// and snapshotted like an entity of kind 'q' whose id is the record's scope (store.idempotency, key
+// [account, scope]), so a retry through a new owner finds it. Entries of earlier releases have none.
 
 import { Packr } from 'msgpackr'
 import type { Database, Key } from 'lmdb'
 import type { Store } from '../src/store/store.js'
 import type { RowOrigin } from '../src/store/record-codec.js'
+import type { IdempotencyRecord } from '../src/store/idempotency.js'
 import type { Changelog } from '../src/cluster/changelog.js'
 import type { EntityKindName } from './entity-writes.js'
 
@@ -36,12 +41,13 @@ export interface PartitionLog {
   partitionOfKey (account: string, id: string): number
 }
 
-export type KindTag = 'v' | 'p'
+/** Visitors, profiles, and Idempotency-Key records (kept per partition like entities). */
+export type KindTag = 'v' | 'p' | 'q'
 /** Where a row resent for another node was first written: [data folder id, seq there]. */
 export type PartOrigin = [node: string, seq: number]
 export type OutboxPart = [seq: number, bytes: Uint8Array, origin?: PartOrigin]
 
-export interface WriteEntry { t: 'e', k: KindTag, a: string, i: string, s: Record<string, unknown> | null, n: string, w: number, o?: OutboxPart[], d?: string }
+export interface WriteEntry { t: 'e', k: 'v' | 'p', a: string, i: string, s: Record<string, unknown> | null, n: string, w: number, o?: OutboxPart[], d?: string, q?: [string, IdempotencyRecord] }
 export interface ChunkEntry { t: 'c', id: string, e: [KindTag, string, string, Uint8Array][], o?: OutboxPart[] }
 export interface MarkerEntry { t: 'm', id: string, x: number, c: number, n: string, w: number, d?: string }
 export interface WatermarkEntry { t: 'w', n: string, w: number }
@@ -62,16 +68,12 @@ export function originOfPart (part: OutboxPart, d: string | undefined): RowOrigi
 /** Plain msgpack, as the changelog's own: a state packed here decodes on any node, in any release. */
 export const plain = new Packr({ useRecords: false, moreTypes: false })
 
-export function tagOf (kind: EntityKindName): KindTag {
+export function tagOf (kind: EntityKindName): 'v' | 'p' {
   return kind === 'visitor' ? 'v' : 'p'
 }
 
-export function kindOf (tag: KindTag): EntityKindName {
-  return tag === 'v' ? 'visitor' : 'profile'
-}
-
 export function dbOf (store: Store, tag: KindTag): Database {
-  return tag === 'v' ? store.visitors : store.profiles
+  return tag === 'v' ? store.visitors : tag === 'p' ? store.profiles : store.idempotency
 }
 
 /**
@@ -88,6 +90,16 @@ export function partitionRange (partition: number, after?: Key[]): { start: Key[
 }
 
 interface DerivedFields { expiresAtMs?: number, indexed?: string[], profileId?: string | null, visitors?: string[] }
+
+/** writeDerived for a key of any tag: an Idempotency-Key record's derived row is its entry in the expiry index. */
+export function writeDerivedOf (store: Store, tag: KindTag, account: string, id: string, state: Record<string, unknown>, add: boolean): void {
+  if (tag !== 'q') {
+    writeDerived(store, tag === 'v' ? 'visitor' : 'profile', account, id, state, add)
+    return
+  }
+  const key = [(state as unknown as IdempotencyRecord).x, account, id]
+  store.ignoreFailure(add ? store.idempotencyExpiries.put(key, null) : store.idempotencyExpiries.remove(key))
+}
 
 /**
  * The rows of the derived indexes (expiries, members, links) that follow from one entity state: written

@@ -24,6 +24,8 @@ import type { RelayGate } from '../src/delivery/relay-gate.js'
 import { log } from '../src/log.js'
 import type { ActorRuntime } from './runtime.js'
 import type { EntityKindName, EntityWrites } from './entity-writes.js'
+import type { IdempotentWrite } from './idempotent.js'
+import { entityOfScope, type IdempotencySwept } from '../src/store/idempotency.js'
 import { outboxPart, partitionIndex, tagOf, type OutboxPart, type PartitionLog, type WriteEntry } from './entity-log-format.js'
 import { writeSnapshot, type SnapshotReport } from './entity-snapshot.js'
 import { recoverPartition, type RecoveryReport } from './entity-recovery.js'
@@ -56,6 +58,8 @@ export interface EntityLogOptions {
   onSnapshotError?: (partition: number, error: unknown) => void
   entriesMax?: number
   chunkMaxBytes?: number
+  /** The Idempotency-Key sweep's removals (src/store/idempotency.ts): the log forgets them in its partition index. */
+  idempotencySwept?: Listeners<IdempotencySwept> | null
 }
 
 interface PartitionState {
@@ -119,6 +123,14 @@ export class EntityLog implements EntityWrites, PartitionLog {
     this.chunkMaxBytes = options.chunkMaxBytes ?? SNAPSHOT_CHUNK_MAX_BYTES
     this.outboxAppended = options.outboxAppended
     options.outboxAppended.add(this.collect)
+    this.idempotencySwept = options.idempotencySwept ?? null
+    this.idempotencySwept?.add(this.forgetSwept)
+  }
+
+  private readonly idempotencySwept: Listeners<IdempotencySwept> | null
+  /** An expired Idempotency-Key record swept from LMDB leaves the partition index too (same event turn). */
+  private readonly forgetSwept: IdempotencySwept = (account, scope) => {
+    this.store.ignoreFailure(this.index.remove([this.partitionOf(account, entityOfScope(scope)), 'q', account, scope]))
   }
 
   /** The partitions this node writes (recovered and not dropped). */
@@ -134,7 +146,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
     return state === undefined || state.recovering ? null : state.entries
   }
 
-  write (kind: EntityKindName, account: string, id: string, state: object | null): Promise<void> {
+  write (kind: EntityKindName, account: string, id: string, state: object | null, idem: IdempotentWrite | null = null): Promise<void> {
     const partition = this.partitionOf(account, id)
     const rows = this.takeRows()
     const held = this.partitions.get(partition)
@@ -148,6 +160,12 @@ export class EntityLog implements EntityWrites, PartitionLog {
       entry.o = rows
       // The rows' first place, whichever node relays them: their deliveries' webhook-id names it.
       entry.d = this.store.nodeId
+    }
+    if (idem !== null) {
+      // Its record was put by the actor in this event turn; indexed in the partition (a put every time: a
+      // sweep's removal of an expired record under the same scope may not be committed yet).
+      entry.q = [idem.scope, idem.record]
+      this.store.ignoreFailure(this.index.put([partition, 'q', account, idem.scope], null))
     }
     const db = tag === 'v' ? this.store.visitors : this.store.profiles
     const indexKey = [partition, tag, account, id]
@@ -231,6 +249,7 @@ export class EntityLog implements EntityWrites, PartitionLog {
 
   close (): void {
     this.outboxAppended.delete(this.collect)
+    this.idempotencySwept?.delete(this.forgetSwept)
     for (const partition of [...this.partitions.keys()]) this.lost(partition)
   }
 

@@ -14,7 +14,7 @@
 
 import { CLUSTER_ERRORS, ClusterError } from '../src/cluster/errors.js'
 import { decodeRow, type RowOrigin } from '../src/store/record-codec.js'
-import { dbOf, kindOf, originOfPart, partitionRange, plain, writeDerived, type ChunkEntry, type KindTag, type LogEntry, type MarkerEntry, type PartitionLog } from './entity-log-format.js'
+import { dbOf, originOfPart, partitionRange, plain, writeDerivedOf, type ChunkEntry, type KindTag, type LogEntry, type MarkerEntry, type PartitionLog } from './entity-log-format.js'
 
 export interface RecoveryReport {
   partition: number
@@ -67,6 +67,8 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
       switch (entry.t) {
         case 'e':
           latest.set(slotOf(entry.k, entry.a, entry.i), { seq: record.seq, tag: entry.k, account: entry.a, id: entry.i, state: entry.s })
+          // The Idempotency-Key record written with it: a retry through this node finds the first answer.
+          if (entry.q !== undefined) latest.set(slotOf('q', entry.a, entry.q[0]), { seq: record.seq, tag: 'q', account: entry.a, id: entry.q[0], state: entry.q[1] as unknown as Record<string, unknown> })
           seen(entry.n, entry.w)
           for (const part of entry.o ?? []) entryRows.push({ at: record.seq, row: { node: entry.n, seq: part[0], bytes: part[1], origin: originOfPart(part, entry.d) } })
           break
@@ -145,7 +147,7 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
       const [, tag, account, id] = key
       const db = dbOf(log.store, tag)
       const stale = db.get([account, id]) as Record<string, unknown> | undefined
-      if (stale !== undefined) writeDerived(log.store, kindOf(tag), account, id, stale, false)
+      if (stale !== undefined) writeDerivedOf(log.store, tag, account, id, stale, false)
       log.store.ignoreFailure(db.remove([account, id]))
       log.store.ignoreFailure(log.index.remove(key))
       staleRemoved++
@@ -154,8 +156,8 @@ export async function recoverPartition (log: PartitionLog, partition: number, wi
       if (state === null) continue
       log.store.ignoreFailure(dbOf(log.store, tag).put([account, id], state))
       log.store.ignoreFailure(log.index.put([partition, tag, account, id], null))
-      writeDerived(log.store, kindOf(tag), account, id, state, true)
-      entities++
+      writeDerivedOf(log.store, tag, account, id, state, true)
+      if (tag !== 'q') entities++
     }
     for (const row of rows) log.store.appendOutbox(decodeRow(row.bytes), row.origin)
   })

@@ -16,6 +16,8 @@ import {
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
 import type { EntityWrites } from './entity-writes.js'
+import { recall, remember, type IdempotencyClaim } from './idempotent.js'
+import { IdempotencyRecords } from '../src/store/idempotency.js'
 
 /** Devices kept per profile; linking one more drops the least recently active. */
 export const PROFILE_VISITORS_MAX = 100
@@ -52,8 +54,8 @@ export interface ProfileView {
 }
 
 export type ProfileMessage =
-  | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
-  | { type: 'segments', assign: string[], remove: string[] }
+  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim }
+  | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
   | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number }
   | { type: 'unlink', visitorId: string, nowMs: number, forget?: boolean, msgId?: string }
   | { type: 'evaluate', nowMs: number }
@@ -118,6 +120,8 @@ export interface ProfileDeps {
   membership?: MembershipCounter | null
   /** Cluster mode: writes go through the partition changelog (entity-log.ts). Absent: LMDB, as configured. */
   writes?: EntityWrites | null
+  /** Idempotency-Key answers (one for both kinds, given by the wiring); default: this store's, unswept. */
+  idempotency?: IdempotencyRecords
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
@@ -125,11 +129,11 @@ const MOVES_MAX = 100
 /** Message ids a profile remembers (actors/actor-router.ts: a repeat within them is not applied again). */
 export const APPLIED_MAX = 256
 
-export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null }: ProfileDeps): ProfileKind {
+export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, idempotency = new IdempotencyRecords(store) }: ProfileDeps): ProfileKind {
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
-  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT): void {
+  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null, answer: ((state: ProfileState) => unknown) | null = null): void {
     const state = actor.state
     const names = attributesWanted(actor.account)
     const ref: EntityRef = { store, kind: 'profile', account: actor.account, id: actor.id }
@@ -151,7 +155,13 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
       state.segmentsVersion = set.version
     }
     indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state, deviceSegments(state)))
-    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], state)) : writes.write('profile', actor.account, actor.id, state))
+    // The request's Idempotency-Key answer, with the state (same transaction, same changelog entry).
+    const idem = claim === null ? null : remember(idempotency, actor.account, 'p', actor.id, claim, answer === null ? undefined : answer(state), clock.nowMs())
+    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], state)) : writes.write('profile', actor.account, actor.id, state, idem))
+  }
+
+  function segmentsOf (state: ProfileState): string[] {
+    return allSegments(state, deviceSegments(state))
   }
 
   function view (state: ProfileState): ProfileView {
@@ -168,13 +178,18 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
       const state = actor.state
       switch (message.type) {
         case 'attributes':
+          // A retry of a write made with this Idempotency-Key: answered as the first time, nothing applied.
+          if (message.idem !== undefined && recall(idempotency, actor.account, 'p', actor.id, message.idem, clock.nowMs()) !== null) return undefined
           applyAttributes(state.attributes, message.attributes)
-          save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes })
+          save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null)
           return undefined
-        case 'segments':
+        case 'segments': {
+          const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'p', actor.id, message.idem, clock.nowMs())
+          if (first !== null) return first.r as string[]
           applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
-          save(actor, NO_EVENT, clock.nowMs(), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
-          return allSegments(state, deviceSegments(state))
+          save(actor, NO_EVENT, clock.nowMs(), 'segmentsUpdated', { assignees: message.assign, removes: message.remove }, message.idem ?? null, segmentsOf)
+          return segmentsOf(state)
+        }
         case 'device': {
           // A copy older than the one held (a late repeat): nothing changes, the answer is as before.
           const held = state.devices[message.visitorId]

@@ -15,6 +15,8 @@ import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
 import type { EntityWrites } from './entity-writes.js'
 import type { ActorSender } from './actor-router.js'
+import { recall, remember, type IdempotencyClaim } from './idempotent.js'
+import { IdempotencyRecords } from '../src/store/idempotency.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
 export const VIEWED_SKUS_MAX = 50
@@ -82,9 +84,9 @@ export type SegmentSource = (account: string) => SegmentSet
 const EMPTY_SET: ReadonlySet<string> = new Set()
 
 export type VisitorMessage =
-  | { type: 'event', event: EventBody, nowMs: number }
-  | { type: 'attributes', attributes: Record<string, AttributeValue | null> }
-  | { type: 'segments', assign: string[], remove: string[] }
+  | { type: 'event', event: EventBody, nowMs: number, idem?: IdempotencyClaim }
+  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim }
+  | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
   | { type: 'evaluate', nowMs: number }
@@ -161,13 +163,15 @@ export interface VisitorDeps {
   writes?: EntityWrites | null
   /** Cluster mode: messages to the profile go through the router (actor-router.ts). Absent: the runtime. */
   peers?: ActorSender | null
+  /** Idempotency-Key answers (one for both kinds, given by the wiring); default: this store's, unswept. */
+  idempotency?: IdempotencyRecords
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store) }: VisitorDeps): VisitorKind {
   const db = store.visitors
   const profilesAt: ActorSender = peers ?? runtime
 
@@ -198,8 +202,10 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state))
   }
 
-  function persist (actor: Actor<VisitorState>): void {
-    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : writes.write('visitor', actor.account, actor.id, actor.state))
+  /** Write the state; with a claim, the request's Idempotency-Key answer too (same transaction, same changelog entry). */
+  function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown): void {
+    const idem = claim === null ? null : remember(idempotency, actor.account, 'v', actor.id, claim, answer, clock.nowMs())
+    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : writes.write('visitor', actor.account, actor.id, actor.state, idem))
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */
@@ -210,7 +216,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     outboxEvent(refOf(actor, profileAttributes), type, nowMs, rest, actor.state.profileId)
   }
 
-  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number): Campaign[] | Promise<Campaign[]> {
+  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
@@ -223,14 +229,14 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs)
       const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs)
       announce(actor, event.event, nowMs, event)
-      persist(actor)
+      persist(actor, claim, matched)
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
       evaluate(actor, event, nowMs, segs, view.attributes)
       const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs)
       announce(actor, event.event, nowMs, event, view.attributes)
-      persist(actor)
+      persist(actor, claim, matched)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
   }
@@ -270,15 +276,16 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
    * After an attribute or segment update (`type` names it for event webhooks; null for re-evaluation):
    * sync the profile if linked, evaluate, save, then reply.
    */
-  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R, type: string | null = null, fields: Record<string, unknown> = NO_EVENT): R | Promise<R> {
+  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R, type: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null): R | Promise<R> {
     const nowMs = clock.nowMs()
     const segs = segments(actor.account)
     const profileId = actor.state.profileId
     const finish = (profileAttributes: Attributes | null): R => {
       evaluate(actor, NO_EVENT, nowMs, segs, profileAttributes)
       if (type !== null) announce(actor, type, nowMs, fields, profileAttributes)
-      persist(actor)
-      return reply()
+      const answer = reply()
+      persist(actor, claim, answer)
+      return answer
     }
     if (profileId === null) return finish(null)
     return syncProfile(actor, profileId, null, nowMs, segs).then(view => finish(view.attributes), (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
@@ -319,20 +326,28 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     handle (actor, message) {
       const state = actor.state
       switch (message.type) {
-        case 'event':
-          return onEvent(actor, message.event, message.nowMs)
+        case 'event': {
+          // A retry of an event sent with this Idempotency-Key: the first answer, nothing counted again.
+          const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
+          if (first !== null) return first.r as Campaign[]
+          return onEvent(actor, message.event, message.nowMs, message.idem ?? null)
+        }
         case 'attributes': {
+          if (message.idem !== undefined && recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs()) !== null) return undefined
           applyAttributes(state.attributes, message.attributes)
           const nowMs = clock.nowMs()
           for (const name in message.attributes) {
             if (message.attributes[name] === null) delete state.attributeTimes[name]
             else state.attributeTimes[name] = nowMs
           }
-          return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes })
+          return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null)
         }
-        case 'segments':
+        case 'segments': {
+          const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
+          if (first !== null) return first.r as string[]
           applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
-          return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove })
+          return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove }, message.idem ?? null)
+        }
         case 'evaluate': {
           // A window expired or the rules changed: re-evaluate without a new event.
           const segs = segments(actor.account)

@@ -9,6 +9,7 @@
 import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store, type DurableObserved, type OutboxAppended } from './store/store.js'
+import { IdempotencyRecords, sweepIdempotency, type IdempotencySwept } from './store/idempotency.js'
 import { Listeners } from './listeners.js'
 import { LinksBackfill } from './store/links-backfill.js'
 import { Catalogs } from './catalog/catalogs.js'
@@ -86,6 +87,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const durableObserved = new Listeners<DurableObserved>()
   const segmentsChanged = new Listeners<SegmentsChanged>()
   const webhookChanged = new Listeners<WebhookChanged>()
+  const idempotencySwept = new Listeners<IdempotencySwept>()
   const store = new Store({
     path: config.dataDir, durability: config.durability, mapSizeBytes: config.mapSizeBytes, secretsKey: config.secretsKey, outboxAppended, durableObserved,
   })
@@ -98,7 +100,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const cluster: ClusterMode | null = config.cluster === null
     ? null
     : await openClusterMode({
-      config, store, clock, runtime, outboxAppended, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled(),
+      config, store, clock, runtime, outboxAppended, idempotencySwept, metrics, relayedThrough: (): number => deliveries.relayedThrough, relaySettled: () => deliveries.settled(),
       syncTimeoutMs: account => catalogs.webhooks.syncTimeoutMs(account),
     })
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
@@ -115,8 +117,11 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // BEACON_REPORTS=false: nothing is counted (reports and member counts stay as last folded).
   const membership = config.reports ? reports.membership : null
   const writes = cluster?.entityLog ?? null
-  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, peers: cluster?.actors ?? null })
+  // Idempotency-Key answers, written with the writes they answer; expired ones swept in the background.
+  const idempotency = new IdempotencyRecords(store, idempotencySwept)
+  const stopIdempotencySweep = sweepIdempotency(idempotency, () => clock.nowMs(), error => log.error({ err: error }, 'Idempotency-Key sweep failed'))
+  const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency })
+  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null })
   cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
     store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs,
@@ -257,6 +262,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     stop () {
       stopping ??= (async () => {
         maintenance.stop()
+        stopIdempotencySweep()
         await server.drain()
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
         if (cluster !== null) await cluster.stop()

@@ -13,6 +13,7 @@ import { redactUrl, type Config } from './config.js'
 import { log } from './log.js'
 import { Listeners } from './listeners.js'
 import { KEY_PART_MAX, type OutboxAppended, type Store } from './store/store.js'
+import type { IdempotencySwept } from './store/idempotency.js'
 import { partitionIndex } from '../actors/entity-log-format.js'
 import { Changelog, changelogStreamName } from './cluster/changelog.js'
 import { ClusterNode } from './cluster/node.js'
@@ -104,6 +105,8 @@ export interface ClusterModeOptions {
   clock: Clock
   runtime: ActorRuntime
   outboxAppended: Listeners<OutboxAppended>
+  /** The Idempotency-Key sweep's removals: the entity log forgets them in its partition index. */
+  idempotencySwept: Listeners<IdempotencySwept>
   metrics: Metrics | null
   /** The delivery hub's relay watermark and settling (a closure: the hub is built after the kinds). */
   relayedThrough: () => number
@@ -145,7 +148,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     // A write's outbox rows wait for its append's acknowledgement before the relay takes them.
     const gate = new RelayGate()
     const entityLog = new EntityLog({
-      store, changelog, ownership: node, outboxAppended, refused, runtime, gate,
+      store, changelog, ownership: node, outboxAppended, refused, runtime, gate, idempotencySwept: options.idempotencySwept,
       relayedThrough: options.relayedThrough, relaySettled: options.relaySettled,
       onSnapshotError: (partition, error) => log.warn({ err: error, partition }, 'partition snapshot failed'),
     })

@@ -11,6 +11,7 @@ export const ERRORS = {
   invalid_campaign: [400, 'The campaign definition is invalid.'],
   invalid_segment: [400, 'The segment definition is invalid.'],
   bad_framing: [400, 'The request\'s framing is ambiguous (Transfer-Encoding, Content-Length); the connection is closed.'],
+  invalid_idempotency_key: [400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.'],
   // 401
   token_missing: [401, 'The token field is missing.'],
   token_invalid: [401, 'The token is unknown or was revoked.'],
@@ -45,6 +46,8 @@ export const ERRORS = {
   conflict: [409, 'The request conflicts with the current state.'],
   segment_computed: [409, 'The segment is computed from its rule: it cannot be assigned or removed by hand.'],
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
+  // 422
+  idempotency_key_reused: [422, 'This Idempotency-Key was used with another request: a retry must send the same body to the same endpoint.'],
   // 413
   body_too_large: [413, 'The body is larger than the limit.'],
   // 415

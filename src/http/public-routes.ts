@@ -24,6 +24,8 @@ import { validator } from '../validator.js'
 import { errorReply, type EntityKey, type Reply, type Request } from './server.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
 import * as R from './reply-schemas.js'
+import { claimOf, markReplayed } from './idempotency-key.js'
+import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 
 export interface PublicDeps {
@@ -64,6 +66,15 @@ const ACCOUNT_QUERY: QueryParameter = {
   description: 'The account (browser calls): the preflight is answered for it; when the body names one too, they must be equal.',
   schema: { type: 'string', format: 'uuid' } as TSchema,
 }
+/** The public writes take an Idempotency-Key (docs/api.md, "Idempotent writes"). */
+const IDEMPOTENCY_KEY: QueryParameter = {
+  name: 'Idempotency-Key',
+  description: 'Makes the write safe to retry: a retry with the same key, endpoint and body within 24 hours gets the first answer ' +
+    '(with the response header Idempotent-Replayed: true) and changes nothing more; the key with another body is refused (422). ' +
+    '1 to 255 printable ASCII characters; one per write, kept across its retries.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' } as TSchema,
+}
+const IDEMPOTENCY_ERRORS = ['invalid_idempotency_key', 'idempotency_key_reused'] as const
 const BROWSER_ERRORS = ['origin_not_allowed'] as const
 const TOKEN_BROWSER_ERRORS = ['origin_not_allowed', 'browser_token_forbidden'] as const
 
@@ -145,13 +156,13 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
   }
 
   /** A browser's call: origin checked first; every answer after that carries the CORS headers. */
-  async function browserCall (request: Request, tokens: boolean, handler: (body: unknown) => Promise<Reply>): Promise<Reply> {
+  async function browserCall (request: Request, tokens: boolean, handler: (body: unknown, request: Request) => Promise<Reply>): Promise<Reply> {
     const named = queryAccount(request.query)
     const headers = allowBrowser(request, browserAccount(named, request), tokens)
     let reply: Reply
     try {
       sameAccount(named, request)
-      reply = await handler(request.body)
+      reply = await handler(request.body, request)
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
       reply = errorReply(error)
@@ -175,7 +186,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     }
   }
 
-  async function campaignsQuery (body: unknown): Promise<Reply> {
+  async function campaignsQuery (body: unknown, request: Request): Promise<Reply> {
+    const claim = claimOf(request, '/campaigns/query')
     let event = validateEvent(body) as EventBody
     requireAccount(event.account)
     if (event.profileId !== undefined) verifyIdentity(catalogs.accounts.browserAccessOf(event.account)!, event)
@@ -197,7 +209,9 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     }
     const mark = outboxMark()
     const nowMs = clock.nowMs()
-    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs })
+    const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs, idem: claim })
+    // A retry answered from its Idempotency-Key's record: nothing was written, nothing more to wait for or count.
+    if (claim?.replayed === true) return markReplayed({ status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } })
     const sync = afterWrite(event.account, mark)
     if (sync !== null) await sync
     if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
@@ -217,17 +231,20 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     return queryReply(await sendEither(kind, account, id, { type: 'query', query }))
   }
 
-  async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>): Promise<void> {
+  /** Whether the answer is repeated from the Idempotency-Key's record (nothing applied). */
+  async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>, claim: IdempotencyClaim | undefined): Promise<boolean> {
     requireAccount(account)
     const record = authenticate(account, token, 'write')
     checkAttributes(record, Object.keys(attributes), '/attributes')
     const mark = outboxMark()
-    await sendEither(kind, account, id, { type: 'attributes', attributes })
+    await sendEither(kind, account, id, { type: 'attributes', attributes, idem: claim })
+    if (claim?.replayed === true) return true
     await afterWrite(account, mark)
+    return false
   }
 
   /** The segments after the change, or null for a write-only token (the list is a read). */
-  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined): Promise<string[] | null> {
+  async function segmentsUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, assign: string[] | undefined, remove: string[] | undefined, claim: IdempotencyClaim | undefined): Promise<string[] | null> {
     requireAccount(account)
     const record = authenticate(account, token, 'write')
     const computed = catalogs.segments.compiledSet(account).computedNames
@@ -236,8 +253,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       .map(([name, field]) => errorItem('segment_computed', field, `"${name}" is computed from its rule; it cannot be assigned or removed by hand.`))
     if (refused.length > 0) throw ApiError.of(refused)
     const mark = outboxMark()
-    const segments = await sendEither(kind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [] })
-    await afterWrite(account, mark)
+    const segments = await sendEither(kind, account, id, { type: 'segments', assign: assign ?? [], remove: remove ?? [], idem: claim })
+    if (claim?.replayed !== true) await afterWrite(account, mark)
     return canRead(record) ? segments : null
   }
 
@@ -254,23 +271,33 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
   }
   const release = (slot: object): void => accountLimits.leave(slot as AccountSlot)
 
-  function segmentsReply (who: Record<string, string>, segments: string[] | null): Reply {
+  function segmentsReply (who: Record<string, string>, segments: string[] | null, claim: IdempotencyClaim | undefined): Reply {
     const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
-    return { status: 200, body: segments === null ? body : { ...body, segments } }
+    const reply = { status: 200, body: segments === null ? body : { ...body, segments } }
+    return claim?.replayed === true ? markReplayed(reply) : reply
+  }
+
+  function attributesReply (who: Record<string, string>, replayed: boolean): Reply {
+    const reply = { status: 200, body: { status: 200, ...who, message: 'Attributes saved.', errors: [] } }
+    return replayed ? markReplayed(reply) : reply
   }
 
   /**
    * A public endpoint and its preflight; a token endpoint (`doc.token`) answers browsers only when the
    * account allows it. admit() lower-cased the ids of the body before the handler sees it.
    */
-  const post = (pattern: string, doc: RouteDoc, handler: (body: unknown) => Promise<Reply>): RouteDefinition[] => {
+  const post = (pattern: string, doc: RouteDoc, handler: (body: unknown, request: Request) => Promise<Reply>): RouteDefinition[] => {
     const tokens = doc.token !== undefined
+    // The writes: every public endpoint but the two reads.
+    const write = doc.token !== 'read'
     return [
       {
         method: 'post', pattern, body: true, admit, release,
         partitionKey: pattern.startsWith('/profiles/') ? profileKey : visitorKeyOf,
-        doc: { ...doc, query: [ACCOUNT_QUERY], errors: [...doc.errors, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] },
-        handler: request => request.origin === '' ? handler(request.body) : browserCall(request, tokens, handler),
+        doc: write
+          ? { ...doc, query: [ACCOUNT_QUERY], headers: [IDEMPOTENCY_KEY], errors: [...doc.errors, ...IDEMPOTENCY_ERRORS, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] }
+          : { ...doc, query: [ACCOUNT_QUERY], errors: [...doc.errors, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] },
+        handler: request => request.origin === '' ? handler(request.body, request) : browserCall(request, tokens, handler),
       },
       { method: 'options', pattern, body: false, doc: preflightDoc(tokens), handler: request => preflight(request, tokens) },
     ]
@@ -318,10 +345,10 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       body: { schema: S.ProfileAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', attributes: { plan: 'pro', tags: ['a', 'b'], old: null } } },
       ok: json(200, 'Saved (durably).', R.savedAnswer('profileId', false)),
       errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
-    }, async body => {
+    }, async (body, request) => {
+      const claim = claimOf(request, '/profiles/attributes')
       const u = validateProfileAttributes(body)
-      await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes)
-      return { status: 200, body: { status: 200, profileId: u.profileId, message: 'Attributes saved.', errors: [] } }
+      return attributesReply({ profileId: u.profileId }, await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes, claim))
     }),
     ...post('/visitors/attributes', {
       summary: 'Set or delete (null) a visitor\'s attributes',
@@ -329,10 +356,10 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       body: { schema: S.VisitorAttributes, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: EXAMPLE_VISITOR, attributes: { color: 'red' } } },
       ok: json(200, 'Saved (durably).', R.savedAnswer('visitorId', false)),
       errors: ['account_not_found', 'attribute_forbidden', 'entity_full'],
-    }, async body => {
+    }, async (body, request) => {
+      const claim = claimOf(request, '/visitors/attributes')
       const u = validateVisitorAttributes(body)
-      await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes)
-      return { status: 200, body: { status: 200, visitorId: u.visitorId, message: 'Attributes saved.', errors: [] } }
+      return attributesReply({ visitorId: u.visitorId }, await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes, claim))
     }),
     ...post('/profiles/segments', {
       summary: 'Assign or remove a profile\'s manual segments',
@@ -340,9 +367,10 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       body: { schema: S.ProfileSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, profileId: 'ana@example.com', assignees: ['vip'], removes: ['trial'] } },
       ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('profileId', true)),
       errors: ['account_not_found', 'segment_computed', 'entity_full'],
-    }, async body => {
+    }, async (body, request) => {
+      const claim = claimOf(request, '/profiles/segments')
       const u = validateProfileSegments(body)
-      return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes))
+      return segmentsReply({ profileId: u.profileId }, await segmentsUpdate(profiles, u.account, u.profileId, u.token, u.assignees, u.removes, claim), claim)
     }),
     ...post('/visitors/segments', {
       summary: 'Assign or remove a visitor\'s manual segments',
@@ -350,9 +378,10 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       body: { schema: S.VisitorSegments, example: { account: EXAMPLE_ACCOUNT, token: EXAMPLE_TOKEN, visitorId: EXAMPLE_VISITOR, assignees: ['returning'] } },
       ok: json(200, 'Saved (durably); the manual segments after the change (a read: absent for a write-only token).', R.savedAnswer('visitorId', true)),
       errors: ['account_not_found', 'segment_computed', 'entity_full'],
-    }, async body => {
+    }, async (body, request) => {
+      const claim = claimOf(request, '/visitors/segments')
       const u = validateVisitorSegments(body)
-      return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes))
+      return segmentsReply({ visitorId: u.visitorId }, await segmentsUpdate(visitors, u.account, u.visitorId, u.token, u.assignees, u.removes, claim), claim)
     }),
   ]
 }
@@ -360,7 +389,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
 const PLAIN_OPTIONS = { Allow: 'POST, OPTIONS' }
 const PREFLIGHT = {
   'Access-Control-Allow-Methods': 'POST',
-  'Access-Control-Allow-Headers': 'content-type',
+  // Idempotency-Key: the SDK sends one with every event (docs/api.md, "Idempotent writes").
+  'Access-Control-Allow-Headers': 'content-type, idempotency-key',
   'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),
 }
 

@@ -60,6 +60,8 @@ export interface RouteDoc {
   /** The request body's schema and an example (the coverage test sends the example); `raw`: bytes of that type, not JSON. */
   body?: { schema: TSchema, example: Record<string, unknown>, raw?: string }
   query?: QueryParameter[]
+  /** Request headers the operation reads (beyond authentication and content type). */
+  headers?: QueryParameter[]
   /** The success answer. */
   ok: Answer
   /** Other answers that are not refusals (e.g. /readyz's 503, a 304). */

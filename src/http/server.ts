@@ -28,6 +28,8 @@ export interface Request {
   readonly ifNoneMatch: string
   readonly forwardedProto: string
   readonly contentType: string
+  /** The Idempotency-Key header of a public write ('' when absent or empty: src/http/idempotency-key.ts). */
+  readonly idempotencyKey: string
   /** The peer's address as text (the proxy's, behind one). */
   readonly remoteAddress: string
   /** Parsed JSON body (routes declared with `body: true`), the bytes (`body: 'raw'`), else undefined. */
@@ -169,6 +171,7 @@ class Exchange {
   readonly host: string
   readonly ifNoneMatch: string
   readonly forwardedProto: string
+  readonly idempotencyKey: string
   readonly remoteAddress: string
   /** Why the request's framing is refused (RFC 9112: 400 and close), or null. */
   readonly framingError: string | null
@@ -201,6 +204,7 @@ class Exchange {
       this.host = r.getHeader('host')
       this.ifNoneMatch = r.getHeader('if-none-match')
       this.forwardedProto = r.getHeader('x-forwarded-proto')
+      this.idempotencyKey = r.getHeader('idempotency-key')
       this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
       this.framingError = this.contentLength === '' && r.getHeader('transfer-encoding') === '' ? null : framingError(r)
     } else {
@@ -218,6 +222,7 @@ class Exchange {
       this.host = h.host ?? ''
       this.ifNoneMatch = h['if-none-match'] ?? ''
       this.forwardedProto = h['x-forwarded-proto'] ?? ''
+      this.idempotencyKey = h['idempotency-key'] ?? ''
       this.remoteAddress = f.remoteAddress
       this.framingError = null
     }
@@ -235,6 +240,7 @@ function forwardedHeaders (exchange: Exchange): Record<string, string> {
   if (exchange.host !== '') headers.host = exchange.host
   if (exchange.ifNoneMatch !== '') headers['if-none-match'] = exchange.ifNoneMatch
   if (exchange.forwardedProto !== '') headers['x-forwarded-proto'] = exchange.forwardedProto
+  if (exchange.idempotencyKey !== '') headers['idempotency-key'] = exchange.idempotencyKey
   return headers
 }
 
@@ -492,6 +498,7 @@ export class HttpServer<R extends Route = Route> {
       ifNoneMatch: exchange.ifNoneMatch,
       forwardedProto: exchange.forwardedProto,
       contentType: exchange.contentType,
+      idempotencyKey: exchange.idempotencyKey,
       remoteAddress: exchange.remoteAddress,
       body,
       auth: exchange.auth,

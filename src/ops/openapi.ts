@@ -104,6 +104,7 @@ function operationObject ({ method, path, auth, role, doc }: Operation): Record<
   const parameters = [
     ...[...path.matchAll(/\{([A-Za-z]+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, description: paramDescription(path, name!), schema: { type: 'string' } })),
     ...(doc.query ?? []).map(q => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema })),
+    ...(doc.headers ?? []).map(h => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
   ]
   if (parameters.length > 0) out.parameters = parameters
   if (doc.body?.raw !== undefined) {

@@ -4,7 +4,7 @@
 // consent. No method throws into the host page: failures reach onError, promises resolve (to []).
 
 import { renderSlots } from './render.js'
-import { forgetVisitorId, loadVisitorId } from './visitor-id.js'
+import { forgetVisitorId, loadVisitorId, uuid4 } from './visitor-id.js'
 import type { BeaconError, Campaign, CampaignListener, Fields, InitOptions } from './types.js'
 
 export type { BeaconError, Campaign, CampaignListener, Fields, InitOptions } from './types.js'
@@ -12,6 +12,10 @@ export type { BeaconError, Campaign, CampaignListener, Fields, InitOptions } fro
 interface Item {
   event: string
   fields: Fields
+  /** Its Idempotency-Key, kept across retries: a retry of an event Beacon stored is not counted twice. */
+  key: string
+  /** The body as first sent (a retry must send the same under its key); null until then. */
+  body: string | null
   /** Resolves the caller's promise once: with the campaigns, or [] when the first try fails. */
   done: (campaigns: Campaign[]) => void
 }
@@ -61,7 +65,7 @@ function enqueue (event: string, fields: Fields = {}): Promise<Campaign[]> {
     }
     // While retrying after a failure, the caller is not kept waiting: [] now, the event goes later.
     if (timer !== 0) resolve(NONE)
-    queue.push({ event, fields, done: timer === 0 ? resolve : noop })
+    queue.push({ event, fields, key: uuid4(), body: null, done: timer === 0 ? resolve : noop })
     void pump()
   })
 }
@@ -78,8 +82,9 @@ function payload (item: Item): string {
   })
 }
 
-function post (body: string): Promise<Response> {
-  return fetch(url, { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json' }, body })
+function post (item: Item): Promise<Response> {
+  item.body ??= payload(item)
+  return fetch(url, { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json', 'idempotency-key': item.key }, body: item.body })
 }
 
 async function pump (): Promise<void> {
@@ -90,13 +95,14 @@ async function pump (): Promise<void> {
   let retry = false
   let answered: Campaign[] | null = null
   try {
-    const res = await post(payload(item))
+    const res = await post(item)
     const answer = await res.json().catch(() => null) as { campaigns?: Campaign[], errors?: BeaconError[] } | null
     if (res.ok) {
       answered = answer?.campaigns ?? NONE
     } else if (res.status === 401 && sentIdentity !== null) {
       // The identity was refused (nothing was recorded): forget it and send the event without it.
       identity = null
+      item.body = null
       report('identity_unverified', answer?.errors?.[0]?.message ?? 'The profileId signature was refused.')
     } else if (res.status === 429 || res.status >= 500) {
       retry = true
@@ -153,7 +159,7 @@ function deliver (item: Item, campaigns: Campaign[]): void {
 /** The page is going away: what waits leaves now, with requests that outlive the page. */
 function flush (): void {
   if (!consented) return
-  for (const item of queue.splice(sending ? 1 : 0)) post(payload(item)).catch(noop)
+  for (const item of queue.splice(sending ? 1 : 0)) post(item).catch(noop)
 }
 
 function onClick (event: MouseEvent): void {

@@ -88,6 +88,13 @@ export class Store {
   readonly media: Database
   /** Report counters folded from memory and segment member counts: key [account, granularity, bucketMs] / [account, 'members', segment]. */
   readonly reports: Database
+  /**
+   * The answers of writes made with an Idempotency-Key: key [account, scope] (src/store/idempotency.ts),
+   * written in the transaction of the write they answer.
+   */
+  readonly idempotency: Database
+  /** When those answers expire: key [expiresAtMs, account, scope], value null (what the sweep walks). */
+  readonly idempotencyExpiries: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -147,6 +154,8 @@ export class Store {
     this.audit = this.root.openDB('audit', {})
     this.media = this.root.openDB('media', {})
     this.reports = this.root.openDB('reports', {})
+    this.idempotency = this.root.openDB('idempotency', {})
+    this.idempotencyExpiries = this.root.openDB('idempotency-expiries', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.

@@ -4,7 +4,8 @@ import { encodeRow } from '../../src/store/record-codec.js'
 import { CLUSTER_ERRORS, ClusterError } from '../../src/cluster/errors.js'
 import { changelogStreamName } from '../../src/cluster/changelog.js'
 import { jetstreamManager } from '@nats-io/jetstream'
-import type { VisitorState } from '../../actors/visitor.js'
+import type { EventBody, VisitorState } from '../../actors/visitor.js'
+import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { pauseProcess } from '../helpers/pause.js'
@@ -147,6 +148,45 @@ describe('entity log: visitor and profile writes through the partition changelog
     // and those a resent when it took over from b), each once.
     expect(resent).to.equal(a.store.lastOutboxSeq)
     expect(a.snapshotErrors).to.deep.equal([])
+  })
+
+  it('carries an Idempotency-Key record in its write entry: a new owner answers the retry from it, from entries and from a snapshot', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    await recoverAll(a)
+    const claim = (key: string, fingerprint = `fp-${key}`): IdempotencyClaim => ({ key, fingerprint, replayed: false })
+    const purchase = (visitorId: string, orderId: string): EventBody => ({ account: ACCOUNT, visitorId, platform: 'web', event: 'purchase', orderId, orderTotal: 5 })
+    const [inEntries] = idsIn(a.log, ACCOUNT, 1, 1)
+    const [inSnapshot] = idsIn(a.log, ACCOUNT, 2, 1)
+    const first = claim('k-1')
+    const answered = await a.runtime.send(a.visitors, ACCOUNT, inEntries!, { type: 'event', event: purchase(inEntries!, 'o-1'), nowMs: 1, idem: first })
+    expect(first.replayed).to.equal(false)
+    await a.runtime.send(a.visitors, ACCOUNT, inSnapshot!, { type: 'attributes', attributes: { plan: 'pro' }, idem: claim('k-2') })
+    // The second one's entry is purged by a snapshot: its record must be in the snapshot's chunks.
+    await a.log.snapshot(2)
+    expect((await writeEntries(a, 2)).filter(({ entry }) => entry.q !== undefined)).to.deep.equal([])
+    expect((await writeEntries(a, 1)).map(({ entry }) => entry.q?.[0])).to.deep.equal([`v${inEntries!}\u0000k-1`])
+
+    await recoverAll(b)
+    const retry = claim('k-1')
+    expect(await b.runtime.send(b.visitors, ACCOUNT, inEntries!, { type: 'event', event: purchase(inEntries!, 'o-1'), nowMs: 2, idem: retry })).to.deep.equal(answered)
+    expect(retry.replayed).to.equal(true)
+    const again = claim('k-2')
+    await b.runtime.send(b.visitors, ACCOUNT, inSnapshot!, { type: 'attributes', attributes: { plan: 'pro' }, idem: again })
+    expect(again.replayed).to.equal(true)
+    expect([(await stateOf(b, inEntries!)).purchases, (await stateOf(b, inSnapshot!)).attributes]).to.deep.equal([1, { plan: 'pro' }])
+    const reused = await b.runtime.send(b.visitors, ACCOUNT, inEntries!, { type: 'event', event: purchase(inEntries!, 'o-2'), nowMs: 3, idem: claim('k-1', 'another body') }).catch((error: unknown) => error)
+    expect(reused).to.be.instanceOf(ApiError)
+    expect((reused as ApiError).items.map(item => item.code)).to.deep.equal(['idempotency_key_reused'])
+    // Taken back by a, whose local records are stale now: replaced by what b's partition holds, none lost.
+    await b.runtime.send(b.visitors, ACCOUNT, inEntries!, { type: 'event', event: purchase(inEntries!, 'o-3'), nowMs: 4, idem: claim('k-3') })
+    await recoverAll(a)
+    for (const key of ['k-1', 'k-3']) {
+      const third = claim(key)
+      await a.runtime.send(a.visitors, ACCOUNT, inEntries!, { type: 'event', event: purchase(inEntries!, key === 'k-1' ? 'o-1' : 'o-3'), nowMs: 5, idem: third })
+      expect(third.replayed, key).to.equal(true)
+    }
+    expect((await stateOf(a, inEntries!)).purchases).to.equal(2)
   })
 
   it('resends only the outbox rows above their node\'s watermark, from entries and from a snapshot marker', async () => {

@@ -1,0 +1,34 @@
+// The Idempotency-Key header of the public writes (docs/api.md, "Idempotent writes"): checked and turned
+// into the claim the actor stores or answers from (actors/idempotent.ts). Only a request that carries the
+// header pays for this (one hash of its body); one without it costs the header read in server.ts.
+
+import { createHash } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import { IDEMPOTENCY_KEY_MAX_CHARS, validIdempotencyKey } from '../store/idempotency.js'
+import type { IdempotencyClaim } from '../../actors/idempotent.js'
+import type { Reply, Request } from './server.js'
+
+/** The response header of an answer repeated from a key's record. */
+export const REPLAYED_HEADER = 'Idempotent-Replayed'
+
+/**
+ * The request's claim, or undefined without the header (an empty header counts as none). Its
+ * fingerprint covers the endpoint and the body as parsed (ids in lower case): a retry must send the same.
+ */
+export function claimOf (request: Request, pattern: string): IdempotencyClaim | undefined {
+  const key = request.idempotencyKey
+  if (key === '') return undefined
+  if (!validIdempotencyKey(key)) {
+    const why = key.length > IDEMPOTENCY_KEY_MAX_CHARS ? `it has ${key.length} characters` : 'it has a character outside printable ASCII (space to ~)'
+    throw new ApiError('invalid_idempotency_key', `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters; ${why}.`)
+  }
+  const fingerprint = createHash('sha256').update(pattern).update('\n').update(JSON.stringify(request.body)).digest('base64url')
+  return { key, fingerprint, replayed: false }
+}
+
+/** Mark an answer repeated from the key's record. */
+export function markReplayed (reply: Reply): Reply {
+  // Exposed to browser scripts too (CORS hides other response headers from them).
+  reply.headers = { ...reply.headers, [REPLAYED_HEADER]: 'true', 'Access-Control-Expose-Headers': REPLAYED_HEADER }
+  return reply
+}
