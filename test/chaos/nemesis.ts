@@ -161,7 +161,10 @@ export class Nemesis {
         this.ending.delete(index)
       })
       this.keepLog(index, process, `SIGTERM, exit code ${String(code)}`)
-      if (code !== 0) this.unhealthy(member.id, `exited with code ${String(code)} after SIGTERM (0 expected): ${tail(process.output())}`)
+      if (code !== 0) {
+        await closed(process)
+        this.unhealthy(member.id, `exited with code ${String(code)} after SIGTERM (0 expected): ${tail(process.output())}`)
+      }
       this.record('stopped-node', member.id, `exit code ${String(code)}`)
       await this.restartNode(index)
       await this.joined(index)
@@ -213,12 +216,17 @@ export class Nemesis {
       if (exitCode === null && signalCode === null) continue
       member.process = null
       this.paused.delete(index)
-      this.keepLog(index, process, `itself (${String(signalCode ?? exitCode)})`)
-      this.record('crashed', member.id, `exit ${String(signalCode ?? exitCode)}`)
-      this.unhealthy(member.id, `exited by itself (${String(signalCode ?? exitCode)}) at ${this.history.now()} ms: ${tail(process.output())}`)
-      if (this.watcher === null) continue
-      const restart = this.restartNode(index).finally(() => this.restarts.delete(restart))
-      this.restarts.add(restart)
+      const how = String(signalCode ?? exitCode)
+      const at = this.history.now()
+      this.record('crashed', member.id, `exit ${how}`)
+      const restarting = this.watcher !== null
+      // Its last output (the crash's stack on stderr) may still be in the pipes when 'exit' fires.
+      const handled = closed(process).then(async () => {
+        this.keepLog(index, process, `itself (${how})`)
+        this.unhealthy(member.id, `exited by itself (${how}) at ${at} ms: ${tail(process.output())}`)
+        if (restarting) await this.restartNode(index)
+      }).finally(() => this.restarts.delete(handled))
+      this.restarts.add(handled)
     }
   }
 
@@ -261,7 +269,22 @@ export class Nemesis {
   }
 }
 
-/** The end of a process's output, for a health entry. */
+/**
+ * The end of a process's output, for a health entry: what it wrote besides its JSON log lines (a crash's
+ * stack, on stderr), else its last log lines.
+ */
 function tail (output: string): string {
-  return output.slice(-1500)
+  const lines = output.split('\n')
+  const plain = lines.filter(line => line !== '' && !line.startsWith('{')).join('\n')
+  return (plain !== '' ? plain : lines.slice(-5).join('\n')).slice(-2500)
+}
+
+/** Resolves once the process's output pipes are closed (1 s at most). */
+function closed (process: BeaconProcess): Promise<void> {
+  const { child } = process
+  if (child.stdout?.closed === true && child.stderr?.closed === true) return Promise.resolve()
+  return new Promise(resolve => {
+    const timer = setTimeout(resolve, 1000)
+    child.once('close', () => { clearTimeout(timer); resolve() })
+  })
 }
