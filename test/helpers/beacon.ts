@@ -50,7 +50,11 @@ export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptio
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`beacon did not start within 15 s:\n${output}`)), 15_000)
+    // A start that timed out leaves no process behind (it would hold the node's id and folder).
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`beacon did not start within 15 s:\n${output}`))
+    }, 15_000)
     const onData = (): void => {
       const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
       if (match === null) return
