@@ -416,6 +416,60 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect(entries.filter(e => e.entry.n === 'a' && e.seq > claim.claimSeq)).to.deep.equal([])
   })
 
+  /** Rejections nobody handled while `run` ran (a cluster node exits on one). */
+  async function unhandledDuring<T> (run: () => Promise<T>): Promise<{ outcome: T, unhandled: unknown[] }> {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+    process.prependListener('unhandledRejection', onUnhandled)
+    try {
+      const outcome = await run()
+      for (let i = 0; i < 3; i++) await new Promise(resolve => setImmediate(resolve))
+      return { outcome, unhandled }
+    } finally {
+      process.removeListener('unhandledRejection', onUnhandled)
+    }
+  }
+
+  it('refuses a linked visitor\'s write when its partition is lost while its profile answers: no acknowledgement, nothing in the changelog, no crash', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const { outcome, unhandled } = await unhandledDuring(async () => {
+      // The visitor's handler awaits its profile's reply (the profile's append in flight) when the lease goes.
+      const purchase = a.event(ACCOUNT, visitorId!, { event: 'purchase', profileId: profileId!, orderId: 'o-lost', orderTotal: 7 })
+      a.log.lost(3)
+      return await purchase.then(() => 'acknowledged', (error: unknown) => error)
+    })
+    expect(outcome).to.be.instanceOf(ApiError)
+    expect((outcome as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect(unhandled).to.deep.equal([])
+    // Nothing of the refused purchase reached the changelog: a new owner recovers the visitor without it.
+    const b = await node('b')
+    await b.log.recover(3)
+    expect((await stateOf(b, visitorId!)).orderIds).to.deep.equal([])
+  })
+
+  it('refuses a linked visitor\'s write when its partition and its profile\'s are lost during the message, without an unhandled rejection', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const { outcome, unhandled } = await unhandledDuring(async () => {
+      const purchase = a.event(ACCOUNT, visitorId!, { event: 'purchase', profileId: profileId!, orderId: 'o-lost', orderTotal: 7 })
+      // The profile's append is refused (its partition dropped), so the visitor writes its own change and fails.
+      a.log.lost(5)
+      a.log.lost(3)
+      return await purchase.then(() => 'acknowledged', (error: unknown) => error)
+    })
+    expect((outcome as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect(unhandled).to.deep.equal([])
+  })
+
   it('drops a partition whose snapshot is refused, and tells the node', async () => {
     const a = await node('a')
     const b = await node('b')
