@@ -8,6 +8,7 @@ import type { EventBody, VisitorState } from '../../actors/visitor.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { removeDir, tempDir } from '../helpers/beacon.js'
 import { pauseProcess } from '../helpers/pause.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
@@ -326,6 +327,42 @@ describe('entity log: visitor and profile writes through the partition changelog
       await waitFor(() => a.store.outbox.getCount() === 0, 5000, 'the refused row removed, the others relayed')
     } finally {
       await receiver.close()
+    }
+  })
+
+  it('restarted on its folder, a node sends none of the rows its previous run left of writes never acknowledged; the recovery resends the acknowledged ones', async () => {
+    const receiver = await startReceiver()
+    const dir = tempDir('beacon-entity-log-restart-')
+    try {
+      const url = `${receiver.url}/orders`
+      const a = await node('a', { webhookUrl: url, dir })
+      await a.log.recover(0)
+      const [id] = idsIn(a.log, WEBHOOK_ACCOUNT, 0, 1)
+      const orders = (): string[] => receiver.requests.map(r => String((JSON.parse(r.body) as { order: string }).order))
+      await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-1', orderTotal: 1 })
+      await waitFor(() => orders().length === 1, 10_000, 'the first purchase delivered')
+      // The relay stops (the node is about to die): the next purchase is acknowledged, its row stays in the outbox.
+      await a.stopHub()
+      await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-2', orderTotal: 1 })
+      // The row of a write that died with the node before its append was acknowledged (or before a
+      // refused write's rows were taken back): committed to the outbox, in no changelog entry.
+      a.store.appendOutbox({ kind: 'event', account: WEBHOOK_ACCOUNT, event: 'purchase', visitorId: id!, fields: { orderId: 'o-never' }, occurredAtMs: 1 })
+      await a.store.root.committed
+      expect([...a.store.outbox.getKeys({})]).to.have.length(2)
+      await a.close()
+      nodes.splice(nodes.indexOf(a), 1)
+
+      const again = await node('a', { webhookUrl: url, dir })
+      const report = await again.log.recover(0)
+      expect(report.rowsResent).to.equal(1)
+      await waitFor(() => orders().length >= 2, 10_000, 'the acknowledged purchase\'s row resent by the recovery')
+      await new Promise(resolve => setTimeout(resolve, 500))
+      await again.hub!.settled()
+      expect(orders().sort()).to.deep.equal(['o-1', 'o-2'])
+      expect(again.store.outbox.getCount()).to.equal(0)
+    } finally {
+      await receiver.close()
+      removeDir(dir)
     }
   })
 
