@@ -507,6 +507,33 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect(unhandled).to.deep.equal([])
   })
 
+  it('applies the retry of a refused write with the same Idempotency-Key, rather than answering it from the refused write\'s record', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const purchase = (): Promise<unknown> => a.runtime.send(a.visitors, ACCOUNT, visitorId!, {
+      type: 'event',
+      event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'purchase', profileId: profileId!, orderId: 'o-retried', orderTotal: 7 },
+      nowMs: 1000,
+      idem: { key: 'k-retried', fingerprint: 'f', replayed: false },
+    })
+    // Refused: the visitor's partition is lost while its profile answers (its record was put with the state).
+    const first = purchase()
+    a.log.lost(3)
+    expect(((await first.then(() => null, (error: unknown) => error)) as ApiError).items[0]!.code).to.equal('partition_moved')
+    // The partition comes back to this node; the caller retries with the same key: applied, once.
+    await a.log.recover(3)
+    await purchase()
+    const state = await stateOf(a, visitorId!)
+    expect(state.orderIds).to.deep.equal(['o-retried'])
+    const b = await node('b')
+    await b.log.recover(3)
+    expect((await stateOf(b, visitorId!)).orderIds).to.deep.equal(['o-retried'])
+  })
+
   it('drops a partition whose snapshot is refused, and tells the node', async () => {
     const a = await node('a')
     const b = await node('b')
