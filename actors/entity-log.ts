@@ -203,6 +203,11 @@ export class EntityLog implements EntityWrites, PartitionLog {
     return Promise.all([put, appended]).then(() => { this.letGo(rows) }, (error: unknown) => this.failed(partition, rows, error))
   }
 
+  refuse (account: string, id: string): Promise<void> {
+    this.takeBack(this.takeRows())
+    return Promise.reject(moved(this.partitionOf(account, id)))
+  }
+
   /**
    * Takes the partition over before this node serves it: claims its changelog (fencing the previous
    * owner), replaces what the local LMDB holds for its keys by the snapshot plus the entries after it,

@@ -205,7 +205,9 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   /** Write the state; with a claim, the request's Idempotency-Key answer too (same transaction, same changelog entry). */
   function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown): void {
     const idem = claim === null ? null : remember(idempotency, actor.account, 'v', actor.id, claim, answer, clock.nowMs())
-    actor.track(withRecord(idempotency, actor.account, idem, writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : writes.write('visitor', actor.account, actor.id, actor.state, idem)))
+    // Evicted while it ran (cluster mode: its partition lost, maybe recovered since): its state may be older than the partition's.
+    const write = writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : actor.broken ? writes.refuse(actor.account, actor.id) : writes.write('visitor', actor.account, actor.id, actor.state, idem)
+    actor.track(withRecord(idempotency, actor.account, idem, write))
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */

@@ -12,6 +12,10 @@ import { removeDir, tempDir } from '../helpers/beacon.js'
 import { pauseProcess } from '../helpers/pause.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
+import { visitorKind } from '../../actors/visitor.js'
+import type { ActorSender } from '../../actors/actor-router.js'
+import { EMPTY_SEGMENTS } from '../../src/segments/segment-set.js'
+import { manualClock } from '../helpers/clock.js'
 
 const ACCOUNT = 'acme'
 
@@ -532,6 +536,41 @@ describe('entity log: visitor and profile writes through the partition changelog
     const b = await node('b')
     await b.log.recover(3)
     expect((await stateOf(b, visitorId!)).orderIds).to.deep.equal(['o-retried'])
+  })
+
+  it('refuses the write of an actor evicted while it ran, once its partition was recovered with another node\'s writes', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    // The profile's owner answers late: the identify below runs on a, its visitor's handler waiting for that answer.
+    let answer!: () => void
+    const late = new Promise<void>(resolve => { answer = resolve })
+    const slowPeers: ActorSender = { send: (kind, account, id, message) => late.then(() => a.runtime.send(kind, account, id, message)) }
+    const visitors = visitorKind({
+      store: a.store, runtime: a.runtime, profiles: a.profiles, campaigns: () => null, segments: () => EMPTY_SEGMENTS, clock: manualClock(),
+      wantsEvent: () => true, wantsChange: () => false, listsMembers: () => false, attributesWanted: () => new Set<string>(), writes: a.log, peers: slowPeers,
+    })
+    // (This kind is the visitor's resident activation on a from its first message on.)
+    await a.runtime.send(visitors, ACCOUNT, visitorId!, { type: 'event', event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'purchase', orderId: 'o-1', orderTotal: 1 }, nowMs: 1 })
+    const identify = a.runtime.send(visitors, ACCOUNT, visitorId!, { type: 'event', event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'pageView', profileId: profileId! }, nowMs: 2 })
+    // Meanwhile b takes the partition and acknowledges a purchase; then a gets it back.
+    await b.log.recover(3)
+    await b.event(ACCOUNT, visitorId!, { event: 'purchase', orderId: 'o-3', orderTotal: 1 })
+    a.log.lost(3)
+    await a.log.recover(3)
+    // The snapshot a recovery starts when it replayed entries, done before the handler resumes.
+    await a.log.snapshot(3)
+    answer()
+    const outcome = await identify.then(() => 'acknowledged', (error: unknown) => error)
+    expect((outcome as ApiError).items?.[0]?.code).to.equal('partition_moved')
+    // Nothing of a's stale copy (o-1 only) was written over b's purchase.
+    expect((await stateOf(a, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
+    const c = await node('c')
+    await c.log.recover(3)
+    expect((await stateOf(c, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
   })
 
   it('drops a partition whose snapshot is refused, and tells the node', async () => {
