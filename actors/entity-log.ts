@@ -133,6 +133,27 @@ export class EntityLog implements EntityWrites, PartitionLog {
     this.store.ignoreFailure(this.index.remove([this.partitionOf(account, entityOfScope(scope)), 'q', account, scope]))
   }
 
+  /**
+   * At start, before the delivery hub relays: removes the rows this node's previous run left in its
+   * outbox. Those of acknowledged writes are in their partitions' changelogs (an entry, or a snapshot
+   * chunk) above this node's watermark there, so the next recovery of each partition resends them, under
+   * their first webhook-id; the others belong to writes whose append was never acknowledged (the node
+   * died while it flew, or before a refused write's rows were taken back) and must never go out: relayed
+   * from here, one was delivered, and the caller's retry, applied as a new write, delivered it again
+   * under another webhook-id. Resolves with the count once the removal is committed.
+   */
+  async forgetLeftoverRows (): Promise<number> {
+    let removed = 0
+    let last: Promise<boolean> | null = null
+    for (const seq of this.store.outbox.getKeys({}) as Iterable<number>) {
+      last = this.store.removeOutbox(seq, this.store.outboxOrigin(seq) !== null)
+      this.store.ignoreFailure(last)
+      removed++
+    }
+    if (last !== null) await last
+    return removed
+  }
+
   /** The partitions this node writes (recovered and not dropped). */
   get held (): number[] {
     const out: number[] = []
@@ -180,6 +201,11 @@ export class EntityLog implements EntityWrites, PartitionLog {
     const appended = this.changelog.append(partition, [entry])
     if (++held.entries >= this.entriesMax && held.snapshot === null) this.snapshotInBackground(partition, held)
     return Promise.all([put, appended]).then(() => { this.letGo(rows) }, (error: unknown) => this.failed(partition, rows, error))
+  }
+
+  refuse (account: string, id: string): Promise<void> {
+    this.takeBack(this.takeRows())
+    return Promise.reject(moved(this.partitionOf(account, id)))
   }
 
   /**

@@ -14,4 +14,10 @@ export interface EntityWrites {
    * actor put with it (store.idempotency, same event turn), which must be as durable as the state.
    */
   write (kind: EntityKindName, account: string, id: string, state: object | null, idem?: IdempotentWrite | null): Promise<void>
+  /**
+   * Instead of write, for an actor whose state may be stale (evicted while it ran: its partition was
+   * lost, and may have been recovered since with other writes): the outbox rows of this event turn are
+   * taken back, and it rejects with 503 `partition_moved` (the request is sent again to the owner).
+   */
+  refuse (account: string, id: string): Promise<void>
 }

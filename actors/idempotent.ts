@@ -46,3 +46,12 @@ export function remember (records: IdempotencyRecords, account: string, tag: 'v'
   records.put(account, scope, record)
   return { scope, record }
 }
+
+/**
+ * The write that carries a claim's record, as the actor tracks it: when it fails, the record is taken
+ * back (a retry with the key is applied then, not answered from a record of a write that is nowhere).
+ */
+export function withRecord (records: IdempotencyRecords, account: string, idem: IdempotentWrite | null, write: Promise<void>): Promise<void> {
+  if (idem !== null) write.catch(() => { records.withdraw(account, idem.scope, idem.record) })
+  return write
+}

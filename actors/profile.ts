@@ -16,7 +16,7 @@ import {
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
 import type { EntityWrites } from './entity-writes.js'
-import { recall, remember, type IdempotencyClaim } from './idempotent.js'
+import { recall, remember, withRecord, type IdempotencyClaim } from './idempotent.js'
 import { IdempotencyRecords } from '../src/store/idempotency.js'
 
 /** Devices kept per profile; linking one more drops the least recently active. */
@@ -157,7 +157,9 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
     indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, allSegments(state, deviceSegments(state)))
     // The request's Idempotency-Key answer, with the state (same transaction, same changelog entry).
     const idem = claim === null ? null : remember(idempotency, actor.account, 'p', actor.id, claim, answer === null ? undefined : answer(state), clock.nowMs())
-    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], state)) : writes.write('profile', actor.account, actor.id, state, idem))
+    // Evicted while it ran (cluster mode: its partition lost, maybe recovered since): its state may be older than the partition's.
+    const write = writes === null ? store.durable(db.put([actor.account, actor.id], state)) : actor.broken ? writes.refuse(actor.account, actor.id) : writes.write('profile', actor.account, actor.id, state, idem)
+    actor.track(withRecord(idempotency, actor.account, idem, write))
   }
 
   function segmentsOf (state: ProfileState): string[] {

@@ -55,10 +55,12 @@ export class Actor<S> {
   readonly partition: number
   state: S
   lastUsedMs: number
-  /** The latest write not yet durable, or null. */
+  /** The latest write not yet durable, or the latest write when it failed (kept: see track), or null. */
   pending: Promise<void> | null = null
-  /** A write failed: memory may be ahead of disk, so this activation must not serve again. */
+  /** A write failed, or the actor was evicted while busy: memory may be ahead of disk, so this activation must not serve again. */
   broken = false
+  /** A write of this activation failed (its `pending` stays rejected). */
+  writeFailed = false
   running = false
   readonly mailbox: Envelope<any, any>[] = []
 
@@ -72,15 +74,23 @@ export class Actor<S> {
     this.lastUsedMs = nowMs
   }
 
-  /** Register a write of this message: the reply waits for it, and so does passivation. */
+  /**
+   * Register a write of this message: the reply waits for it, and so does passivation. A failed write
+   * stays `pending`: an async handler's reply is read a few microtasks after its last write was issued,
+   * and a write refused at once (the partition went while the handler awaited) has failed by then; the
+   * reply must see that failure, never an empty `pending` it would take for "durable".
+   */
   track (write: Promise<void>): void {
     const tracked: Promise<void> = write.then(() => {
       if (this.pending === tracked) this.pending = null
     }, (error: unknown) => {
       this.broken = true
-      if (this.pending === tracked) this.pending = null
+      this.writeFailed = true
       throw error
     })
+    // The reply (or drain) that waits for it takes the failure; a handler that failed after its write
+    // (its own error is the answer) leaves nobody waiting, which must not be an unhandled rejection.
+    tracked.catch(noop)
     this.pending = tracked
   }
 }
@@ -183,7 +193,7 @@ export class ActorRuntime {
   }
 
   private evictable (actor: Actor<any>): boolean {
-    return !actor.running && actor.mailbox.length === 0 && actor.pending === null
+    return !actor.running && actor.mailbox.length === 0 && (actor.pending === null || actor.writeFailed)
   }
 
   private evictOverCap (): void {
@@ -243,3 +253,5 @@ export function partitionOf (account: string, id: string): number {
   for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193)
   return (hash >>> 0) % PARTITIONS
 }
+
+function noop (): void {}

@@ -15,7 +15,7 @@ import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
 import type { DeviceSummary, ProfileKind, ProfileView } from './profile.js'
 import type { EntityWrites } from './entity-writes.js'
 import type { ActorSender } from './actor-router.js'
-import { recall, remember, type IdempotencyClaim } from './idempotent.js'
+import { recall, remember, withRecord, type IdempotencyClaim } from './idempotent.js'
 import { IdempotencyRecords } from '../src/store/idempotency.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
@@ -205,7 +205,9 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   /** Write the state; with a claim, the request's Idempotency-Key answer too (same transaction, same changelog entry). */
   function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown): void {
     const idem = claim === null ? null : remember(idempotency, actor.account, 'v', actor.id, claim, answer, clock.nowMs())
-    actor.track(writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : writes.write('visitor', actor.account, actor.id, actor.state, idem))
+    // Evicted while it ran (cluster mode: its partition lost, maybe recovered since): its state may be older than the partition's.
+    const write = writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : actor.broken ? writes.refuse(actor.account, actor.id) : writes.write('visitor', actor.account, actor.id, actor.state, idem)
+    actor.track(withRecord(idempotency, actor.account, idem, write))
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */

@@ -157,6 +157,8 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       relayedThrough: options.relayedThrough, relaySettled: options.relaySettled,
       onSnapshotError: (partition, error) => log.warn({ err: error, partition }, 'partition snapshot failed'),
     })
+    const leftover = await entityLog.forgetLeftoverRows()
+    if (leftover > 0) log.info({ rows: leftover }, 'outbox rows left by the previous run removed: the recoveries of their partitions resend those of acknowledged writes')
     metrics?.watchCluster(node)
     const forwarder = new Forwarder({
       nc, cluster, ownership: node, handlerExtraMs: options.syncTimeoutMs,

@@ -263,7 +263,13 @@ export class ClusterNode implements Ownership {
   private async releasing (partition: number): Promise<void> {
     this.recovered.delete(partition)
     const recovery = this.recovering.get(partition)
-    if (recovery !== undefined) await recovery
+    if (recovery !== undefined) {
+      await recovery
+      // A recovery that ended meanwhile marked the partition recovered: not any more. Left, owns() was
+      // true again the moment this node next acquired the partition, before its recovery, and requests
+      // ran on the stale local state (one wrote it over the recovered one once that finished).
+      this.recovered.delete(partition)
+    }
     await this.keeper?.release(partition)
   }
 }

@@ -79,6 +79,18 @@ export class IdempotencyRecords {
   }
 
   /**
+   * Take back a record whose write failed (refused, or not confirmed: the partition is dropped then, and
+   * a recovery restores the record from the changelog if the write was stored after all). Left, it made
+   * a retry with the key answer "done" from it, for a write in no state. Issued after the put, so
+   * removed after it in LMDB's write order.
+   */
+  withdraw (account: string, scope: string, record: IdempotencyRecord): void {
+    const slot = account + '\u0000' + scope
+    if (this.inFlight.get(slot) === record) this.inFlight.delete(slot)
+    this.store.ignoreFailure(this.store.idempotency.remove([account, scope]))
+  }
+
+  /**
    * Remove up to `max` records expired at `nowMs`, in this event turn (one transaction). A record put
    * again under the same scope since (another expiry, or not committed yet) is kept. Returns how many
    * expiry entries were walked.

@@ -5,9 +5,10 @@ import { until } from '../helpers/until.js'
 
 interface Counter { n: number }
 type Message = { type: 'add', by: number, write?: Promise<void> } | { type: 'slow', done: Promise<void> } | { type: 'fail' }
+  | { type: 'addLater', done: Promise<void>, write: () => Promise<void>, thenThrow?: boolean }
 
 /** A kind whose "disk" is a map: loads count activations, writes are promises the test controls. */
-function counterKind (disk: Map<string, number>, loads: string[]): ActorKind<Counter, Message, { add: number, slow: number, fail: never }> {
+function counterKind (disk: Map<string, number>, loads: string[]): ActorKind<Counter, Message, { add: number, slow: number, fail: never, addLater: number }> {
   return {
     name: 'counter',
     load (account, id) {
@@ -17,6 +18,15 @@ function counterKind (disk: Map<string, number>, loads: string[]): ActorKind<Cou
     handle (actor: Actor<Counter>, message) {
       if (message.type === 'fail') throw new Error('refused')
       if (message.type === 'slow') return message.done.then(() => actor.state.n)
+      if (message.type === 'addLater') {
+        // As a linked visitor: an await (its profile), then the write, in the handler's promise.
+        return message.done.then(() => {
+          actor.state.n += 1
+          actor.track(message.write())
+          if (message.thenThrow === true) throw new Error('profile unreachable')
+          return actor.state.n
+        })
+      }
       actor.state.n += message.by
       disk.set(actor.account + '/' + actor.id, actor.state.n)
       if (message.write !== undefined) actor.track(message.write)
@@ -124,6 +134,56 @@ describe('actor runtime', () => {
     disk.set('acc/k', 1) // what actually reached the disk
     expect(await runtime.send(kind, 'acc', 'k', { type: 'add', by: 1 })).to.equal(2)
     expect(loads).to.deep.equal(['k', 'k'])
+  })
+})
+
+describe('actor runtime: a write refused at once in an async handler (issue 26)', () => {
+  let runtime: ActorRuntime
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+  beforeEach(() => {
+    unhandled.length = 0
+    process.prependListener('unhandledRejection', onUnhandled)
+    runtime = new ActorRuntime({ clock: manualClock(), actorsMax: 100, actorIdleMs: 60_000, mailboxMax: 100 })
+  })
+  afterEach(() => {
+    process.removeListener('unhandledRejection', onUnhandled)
+    runtime.close()
+  })
+
+  /** Lets pending rejections be reported (Node reports them after the microtasks of a macrotask). */
+  async function settle (): Promise<void> {
+    for (let i = 0; i < 3; i++) await new Promise(resolve => setImmediate(resolve))
+  }
+
+  it('rejects the message, never answers it as done, and leaves no unhandled rejection', async () => {
+    const kind = counterKind(new Map(), [])
+    // The entity log refuses at once a write of a partition no longer held (an already rejected promise).
+    const outcome = await runtime.send(kind, 'acc', 'k', { type: 'addLater', done: Promise.resolve(), write: () => Promise.reject(new Error('partition_moved')) })
+      .then(n => ({ answered: n }), (error: Error) => ({ refused: error.message }))
+    await settle()
+    expect(outcome).to.deep.equal({ refused: 'partition_moved' })
+    expect(unhandled).to.deep.equal([])
+  })
+
+  it('rejects with the handler\'s own error when it fails after a refused write, with no unhandled rejection', async () => {
+    const kind = counterKind(new Map(), [])
+    const outcome = await runtime.send(kind, 'acc', 'k', { type: 'addLater', done: Promise.resolve(), write: () => Promise.reject(new Error('partition_moved')), thenThrow: true })
+      .then(n => ({ answered: n }), (error: Error) => ({ refused: error.message }))
+    await settle()
+    expect(outcome).to.deep.equal({ refused: 'profile unreachable' })
+    expect(unhandled).to.deep.equal([])
+  })
+
+  it('serves the next message from a fresh activation, and passivates the broken one', async () => {
+    const disk = new Map<string, number>()
+    const loads: string[] = []
+    const kind = counterKind(disk, loads)
+    await runtime.send(kind, 'acc', 'k', { type: 'addLater', done: Promise.resolve(), write: () => Promise.reject(new Error('partition_moved')) }).catch(() => {})
+    expect(await runtime.send(kind, 'acc', 'k', { type: 'add', by: 5 })).to.equal(5)
+    expect(loads).to.deep.equal(['k', 'k'])
+    expect(runtime.evict(() => true)).to.equal(1)
+    expect(runtime.residentCount).to.equal(0)
   })
 })
 

@@ -8,9 +8,14 @@ import type { EventBody, VisitorState } from '../../actors/visitor.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { removeDir, tempDir } from '../helpers/beacon.js'
 import { pauseProcess } from '../helpers/pause.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
+import { visitorKind } from '../../actors/visitor.js'
+import type { ActorSender } from '../../actors/actor-router.js'
+import { EMPTY_SEGMENTS } from '../../src/segments/segment-set.js'
+import { manualClock } from '../helpers/clock.js'
 
 const ACCOUNT = 'acme'
 
@@ -329,6 +334,42 @@ describe('entity log: visitor and profile writes through the partition changelog
     }
   })
 
+  it('restarted on its folder, a node sends none of the rows its previous run left of writes never acknowledged; the recovery resends the acknowledged ones', async () => {
+    const receiver = await startReceiver()
+    const dir = tempDir('beacon-entity-log-restart-')
+    try {
+      const url = `${receiver.url}/orders`
+      const a = await node('a', { webhookUrl: url, dir })
+      await a.log.recover(0)
+      const [id] = idsIn(a.log, WEBHOOK_ACCOUNT, 0, 1)
+      const orders = (): string[] => receiver.requests.map(r => String((JSON.parse(r.body) as { order: string }).order))
+      await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-1', orderTotal: 1 })
+      await waitFor(() => orders().length === 1, 10_000, 'the first purchase delivered')
+      // The relay stops (the node is about to die): the next purchase is acknowledged, its row stays in the outbox.
+      await a.stopHub()
+      await a.event(WEBHOOK_ACCOUNT, id!, { event: 'purchase', orderId: 'o-2', orderTotal: 1 })
+      // The row of a write that died with the node before its append was acknowledged (or before a
+      // refused write's rows were taken back): committed to the outbox, in no changelog entry.
+      a.store.appendOutbox({ kind: 'event', account: WEBHOOK_ACCOUNT, event: 'purchase', visitorId: id!, fields: { orderId: 'o-never' }, occurredAtMs: 1 })
+      await a.store.root.committed
+      expect([...a.store.outbox.getKeys({})]).to.have.length(2)
+      await a.close()
+      nodes.splice(nodes.indexOf(a), 1)
+
+      const again = await node('a', { webhookUrl: url, dir })
+      const report = await again.log.recover(0)
+      expect(report.rowsResent).to.equal(1)
+      await waitFor(() => orders().length >= 2, 10_000, 'the acknowledged purchase\'s row resent by the recovery')
+      await new Promise(resolve => setTimeout(resolve, 500))
+      await again.hub!.settled()
+      expect(orders().sort()).to.deep.equal(['o-1', 'o-2'])
+      expect(again.store.outbox.getCount()).to.equal(0)
+    } finally {
+      await receiver.close()
+      removeDir(dir)
+    }
+  })
+
   it('keeps the changelog bounded under continued writes by snapshots plus purge, and recovers exactly after compaction', async () => {
     const entriesMax = 100
     const a = await node('a', { entriesMax, chunkMaxBytes: 4096 })
@@ -414,6 +455,122 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect((await stateOf(b, id!)).purchases).to.equal(1)
     const entries = await writeEntries(b, 4)
     expect(entries.filter(e => e.entry.n === 'a' && e.seq > claim.claimSeq)).to.deep.equal([])
+  })
+
+  /** Rejections nobody handled while `run` ran (a cluster node exits on one). */
+  async function unhandledDuring<T> (run: () => Promise<T>): Promise<{ outcome: T, unhandled: unknown[] }> {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+    process.prependListener('unhandledRejection', onUnhandled)
+    try {
+      const outcome = await run()
+      for (let i = 0; i < 3; i++) await new Promise(resolve => setImmediate(resolve))
+      return { outcome, unhandled }
+    } finally {
+      process.removeListener('unhandledRejection', onUnhandled)
+    }
+  }
+
+  it('refuses a linked visitor\'s write when its partition is lost while its profile answers: no acknowledgement, nothing in the changelog, no crash', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const { outcome, unhandled } = await unhandledDuring(async () => {
+      // The visitor's handler awaits its profile's reply (the profile's append in flight) when the lease goes.
+      const purchase = a.event(ACCOUNT, visitorId!, { event: 'purchase', profileId: profileId!, orderId: 'o-lost', orderTotal: 7 })
+      a.log.lost(3)
+      return await purchase.then(() => 'acknowledged', (error: unknown) => error)
+    })
+    expect(outcome).to.be.instanceOf(ApiError)
+    expect((outcome as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect(unhandled).to.deep.equal([])
+    // Nothing of the refused purchase reached the changelog: a new owner recovers the visitor without it.
+    const b = await node('b')
+    await b.log.recover(3)
+    expect((await stateOf(b, visitorId!)).orderIds).to.deep.equal([])
+  })
+
+  it('refuses a linked visitor\'s write when its partition and its profile\'s are lost during the message, without an unhandled rejection', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const { outcome, unhandled } = await unhandledDuring(async () => {
+      const purchase = a.event(ACCOUNT, visitorId!, { event: 'purchase', profileId: profileId!, orderId: 'o-lost', orderTotal: 7 })
+      // The profile's append is refused (its partition dropped), so the visitor writes its own change and fails.
+      a.log.lost(5)
+      a.log.lost(3)
+      return await purchase.then(() => 'acknowledged', (error: unknown) => error)
+    })
+    expect((outcome as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect(unhandled).to.deep.equal([])
+  })
+
+  it('applies the retry of a refused write with the same Idempotency-Key, rather than answering it from the refused write\'s record', async () => {
+    const a = await node('a')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: profileId! })
+    const purchase = (): Promise<unknown> => a.runtime.send(a.visitors, ACCOUNT, visitorId!, {
+      type: 'event',
+      event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'purchase', profileId: profileId!, orderId: 'o-retried', orderTotal: 7 },
+      nowMs: 1000,
+      idem: { key: 'k-retried', fingerprint: 'f', replayed: false },
+    })
+    // Refused: the visitor's partition is lost while its profile answers (its record was put with the state).
+    const first = purchase()
+    a.log.lost(3)
+    expect(((await first.then(() => null, (error: unknown) => error)) as ApiError).items[0]!.code).to.equal('partition_moved')
+    // The partition comes back to this node; the caller retries with the same key: applied, once.
+    await a.log.recover(3)
+    await purchase()
+    const state = await stateOf(a, visitorId!)
+    expect(state.orderIds).to.deep.equal(['o-retried'])
+    const b = await node('b')
+    await b.log.recover(3)
+    expect((await stateOf(b, visitorId!)).orderIds).to.deep.equal(['o-retried'])
+  })
+
+  it('refuses the write of an actor evicted while it ran, once its partition was recovered with another node\'s writes', async () => {
+    const a = await node('a')
+    const b = await node('b')
+    await a.log.recover(3)
+    await a.log.recover(5)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [profileId] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    // The profile's owner answers late: the identify below runs on a, its visitor's handler waiting for that answer.
+    let answer!: () => void
+    const late = new Promise<void>(resolve => { answer = resolve })
+    const slowPeers: ActorSender = { send: (kind, account, id, message) => late.then(() => a.runtime.send(kind, account, id, message)) }
+    const visitors = visitorKind({
+      store: a.store, runtime: a.runtime, profiles: a.profiles, campaigns: () => null, segments: () => EMPTY_SEGMENTS, clock: manualClock(),
+      wantsEvent: () => true, wantsChange: () => false, listsMembers: () => false, attributesWanted: () => new Set<string>(), writes: a.log, peers: slowPeers,
+    })
+    // (This kind is the visitor's resident activation on a from its first message on.)
+    await a.runtime.send(visitors, ACCOUNT, visitorId!, { type: 'event', event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'purchase', orderId: 'o-1', orderTotal: 1 }, nowMs: 1 })
+    const identify = a.runtime.send(visitors, ACCOUNT, visitorId!, { type: 'event', event: { account: ACCOUNT, visitorId: visitorId!, platform: 'web', event: 'pageView', profileId: profileId! }, nowMs: 2 })
+    // Meanwhile b takes the partition and acknowledges a purchase; then a gets it back.
+    await b.log.recover(3)
+    await b.event(ACCOUNT, visitorId!, { event: 'purchase', orderId: 'o-3', orderTotal: 1 })
+    a.log.lost(3)
+    await a.log.recover(3)
+    // The snapshot a recovery starts when it replayed entries, done before the handler resumes.
+    await a.log.snapshot(3)
+    answer()
+    const outcome = await identify.then(() => 'acknowledged', (error: unknown) => error)
+    expect((outcome as ApiError).items?.[0]?.code).to.equal('partition_moved')
+    // Nothing of a's stale copy (o-1 only) was written over b's purchase.
+    expect((await stateOf(a, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
+    const c = await node('c')
+    await c.log.recover(3)
+    expect((await stateOf(c, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
   })
 
   it('drops a partition whose snapshot is refused, and tells the node', async () => {

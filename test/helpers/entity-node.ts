@@ -58,10 +58,12 @@ export interface EntityNodeOptions {
    * `{"order": <orderId>}` here, through a real delivery hub on this node's outbox.
    */
   webhookUrl?: string
+  /** The node's data folder (a node restarted on it); kept on close. Default: a new temp folder, removed on close. */
+  dir?: string
 }
 
 export async function startEntityNode (id: string, options: EntityNodeOptions): Promise<EntityNode> {
-  const dir = tempDir('beacon-entity-log-')
+  const dir = options.dir ?? tempDir('beacon-entity-log-')
   const outboxAppended = new Listeners<OutboxAppended>()
   const store = new Store({ path: dir, durability: 'committed', outboxAppended })
   const nc = await connect({ servers: options.servers, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
@@ -80,6 +82,8 @@ export async function startEntityNode (id: string, options: EntityNodeOptions): 
     refused: refusedList, runtime, entriesMax: options.entriesMax, chunkMaxBytes: options.chunkMaxBytes,
     onSnapshotError: (partition, error) => { snapshotErrors.push([partition, error]) },
   })
+  // As cluster mode starts (src/cluster-mode.ts): the previous run's outbox rows go before the hub relays.
+  await log.forgetLeftoverRows()
   const hub = options.webhookUrl === undefined ? null : await startHub(store, outboxAppended, options.webhookUrl, gate)
   if (hub !== null) relayedThrough = () => hub.relayedThrough
   let hubStopped = false
@@ -106,7 +110,7 @@ export async function startEntityNode (id: string, options: EntityNodeOptions): 
       await stopHub()
       await nc.close()
       await store.close()
-      removeDir(dir)
+      if (options.dir === undefined) removeDir(dir)
     },
   }
 }
