@@ -122,10 +122,15 @@ describe('a data folder written by the build of 76dc3eb', () => {
       expect(upper.body.campaigns, 'plan free: not eligible').to.deep.equal([])
     })
 
-    it('signs and authenticates with the stored secrets (kept through a PUT of the redacted configuration)', async () => {
+    it('keeps its stored secrets for their origin only: moved to another, they are asked again, then sign and authenticate', async () => {
       const stored = (await get('/webhooks/crm')).body
       const { id: _id, ...config } = stored
-      const moved = await admin(beacon.url, 'PUT', `${A}/webhooks/crm`, { ...config, request: { ...config.request, url: `${receiver.url}/crm` } }, adminKey)
+      // Sent back "[redacted]" to a new origin: refused, naming each secret (they stay for crm.example.com only).
+      const refused = await admin(beacon.url, 'PUT', `${A}/webhooks/crm`, { ...config, request: { ...config.request, url: `${receiver.url}/crm` } }, adminKey)
+      expect(refused.status).to.equal(400)
+      expect(refused.body.errors.map((error: { field: string }) => error.field).sort()).to.deep.equal(['/request/auth/password', '/request/signingSecret'])
+      const { auth: storedAuth, signingSecret: storedSecret } = webhook.config.request
+      const moved = await admin(beacon.url, 'PUT', `${A}/webhooks/crm`, { ...config, request: { ...config.request, url: `${receiver.url}/crm`, auth: storedAuth, signingSecret: storedSecret } }, adminKey)
       expect(moved.status).to.equal(200)
       const fired = await post(beacon.url, '/campaigns/query', { account, visitorId: visitors.ana.id, platform: 'web', event: 'signup', plan: 'pro' })
       expect(fired.status).to.equal(200)
