@@ -10,13 +10,18 @@
 // then), and its answer waits for the first write to be durable, as the first's does.
 
 import { ApiError } from '../src/errors.js'
-import { IDEMPOTENCY_RETENTION_MS, idempotencyScope, type IdempotencyRecord, type IdempotencyRecords } from '../src/store/idempotency.js'
+import { IDEMPOTENCY_FORWARDED_RETENTION_MS, IDEMPOTENCY_RETENTION_MS, idempotencyScope, type IdempotencyRecord, type IdempotencyRecords } from '../src/store/idempotency.js'
 
 /** A write's Idempotency-Key, from the HTTP layer; `replayed` is set by the actor when it answered from the record. */
 export interface IdempotencyClaim {
   readonly key: string
   /** Of the endpoint and the body (src/http/idempotency-key.ts). */
   readonly fingerprint: string
+  /**
+   * The key a forwarding node gave a keyless write (FORWARDED_KEY_PREFIX), not the client's: kept
+   * IDEMPOTENCY_FORWARDED_RETENTION_MS, and its replays are not marked to the client.
+   */
+  readonly forwarded?: boolean
   replayed: boolean
 }
 
@@ -40,9 +45,8 @@ export function recall (records: IdempotencyRecords, account: string, tag: 'v' |
 /** Record the claim's answer, in the event turn of the state write (one transaction). */
 export function remember (records: IdempotencyRecords, account: string, tag: 'v' | 'p', id: string, claim: IdempotencyClaim, answer: unknown, nowMs: number): IdempotentWrite {
   const scope = idempotencyScope(tag, id, claim.key)
-  const record: IdempotencyRecord = answer === undefined
-    ? { f: claim.fingerprint, x: nowMs + IDEMPOTENCY_RETENTION_MS }
-    : { f: claim.fingerprint, x: nowMs + IDEMPOTENCY_RETENTION_MS, r: answer }
+  const x = nowMs + (claim.forwarded === true ? IDEMPOTENCY_FORWARDED_RETENTION_MS : IDEMPOTENCY_RETENTION_MS)
+  const record: IdempotencyRecord = answer === undefined ? { f: claim.fingerprint, x } : { f: claim.fingerprint, x, r: answer }
   records.put(account, scope, record)
   return { scope, record }
 }

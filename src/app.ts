@@ -258,7 +258,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     // Cluster mode: a visitor's or profile's request goes to its partition's owner (src/cluster/forwarder.ts).
     cluster: cluster?.forwarder.routing() ?? null,
   })
-  cluster?.forwarder.serve(request => server.runForwarded(request))
+  cluster?.forwarder.serve((request, id) => server.runForwarded(request, id))
   const port = await server.listen()
   reports.start()
 

@@ -24,13 +24,16 @@
 // whose handler at the owner takes longer than the budget gets that 503 too (the owner may still
 // complete it).
 //
-// Retries and writes: each forwarded request carries an id; the owner keeps the answer being computed
-// of each id, and the answer for `dedupeMs` (10 s, twice the budget) once computed, so a retry that
-// reaches the same owner (after an attempt timed out: a slow handler, a lost reply) gets the first
-// execution's answer instead of running it again. A retry that reaches another owner (the partition
-// moved meanwhile) runs there; a write whose first execution was applied but not answered can then
-// apply twice (a purchase with an orderId still counts once; a page view counts twice), as for any
-// client retry.
+// Retries and writes: each forwarded request carries an id, made before the first send and the same on
+// every retry; the owner keeps the answer being computed of each id, and the answer for `dedupeMs`
+// (10 s, twice the budget) once computed, so a retry that reaches the same owner (after an attempt timed
+// out: a slow handler, a lost reply) gets the first execution's answer instead of running it again. A
+// retry that reaches another owner (the partition moved meanwhile: the first owner paused or killed
+// after it applied the write, before its answer came back) is not deduplicated here but by the write
+// itself: the handler gets the id, and a public write the client sent without an Idempotency-Key claims
+// it as an internal key (src/http/idempotency-key.ts, FORWARDED_KEY_PREFIX), whose record rides in the
+// write's changelog entry, so the new owner answers the retry from it instead of applying the write
+// again. Those records are kept IDEMPOTENCY_FORWARDED_RETENTION_MS (5 min), longer than any retry.
 //
 // Size: a request or an answer travels as one NATS message, at most the server's max_payload (1 MB by
 // default). A larger request is refused at once (413 body_too_large); a larger answer becomes a 500
@@ -79,8 +82,11 @@ export interface ForwardedReply {
   moved?: boolean
 }
 
-/** Runs a forwarded request on this node (the HTTP server's route pipeline); never rejects for a refusal. */
-export type LocalHandler = (request: ForwardedRequest) => Promise<ForwardedReply>
+/**
+ * Runs a forwarded request on this node (the HTTP server's route pipeline); never rejects for a refusal.
+ * `id`: the forward's id, the same on each retry of the request (its writes' internal idempotency key).
+ */
+export type LocalHandler = (request: ForwardedRequest, id: string) => Promise<ForwardedReply>
 
 /** Told once per forwarded request at the sender: how it ended, after how many sends, in how long. */
 export type ForwardObserver = (outcome: 'answered' | 'unavailable', attempts: number, durationMs: number) => void
@@ -274,16 +280,16 @@ export class Forwarder {
       if (!this.closed) this.sync()
       return
     }
-    const reply = this.run(this.handler, request.r)
+    const reply = this.run(this.handler, request.r, request.id)
     this.answers.keep(request.id, reply, nowMs)
     reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
   }
 
   /** The encoded answer, or null when the node lost the partition while running it. */
-  private async run (handler: LocalHandler, request: ForwardedRequest): Promise<Uint8Array | null> {
+  private async run (handler: LocalHandler, request: ForwardedRequest, id: string): Promise<Uint8Array | null> {
     let reply: ForwardedReply
     try {
-      reply = await handler(request)
+      reply = await handler(request, id)
     } catch (error) {
       // The HTTP server turns every refusal and failure into an answer; reaching here is a bug.
       log.error({ err: error, route: request.route }, 'forwarded request failed')

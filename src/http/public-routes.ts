@@ -24,7 +24,7 @@ import { validator } from '../validator.js'
 import { errorReply, type EntityKey, type Reply, type Request } from './server.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
 import * as R from './reply-schemas.js'
-import { claimOf, markReplayed } from './idempotency-key.js'
+import { answerOf, claimOf } from './idempotency-key.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 
@@ -211,7 +211,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     const nowMs = clock.nowMs()
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs, idem: claim })
     // A retry answered from its Idempotency-Key's record: nothing was written, nothing more to wait for or count.
-    if (claim?.replayed === true) return markReplayed({ status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } })
+    if (claim?.replayed === true) return answerOf({ status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }, claim)
     const sync = afterWrite(event.account, mark)
     if (sync !== null) await sync
     if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
@@ -231,16 +231,14 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     return queryReply(await sendEither(kind, account, id, { type: 'query', query }))
   }
 
-  /** Whether the answer is repeated from the Idempotency-Key's record (nothing applied). */
-  async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>, claim: IdempotencyClaim | undefined): Promise<boolean> {
+  /** `claim.replayed` tells whether the answer is repeated from the Idempotency-Key's record (nothing applied). */
+  async function attributesUpdate (kind: VisitorKind | ProfileKind, account: string, id: string, token: string | undefined, attributes: Record<string, S.ProfileAttributes['attributes'][string]>, claim: IdempotencyClaim | undefined): Promise<void> {
     requireAccount(account)
     const record = authenticate(account, token, 'write')
     checkAttributes(record, Object.keys(attributes), '/attributes')
     const mark = outboxMark()
     await sendEither(kind, account, id, { type: 'attributes', attributes, idem: claim })
-    if (claim?.replayed === true) return true
-    await afterWrite(account, mark)
-    return false
+    if (claim?.replayed !== true) await afterWrite(account, mark)
   }
 
   /** The segments after the change, or null for a write-only token (the list is a read). */
@@ -274,12 +272,11 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
   function segmentsReply (who: Record<string, string>, segments: string[] | null, claim: IdempotencyClaim | undefined): Reply {
     const body = { status: 200, ...who, message: 'Segments saved.', errors: [] }
     const reply = { status: 200, body: segments === null ? body : { ...body, segments } }
-    return claim?.replayed === true ? markReplayed(reply) : reply
+    return answerOf(reply, claim)
   }
 
-  function attributesReply (who: Record<string, string>, replayed: boolean): Reply {
-    const reply = { status: 200, body: { status: 200, ...who, message: 'Attributes saved.', errors: [] } }
-    return replayed ? markReplayed(reply) : reply
+  function attributesReply (who: Record<string, string>, claim: IdempotencyClaim | undefined): Reply {
+    return answerOf({ status: 200, body: { status: 200, ...who, message: 'Attributes saved.', errors: [] } }, claim)
   }
 
   /**
@@ -348,7 +345,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     }, async (body, request) => {
       const claim = claimOf(request, '/profiles/attributes')
       const u = validateProfileAttributes(body)
-      return attributesReply({ profileId: u.profileId }, await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes, claim))
+      await attributesUpdate(profiles, u.account, u.profileId, u.token, u.attributes, claim)
+      return attributesReply({ profileId: u.profileId }, claim)
     }),
     ...post('/visitors/attributes', {
       summary: 'Set or delete (null) a visitor\'s attributes',
@@ -359,7 +357,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     }, async (body, request) => {
       const claim = claimOf(request, '/visitors/attributes')
       const u = validateVisitorAttributes(body)
-      return attributesReply({ visitorId: u.visitorId }, await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes, claim))
+      await attributesUpdate(visitors, u.account, u.visitorId, u.token, u.attributes, claim)
+      return attributesReply({ visitorId: u.visitorId }, claim)
     }),
     ...post('/profiles/segments', {
       summary: 'Assign or remove a profile\'s manual segments',

@@ -13,6 +13,7 @@
 import uWS from 'uWebSockets.js'
 import { ApiError, type ErrorItem } from '../errors.js'
 import type { ForwardedReply, ForwardedRequest } from '../cluster/forwarder.js'
+import { FORWARDED_KEY_PREFIX } from '../store/idempotency.js'
 import { checkForbiddenKeys } from './validate.js'
 
 export interface Request {
@@ -30,6 +31,12 @@ export interface Request {
   readonly contentType: string
   /** The Idempotency-Key header of a public write ('' when absent or empty: src/http/idempotency-key.ts). */
   readonly idempotencyKey: string
+  /**
+   * A request another node forwarded here (cluster mode): the key that node gave it for its retries
+   * (FORWARDED_KEY_PREFIX and the forward's id; src/http/idempotency-key.ts claims it when the client
+   * sent no Idempotency-Key); '' otherwise.
+   */
+  readonly forwardedKey: string
   /** The peer's address as text (the proxy's, behind one). */
   readonly remoteAddress: string
   /** Parsed JSON body (routes declared with `body: true`), the bytes (`body: 'raw'`), else undefined. */
@@ -172,6 +179,7 @@ class Exchange {
   readonly ifNoneMatch: string
   readonly forwardedProto: string
   readonly idempotencyKey: string
+  readonly forwardedKey: string
   readonly remoteAddress: string
   /** Why the request's framing is refused (RFC 9112: 400 and close), or null. */
   readonly framingError: string | null
@@ -184,7 +192,7 @@ class Exchange {
    * `res` null: a forwarded request (runForwarded) read from `req`, its answer given to `sink`. Both
    * kinds set the same fields in the same order (one object shape).
    */
-  constructor (server: HttpServer, res: uWS.HttpResponse | null, req: uWS.HttpRequest | ForwardedRequest, paramCount: number, observer: RouteObserver | null, sink: ((reply: Reply) => void) | null) {
+  constructor (server: HttpServer, res: uWS.HttpResponse | null, req: uWS.HttpRequest | ForwardedRequest, paramCount: number, observer: RouteObserver | null, sink: ((reply: Reply) => void) | null, forwardId = '') {
     this.server = server
     this.res = res
     this.observer = observer
@@ -205,6 +213,7 @@ class Exchange {
       this.ifNoneMatch = r.getHeader('if-none-match')
       this.forwardedProto = r.getHeader('x-forwarded-proto')
       this.idempotencyKey = r.getHeader('idempotency-key')
+      this.forwardedKey = ''
       this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
       this.framingError = this.contentLength === '' && r.getHeader('transfer-encoding') === '' ? null : framingError(r)
     } else {
@@ -223,6 +232,7 @@ class Exchange {
       this.ifNoneMatch = h['if-none-match'] ?? ''
       this.forwardedProto = h['x-forwarded-proto'] ?? ''
       this.idempotencyKey = h['idempotency-key'] ?? ''
+      this.forwardedKey = forwardId === '' ? '' : FORWARDED_KEY_PREFIX + forwardId
       this.remoteAddress = f.remoteAddress
       this.framingError = null
     }
@@ -458,15 +468,16 @@ export class HttpServer<R extends Route = Route> {
   /**
    * Runs a request another node forwarded (src/cluster/forwarder.ts) through the same pipeline as a
    * request of this node's clients, and resolves with its answer as bytes. Never rejects. While
-   * draining it answers "moved": the sender then waits for the partition's next owner.
+   * draining it answers "moved": the sender then waits for the partition's next owner. `id`: the
+   * forward's id, the same on each of the sender's retries (the request's forwardedKey).
    */
-  runForwarded (request: ForwardedRequest): Promise<ForwardedReply> {
+  runForwarded (request: ForwardedRequest, id: string): Promise<ForwardedReply> {
     return new Promise(resolve => {
       const entry = this.byName.get(request.route)
       if (entry === undefined) return resolve(forwardedReply(errorReply(new ApiError('not_found'))))
       if (this.draining) return resolve(MOVED)
       const { route, paramCount, observer } = entry
-      const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)))
+      const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)), id)
       if (!this.admit(exchange, route, false)) return
       if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
       const bytes = request.body ?? EMPTY
@@ -501,6 +512,7 @@ export class HttpServer<R extends Route = Route> {
       forwardedProto: exchange.forwardedProto,
       contentType: exchange.contentType,
       idempotencyKey: exchange.idempotencyKey,
+      forwardedKey: exchange.forwardedKey,
       remoteAddress: exchange.remoteAddress,
       body,
       auth: exchange.auth,

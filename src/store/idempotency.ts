@@ -13,6 +13,17 @@ import type { Listeners } from '../listeners.js'
 
 /** How long a key's answer is kept (at least: the sweep runs every IDEMPOTENCY_SWEEP_MS). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000
+/**
+ * How long the record of a forwarded key is kept (FORWARDED_KEY_PREFIX): as long as the forwarding node
+ * may retry (its budget, 5 s, plus at most a sync webhook's timeout, 60 s), with a margin.
+ */
+export const IDEMPOTENCY_FORWARDED_RETENTION_MS = 5 * 60 * 1000
+/**
+ * What starts the key a node gives a keyless public write it forwards to the partition's owner (cluster
+ * mode, src/cluster/forwarder.ts): a control character, which a client's key (printable ASCII) never
+ * holds, so the two can neither collide nor be forged.
+ */
+export const FORWARDED_KEY_PREFIX = '\u0001fwd:'
 export const IDEMPOTENCY_SWEEP_MS = 60_000
 /** Records removed per sweep turn (one transaction); a full batch runs the next turn at once. */
 export const IDEMPOTENCY_SWEEP_BATCH_MAX = 5_000

@@ -64,9 +64,9 @@ describe('Routing through the HTTP server (two HttpServers, forwarders on a real
     const ownerSide = new HttpServer(options)
     ncOwner = await connect({ servers: nats.url })
     ownerForwarder = new Forwarder({ nc: ncOwner, cluster: 'httptest', ownership: new TableOwnership('owner', PARTITIONS, table) })
-    ownerForwarder.serve(request => {
+    ownerForwarder.serve((request, id) => {
       forwarded.push(`${request.route} ${request.url}`)
-      return ownerSide.runForwarded(request)
+      return ownerSide.runForwarded(request, id)
     })
 
     ncFront = await connect({ servers: nats.url })
@@ -225,7 +225,7 @@ describe('Routing through the HTTP server when a node loses the partition while 
         host: '127.0.0.1', port: 0, bodySizeMaxBytes: 1024, inflightMax: 100, routes: routesOf(name), onError: error => { console.error(error) },
         cluster: { owns: key => ownership.owns(partitionOf(key)), forward: (key, request) => forwarder.forward(partitionOf(key), request) },
       })
-      forwarder.serve(request => server.runForwarded(request))
+      forwarder.serve((request, id) => server.runForwarded(request, id))
       nodes.set(name, { server, forwarder, nc, url: `http://127.0.0.1:${await server.listen()}`, ownership })
     }
   })

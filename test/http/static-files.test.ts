@@ -7,7 +7,7 @@ import type { Request } from '../../src/http/server.js'
 
 const request = (ifNoneMatch: string): Request => ({
   method: 'get', url: '/x', params: [], authorization: '', query: '', origin: '', cookie: '', host: '', ifNoneMatch,
-  forwardedProto: '', contentType: '', idempotencyKey: '', remoteAddress: '', body: undefined,
+  forwardedProto: '', contentType: '', idempotencyKey: '', forwardedKey: '', remoteAddress: '', body: undefined,
 })
 
 describe('static files', () => {
