@@ -116,7 +116,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const membership = config.reports ? reports.membership : null
   const writes = cluster?.entityLog ?? null
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, peers: cluster?.actors ?? null })
+  const visitors = visitorKind({
+    store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, peers: cluster?.actors ?? null,
+    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account),
+  })
   cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
     store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs,
@@ -231,7 +234,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
-      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports }),
+      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports, counters: reports }),
       ...sdkRoutes(),
       ...panelRoutes(),
     ], access, audit)),

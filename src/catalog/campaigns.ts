@@ -8,6 +8,7 @@ import { compileCampaigns, compileCampaignsSliced, type CampaignDef, type Campai
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
 import type { ConfigWriter } from '../store/config-writer.js'
+import type { Clock } from '../clock.js'
 
 /** A campaign build runs in slices of this much work, the event loop serving requests in between. */
 export const COMPILE_SLICE_MS = 5
@@ -33,8 +34,11 @@ export class CampaignCatalog implements ConfigCatalog {
   /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
   writer: ConfigWriter | null = null
 
-  constructor (store: Store, accounts: AccountCatalog) {
+  private readonly clock: Clock
+
+  constructor (store: Store, accounts: AccountCatalog, clock: Clock) {
     this.accounts = accounts
+    this.clock = clock
     this.rows = new ConfigRows({
       store, kind: 'campaign', max: CAMPAIGNS_MAX, limitMessage: 'An account has at most %d campaigns; delete some first.', notFound: 'campaign_not_found',
     })
@@ -95,22 +99,28 @@ export class CampaignCatalog implements ConfigCatalog {
     return this.rows.get(account, id)
   }
 
-  async put (account: string, id: string, def: CampaignDef): Promise<void> {
+  /** Saves the campaign; answers it as saved (with its experiment's revision). */
+  async put (account: string, id: string, def: CampaignDef): Promise<CampaignDef> {
     if (this.writer !== null) {
+      let saved = def
       await this.writer.change(account, () => {
         this.accounts.get(account)
         this.rows.checkLimit(account, id)
-        return [{ row: this.rows.row(account, id), value: def }]
+        saved = withRevision(def, this.rows.has(account, id) ? this.rows.get(account, id) : undefined, this.clock.nowMs())
+        return [{ row: this.rows.row(account, id), value: saved }]
       })
-      return
+      return saved
     }
     this.accounts.get(account)
     this.setOf(account)
+    let saved = def
     await this.rows.reserve(account, id, async () => {
-      await this.rows.save(account, id, def)
-      this.rows.set(account, id, def)
+      saved = withRevision(def, this.rows.has(account, id) ? this.rows.get(account, id) : undefined, this.clock.nowMs())
+      await this.rows.save(account, id, saved)
+      this.rows.set(account, id, saved)
       this.rebuild(account)
     })
+    return saved
   }
 
   async delete (account: string, id: string): Promise<void> {
@@ -160,6 +170,26 @@ export class CampaignCatalog implements ConfigCatalog {
     if (entry === undefined) this.sets.set(account, entry = { compiled: null, version: 0, compiledVersion: 0, building: false })
     return entry
   }
+}
+
+/**
+ * The definition with its experiment's revision: the previous one's while the variants (ids and
+ * weights), traffic, allocation, salt and goals stay the same, else the next one, starting now. Results are
+ * per revision, so a reweighted experiment is not compared with what it was before.
+ */
+export function withRevision (def: CampaignDef, previous: CampaignDef | undefined, nowMs: number): CampaignDef {
+  const { revision: _revision, revisionSince: _since, ...rest } = def
+  // Without variants the last revision is kept, so variants added again start after it.
+  if (def.variants === undefined) return previous?.revision === undefined ? rest : { ...rest, revision: previous.revision }
+  if (previous?.variants !== undefined && previous.revision !== undefined && previous.revisionSince !== undefined && sameDesign(def, previous)) {
+    return { ...rest, revision: previous.revision, revisionSince: previous.revisionSince }
+  }
+  return { ...rest, revision: (previous?.revision ?? 0) + 1, revisionSince: new Date(nowMs).toISOString() }
+}
+
+function sameDesign (a: CampaignDef, b: CampaignDef): boolean {
+  const design = (d: CampaignDef): string => JSON.stringify([d.variants!.map(v => [v.id, v.weight, v.control === true]), d.trafficPercent ?? 100, d.allocation ?? 'fixed', d.salt ?? '', d.goals ?? []])
+  return design(a) === design(b)
 }
 
 function campaignInputs (defs: ReadonlyMap<string, CampaignDef>): Array<{ id: string, def: CampaignDef }> {

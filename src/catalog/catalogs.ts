@@ -55,7 +55,7 @@ export class Catalogs {
     const accounts = this.accounts = new AccountCatalog(store, clock)
     this.tokens = new TokenCatalog(store, clock, accounts)
     this.eventTypes = new EventTypeCatalog(store, accounts)
-    this.campaigns = new CampaignCatalog(store, accounts)
+    this.campaigns = new CampaignCatalog(store, accounts, clock)
     this.segments = new SegmentCatalog({ store, clock, accounts, changed: segmentsChanged })
     this.webhooks = new WebhookCatalog({ store, accounts, segments: this.segments, changed: webhookChanged, allowPrivate: allowPrivateWebhooks })
     this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks]
