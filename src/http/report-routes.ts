@@ -52,7 +52,7 @@ export function reportRoutes ({ catalogs, store, clock, foldMs, clusterReports =
     const compiled = catalogs.campaigns.compiledSet(account)?.experiment(id)
     const design: ExperimentDesign = current
       ? {
-          campaignId: id, revision, goals: def.goals ?? [],
+          campaignId: id, revision, goals: def.goals ?? [], adaptive: def.allocation === 'bandit',
           variants: def.variants.map(v => ({ id: v.id, control: v.control === true })),
           weights: compiled?.revision === revision ? compiled.weights : def.variants.map(v => v.weight / def.variants!.reduce((sum, w) => sum + w.weight, 0)),
         }

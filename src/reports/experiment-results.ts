@@ -33,6 +33,8 @@ export interface ExperimentDesign {
   /** Normalized, one per variant: the shares assignment aims at (null: unknown, no sample-ratio check). */
   weights: readonly number[] | null
   goals: readonly ResultsGoal[]
+  /** The weights move with the data (a bandit): no sample-ratio check against today's. */
+  adaptive?: boolean
 }
 
 interface GoalTotals { event: string, metric: string, total: number, mean: number }
@@ -162,7 +164,7 @@ export function experimentResults (design: ExperimentDesign, buckets: ReadonlyMa
   }
 
   const visitors = rows.map(row => row[0]!)
-  const sampleRatio = design.weights === null ? null : sampleRatioCheck(visitors, design.weights)
+  const sampleRatio = design.weights === null || design.adaptive === true ? null : sampleRatioCheck(visitors, design.weights)
   const warnings: ExperimentResults['warnings'] = []
   if (sampleRatio?.mismatch === true) {
     warnings.push({ code: 'sample_ratio_mismatch', message: `The visitors per variant do not match the weights (chi-square p = ${sampleRatio.pValue.toExponential(2)} < 0.001): assignment or recording is broken; do not trust the lift.` })

@@ -219,6 +219,29 @@ describe('experiments (in-process, manual clock)', () => {
       expect(body.variants.reduce((sum: number, v: { visitors: number }) => sum + v.visitors, 0)).to.equal(40 - held)
     })
 
+    it('reweights a bandit toward the variant that converts, each keeping its minimum share, without a new revision', async () => {
+      const variants = ['a', 'b', 'c'].map(id => ({ id, weight: 1, content: { hero: id } }))
+      expect((await put('hero', experiment({ variants, allocation: 'bandit', goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }] }))).status).to.equal(200)
+      let k = 0
+      for (let i = 0; i < 60; i++) {
+        const v = visitorId()
+        // Only c's visitors buy.
+        if ((await query(v))[0]!.variant === 'c') await purchase(v, `o-${k++}`)
+      }
+      await node.beacon.reweightBandits()
+      const body = await results('hero')
+      expect(body.revision).to.equal(1)
+      expect(body.allocation).to.equal('bandit')
+      const weights = body.variants.map((v: { weight: number }) => v.weight)
+      expect(weights[2]).to.be.above(0.85)
+      expect(weights[0]).to.be.at.least(0.05 - 1e-12)
+      expect(weights[1]).to.be.at.least(0.05 - 1e-12)
+      let toC = 0
+      for (let i = 0; i < 40; i++) if ((await query(visitorId()))[0]!.variant === 'c') toC++
+      // Binomial(40, 0.9) is at least 28 with probability 0.999.
+      expect(toC).to.be.at.least(28)
+    })
+
     it('answers 400 for a campaign without variants and 404 for none', async () => {
       await put('plain', { name: 'Plain', status: 'active', priority: 1, trigger: {}, content: 1 })
       expect((await admin(node.url, 'GET', `/admin/accounts/${a.account}/campaigns/plain/results`)).status).to.equal(400)
