@@ -251,7 +251,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     }
     return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
       evaluate(actor, event, nowMs, segs, view.attributes)
-      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id)
+      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       announce(actor, event.event, nowMs, event, view.attributes)
       persist(actor)
       return matched
@@ -413,20 +413,24 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
 /** What a profile keeps of one of its devices (a copy): everything its unified view and rules need. */
 export function deviceSummary (state: VisitorState, segs: SegmentSet, nowMs: number): DeviceSummary {
   pruneWindows(state.windows, segs.specsByKey, nowMs)
-  return structuredClone({
+  const summary: DeviceSummary = structuredClone({
     attributes: state.attributes,
     attributeTimes: state.attributeTimes,
     segments: state.segments,
     windows: state.windows,
     metrics: metricsOf(state),
   })
+  for (const campaign in state.experiments) {
+    if (campaign !== HOLDOUT_KEY) (summary.assignments ??= {})[campaign] = state.experiments[campaign]!.v
+  }
+  return summary
 }
 
 /**
  * The campaigns to answer an event with: the compiled set's eligible ones, less those at their
  * frequency cap; each capped one returned counts an impression in the state (saved with the event).
  */
-export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, segments: readonly string[], nowMs: number, counter: ExperimentCounter | null = null, account = '', visitorId = event.visitorId): Campaign[] {
+export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, segments: readonly string[], nowMs: number, counter: ExperimentCounter | null = null, account = '', visitorId = event.visitorId, personal: Readonly<Record<string, string>> | null = null): Campaign[] {
   const matched = set.match({ event, attributes, segments: new Set(segments), visitor: metricsOf(state), nowMs })
   if (matched.length === 0) return NO_CAMPAIGNS
   const out: Campaign[] = []
@@ -441,7 +445,7 @@ export function matchCampaigns (set: CampaignSet, event: EventBody, state: Visit
       out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
       continue
     }
-    const variant = variantOf(state, experiment, event, nowMs, counter, account, visitorId)
+    const variant = variantOf(state, experiment, event, nowMs, counter, account, visitorId, personal)
     // Outside the experiment's traffic: the campaign as it is, not counted.
     if (variant === null) out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
     // A control variant's visitor gets no campaign; the exposure is recorded all the same.
@@ -453,14 +457,15 @@ export function matchCampaigns (set: CampaignSet, event: EventBody, state: Visit
 /**
  * The visitor's variant in the experiment (null: outside its traffic). The visitor's recorded one
  * while it still exists (an earlier revision's too: assignment stays sticky across reweighting),
- * else the hash's; a first exposure in a revision is recorded in the state and told to the counter.
+ * else its profile's (the first variant a device of the person got: `personal`), else the hash's; a first exposure in a revision is recorded in the state and told to the counter.
  * A visitor already exposed in this revision reads one property of its state: no allocation.
  */
-function variantOf (state: VisitorState, experiment: Experiment, event: EventBody, nowMs: number, counter: ExperimentCounter | null, account: string, visitorId: string): ExperimentVariant | null {
+function variantOf (state: VisitorState, experiment: Experiment, event: EventBody, nowMs: number, counter: ExperimentCounter | null, account: string, visitorId: string, personal: Readonly<Record<string, string>> | null): ExperimentVariant | null {
   const id = experiment.campaignId
   const exposure = Object.hasOwn(state.experiments, id) ? state.experiments[id]! : undefined
   if (exposure !== undefined && exposure.r === experiment.revision) return variantById(experiment, exposure.v)
-  const variant = (exposure === undefined ? null : variantById(experiment, exposure.v)) ?? assignVariant(experiment, visitorId)
+  const inherited = exposure !== undefined ? exposure.v : personal !== null && Object.hasOwn(personal, id) ? personal[id]! : null
+  const variant = (inherited === null ? null : variantById(experiment, inherited)) ?? assignVariant(experiment, visitorId)
   if (variant === null) return null
   state.experiments[id] = expose(counter, account, id, experiment.revision, variant.id, experiment.goals, state, event, nowMs)
   return variant

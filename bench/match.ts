@@ -9,12 +9,19 @@
 // of the 1,000 events (a disagreement fails the run); then bench-node measures events per second,
 // cycling through the same events. The peers run at 10, 100 and 1,000 campaigns.
 // MATCH_BENCH_QUICK=1 shortens every measurement (for a smoke run, not for numbers).
+//
+// Experiments: the whole decision /campaigns/query makes (actors/visitor.ts matchCampaigns: match,
+// caps, variant assignment) at 1,000 campaigns without variants and with 100 of them experiments, for
+// visitors already exposed (the steady state: one property read per experiment matched) and for
+// first visits (the hash, and the exposure recorded).
 
 import { cpus } from 'node:os'
 import { Suite } from 'bench-node'
 import { compileCampaigns, validateCampaign, type CampaignInput, type MatchContext } from '../src/matching/index.js'
 import { indexPlan } from '../src/matching/compile-campaigns.js'
 import { referenceMatch } from '../test/matching/reference.js'
+import { emptyVisitor, matchCampaigns, type EventBody, type VisitorState } from '../actors/visitor.js'
+import type { Attributes } from '../actors/entity.js'
 import { makeCampaigns, makeCatalog, makeContexts, mulberry32, type AccountShape } from './match-data.js'
 import {
   answerOrder, flatFacts, jreMatcher, jsonLogicMatcher, nestedFacts, zenMatcher,
@@ -114,6 +121,41 @@ async function prepare (account: Account): Promise<Prepared> {
   return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, peers }
 }
 
+// ---- experiments: the decision with and without variants -------------------------------------
+
+const NO_SEGMENTS: readonly string[] = []
+
+interface DecisionCase {
+  label: string
+  set: ReturnType<typeof compileCampaigns>
+  events: EventBody[]
+  /** The visitor state of the event at index i. */
+  states: (i: number) => VisitorState
+}
+
+/** Every tenth campaign of the account made an experiment of two variants. */
+function withExperiments (campaigns: readonly CampaignInput[]): CampaignInput[] {
+  return campaigns.map((c, i) => i % 10 !== 0
+    ? c
+    : { id: c.id, def: { ...c.def, variants: [{ id: 'a', weight: 1 }, { id: 'b', weight: 1, content: { variant: 'b' } }], goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }], revision: 1 } })
+}
+
+function decisionCases (account: Account): DecisionCase[] {
+  const events = contexts.map((ctx, i) => ({ ...ctx.event, account: 'bench', visitorId: `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}` }) as EventBody)
+  const experiments = withExperiments(account.campaigns)
+  const steady = contexts.map(() => emptyVisitor())
+  const plain = contexts.map(() => emptyVisitor())
+  const set = compileCampaigns(experiments)
+  // One pass first: every visitor exposed, as after its first visit.
+  contexts.forEach((ctx, i) => matchCampaigns(set, events[i]!, steady[i]!, ctx.attributes as Attributes, NO_SEGMENTS, ctx.nowMs, null, 'bench', events[i]!.visitorId))
+  return [
+    { label: 'no variants', set: compileCampaigns(account.campaigns), events, states: i => plain[i]! },
+    { label: '100 experiments, exposed', set, events, states: i => steady[i]! },
+    // A fresh state per call: every experiment matched is a first exposure (hash, record).
+    { label: '100 experiments, first visit', set, events, states: () => emptyVisitor() },
+  ]
+}
+
 // ---- measurement ------------------------------------------------------------------------------
 
 export let sink: unknown = null
@@ -142,6 +184,15 @@ async function main (): Promise<void> {
     suite.add(`${account.label}/json-logic-engine`, time, () => { sink = peers.jsonLogic(peers.nested[l++ % EVENTS] as Record<string, unknown>) })
     suite.add(`${account.label}/zen-engine`, time, async () => { sink = await peers.zen(peers.nested[m++ % EVENTS] as Record<string, unknown>) })
   }
+  const decision = decisionCases(accounts.find(a => a.size === 1000 && a.shape === 'typical')!)
+  for (const c of decision) {
+    let n = 0
+    suite.add(`decision/${c.label}`, time, () => {
+      const at = n++ % EVENTS
+      const ctx = contexts[at] as MatchContext
+      sink = matchCampaigns(c.set, c.events[at]!, c.states(at), ctx.attributes as Attributes, NO_SEGMENTS, ctx.nowMs, null, 'bench', c.events[at]!.visitorId)
+    })
+  }
   const results = await suite.run()
   for (const { peers } of prepared) peers?.dispose()
   const ops = new Map(results.map(r => [r.name, r.opsSec ?? 0]))
@@ -167,6 +218,10 @@ async function main (): Promise<void> {
       const compiled = get(label, 'compiled')
       return [label, fmt(compiled), ...PEER_NAMES.map(n => fmt(get(label, n))), ...PEER_NAMES.map(n => ratio(compiled, get(label, n)))]
     }))
+
+  console.log('\nthe decision of /campaigns/query (match, caps, assignment) at 1,000 campaigns (events/s):')
+  const plain = ops.get('decision/no variants')
+  print(['campaigns', 'events/s', 'against no variants'], decision.map(c => [c.label, fmt(ops.get(`decision/${c.label}`)), ratio(ops.get(`decision/${c.label}`), plain)]))
 
   const c100 = get('100', 'compiled')
   const c1000 = get('1,000', 'compiled')

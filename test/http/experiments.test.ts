@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { admin, createTenant, post, visitorId, type Tenant } from '../helpers/beacon.js'
+import { admin, createTenant, identified, post, visitorId, type Tenant } from '../helpers/beacon.js'
+import { assignVariant, compileExperiment, type CampaignDef } from '../../src/matching/index.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 
 const DAY_MS = 86_400_000
@@ -126,6 +127,24 @@ describe('experiments (in-process, manual clock)', () => {
       const [campaign] = await query(visitorId())
       expect(campaign).to.deep.equal({ id: 'hero', name: 'Hero test', priority: 1, content: { hero: 'default' } })
       expect((await results('hero')).variants.map((v: { visitors: number }) => v.visitors)).to.deep.equal([0, 0])
+    })
+
+    it("gives a person's other devices the variant their profile saw first", async () => {
+      const def = experiment()
+      await put('hero', def)
+      const compiled = compileExperiment('hero', { ...def, revision: 1 } as unknown as CampaignDef, null)!
+      const first = visitorId()
+      const person = identified(a, 'ana@example.com')
+      const variant = (await query(first, { event: 'pageView', path: '/', ...person }))[0]!.variant!
+      // The device tells its profile its variant with its next event.
+      await query(first, { event: 'pageView', path: '/', ...person })
+      let second = visitorId()
+      while (assignVariant(compiled, second)!.id === variant) second = visitorId()
+      expect((await query(second))[0]!.variant, 'anonymous: the hash').to.not.equal(variant)
+      let third = visitorId()
+      while (assignVariant(compiled, third)!.id === variant) third = visitorId()
+      expect((await query(third, { event: 'pageView', path: '/', ...person }))[0]!.variant, 'linked: the profile').to.equal(variant)
+      expect((await query(third))[0]!.variant, 'and kept').to.equal(variant)
     })
 
     it('keeps a visitor in its variant across a restart and a new revision where the variant still exists', async () => {
