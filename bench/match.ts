@@ -9,6 +9,7 @@
 // of the 1,000 events (a disagreement fails the run); then bench-node measures events per second,
 // cycling through the same events. The peers run at 10, 100 and 1,000 campaigns.
 // MATCH_BENCH_QUICK=1 shortens every measurement (for a smoke run, not for numbers).
+// MATCH_BENCH_DECISION=1 runs only the 1,000-campaign account, without peers, and the decision rows below.
 //
 // Experiments: the whole decision /campaigns/query makes (actors/visitor.ts matchCampaigns: match,
 // caps, variant assignment) at 1,000 campaigns without variants and with 100 of them experiments, for
@@ -29,6 +30,7 @@ import {
 } from './match-peers.js'
 
 const QUICK = process.env.MATCH_BENCH_QUICK === '1'
+const DECISION_ONLY = process.env.MATCH_BENCH_DECISION === '1'
 const EVENTS = 1000
 const ACCOUNT_SEED = 3
 const PEER_SIZES = new Set([10, 100, 1000])
@@ -43,7 +45,7 @@ const accounts: Account[] = [
   ...[10, 100, 1000, 10_000].map(size => ({ label: size.toLocaleString('en-US'), size, shape: 'typical' as const })),
   { label: '10,000 untemplated', size: 10_000, shape: 'untemplated' as const },
   { label: '10,000 all broad', size: 10_000, shape: 'allBroad' as const },
-].map(a => ({ ...a, campaigns: makeCampaigns(ACCOUNT_SEED, catalog, a.size, a.shape) }))
+].filter(a => !DECISION_ONLY || (a.size === 1000 && a.shape === 'typical')).map(a => ({ ...a, campaigns: makeCampaigns(ACCOUNT_SEED, catalog, a.size, a.shape) }))
 
 const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
@@ -117,7 +119,7 @@ async function prepare (account: Account): Promise<Prepared> {
     counts.set(kind, (counts.get(kind) ?? 0) + 1)
   }
   const places = ['field', 'path', 'tree'].map(k => `${k} ${counts.get(k) ?? 0}`).join(', ')
-  const peers = PEER_SIZES.has(account.size) && account.shape === 'typical' ? await preparePeers(account, want) : null
+  const peers = !DECISION_ONLY && PEER_SIZES.has(account.size) && account.shape === 'typical' ? await preparePeers(account, want) : null
   return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, peers }
 }
 
