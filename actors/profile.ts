@@ -35,6 +35,8 @@ export interface DeviceSummary {
    * earlier releases): an older copy than the one held is not applied (actors/actor-router.ts).
    */
   seq?: number
+  /** The device's experiment variants by campaign id (absent: none, or a row of an earlier release). */
+  assignments?: Record<string, string>
 }
 
 export interface ProfileState extends EntityState {
@@ -45,12 +47,19 @@ export interface ProfileState extends EntityState {
   moves: [string, number][]
   /** Ids of the recent non-idempotent messages applied (unlink), oldest first, bounded: a repeat is skipped. */
   applied: string[]
+  /**
+   * The person's experiment variants by campaign id: the first a device of theirs reported, kept, so
+   * their other devices get the same (absent: none yet).
+   */
+  assignments?: Record<string, string>
 }
 
 /** What a linked visitor's campaigns see of its profile. */
 export interface ProfileView {
   attributes: Attributes
   segments: string[]
+  /** The person's experiment variants by campaign id (absent: none). */
+  assignments?: Record<string, string>
 }
 
 export type ProfileMessage =
@@ -167,7 +176,9 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
   }
 
   function view (state: ProfileState): ProfileView {
-    return { attributes: unifiedAttributes(state), segments: allSegments(state, deviceSegments(state)) }
+    const unified: ProfileView = { attributes: unifiedAttributes(state), segments: allSegments(state, deviceSegments(state)) }
+    if (state.assignments !== undefined) unified.assignments = state.assignments
+    return unified
   }
 
   return {
@@ -203,6 +214,11 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           else store.ignoreFailure(store.links.put([actor.account, actor.id, message.visitorId], null))
           state.visitors.push(message.visitorId)
           state.devices[message.visitorId] = message.summary
+          // The first variant the person was seen in stays theirs (a later device's is not taken).
+          for (const campaign in message.summary.assignments ?? {}) {
+            const assignments = state.assignments ??= {}
+            if (!Object.hasOwn(assignments, campaign)) assignments[campaign] = message.summary.assignments![campaign]!
+          }
           if (state.visitors.length > PROFILE_VISITORS_MAX) delete state.devices[state.visitors.shift()!]
           save(actor, message.event ?? NO_EVENT, message.nowMs)
           return view(state)

@@ -3,7 +3,8 @@
 
 import type { Store } from '../src/store/store.js'
 import type { Clock } from '../src/clock.js'
-import { isCapped, recordImpression, type CampaignSet, type ImpressionHistory, type VisitorMetrics } from '../src/matching/index.js'
+import { assignVariant, inHoldout, isCapped, recordImpression, variantById, type CampaignSet, type Experiment, type ExperimentVariant, type ImpressionHistory, type VisitorMetrics } from '../src/matching/index.js'
+import { countAllGoals, expose, HOLDOUT_GOALS, HOLDOUT_KEY, type ExperimentCounter, type Exposure } from './experiments.js'
 import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
@@ -49,6 +50,8 @@ export interface VisitorState extends EntityState {
   attributeTimes: Record<string, number>
   /** The version of the last summary sent to the profile (DeviceSummary.seq; 0: none yet). */
   profileSeq: number
+  /** Experiments the visitor was exposed to, by campaign id (and the account's holdout): actors/experiments.ts. */
+  experiments: Record<string, Exposure>
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -74,7 +77,18 @@ export interface Campaign {
   name: string
   priority: number
   content: unknown
+  /** The visitor's variant, when the campaign runs an experiment. */
+  variant?: string
 }
+
+/** The account's global holdout as compiled when the account changes: its share and hash seed. */
+export interface Holdout {
+  percent: number
+  seed: number
+}
+
+/** The account's holdout, or null when it has none. */
+export type HoldoutSource = (account: string) => Holdout | null
 
 /** The account's compiled campaigns (null when it has none). */
 export type CampaignSource = (account: string) => CampaignSet | null
@@ -139,6 +153,7 @@ export function emptyVisitor (): VisitorState {
     windows: {},
     attributeTimes: {},
     profileSeq: 0,
+    experiments: {},
     computed: [],
     segmentsVersion: 0,
     expiresAtMs: 0,
@@ -165,13 +180,18 @@ export interface VisitorDeps {
   peers?: ActorSender | null
   /** Idempotency-Key answers (one for both kinds, given by the wiring); default: this store's, unswept. */
   idempotency?: IdempotencyRecords
+  /** Told of every first exposure and goal outcome of an experiment (results); default none. */
+  experiments?: ExperimentCounter | null
+  /** The account's global holdout; default none. */
+  holdout?: HoldoutSource
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
+const NO_HOLDOUT: HoldoutSource = () => null
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store) }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store), experiments = null, holdout = NO_HOLDOUT }: VisitorDeps): VisitorKind {
   const db = store.visitors
   const profilesAt: ActorSender = peers ?? runtime
 
@@ -225,22 +245,40 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     // A repeated order (a reload of the thank-you page, a browser retry) counts once, in windows too.
     const repeated = recordBehaviour(state, event, nowMs)
     if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
+    // Goals count before this event's exposures are recorded: an exposure counts what follows it.
+    if (!repeated) countAllGoals(experiments, actor.account, state.experiments, set === null ? noExperiment : set.experiment, event, nowMs)
+    const held = holdOut(actor, event, nowMs)
     const profileId = event.profileId ?? state.profileId
     if (profileId === null) {
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
       evaluate(actor, event, nowMs, segs)
-      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs)
+      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
       announce(actor, event.event, nowMs, event)
       persist(actor, claim, matched)
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
       evaluate(actor, event, nowMs, segs, view.attributes)
-      const matched = set === null ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs)
+      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       announce(actor, event.event, nowMs, event, view.attributes)
       persist(actor, claim, matched)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
+  }
+
+  /**
+   * Whether the visitor is in the account's global holdout (no campaign at all). While the account has
+   * one, each visitor's first event records it in "holdout" or "personalized", so the two compare.
+   */
+  function holdOut (actor: Actor<VisitorState>, event: EventBody, nowMs: number): boolean {
+    const rule = holdout(actor.account)
+    if (rule === null) return false
+    const held = inHoldout(rule.seed, rule.percent, actor.id)
+    const state = actor.state
+    if (!Object.hasOwn(state.experiments, HOLDOUT_KEY)) {
+      state.experiments[HOLDOUT_KEY] = expose(experiments, actor.account, HOLDOUT_KEY, 1, held ? 'holdout' : 'personalized', HOLDOUT_GOALS, state, event, nowMs)
+    }
+    return held
   }
 
   /**
@@ -392,20 +430,24 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
 /** What a profile keeps of one of its devices (a copy): everything its unified view and rules need. */
 export function deviceSummary (state: VisitorState, segs: SegmentSet, nowMs: number): DeviceSummary {
   pruneWindows(state.windows, segs.specsByKey, nowMs)
-  return structuredClone({
+  const summary: DeviceSummary = structuredClone({
     attributes: state.attributes,
     attributeTimes: state.attributeTimes,
     segments: state.segments,
     windows: state.windows,
     metrics: metricsOf(state),
   })
+  for (const campaign in state.experiments) {
+    if (campaign !== HOLDOUT_KEY) (summary.assignments ??= {})[campaign] = state.experiments[campaign]!.v
+  }
+  return summary
 }
 
 /**
  * The campaigns to answer an event with: the compiled set's eligible ones, less those at their
  * frequency cap; each capped one returned counts an impression in the state (saved with the event).
  */
-export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, segments: readonly string[], nowMs: number): Campaign[] {
+export function matchCampaigns (set: CampaignSet, event: EventBody, state: VisitorState, attributes: Attributes, segments: readonly string[], nowMs: number, counter: ExperimentCounter | null = null, account = '', visitorId = event.visitorId, personal: Readonly<Record<string, string>> | null = null): Campaign[] {
   const matched = set.match({ event, attributes, segments: new Set(segments), visitor: metricsOf(state), nowMs })
   if (matched.length === 0) return NO_CAMPAIGNS
   const out: Campaign[] = []
@@ -415,10 +457,38 @@ export function matchCampaigns (set: CampaignSet, event: EventBody, state: Visit
       if (isCapped(campaign.cap, history, nowMs)) continue
       state.impressions[campaign.id] = recordImpression(history, campaign.cap, nowMs)
     }
-    out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
+    const experiment = campaign.experiment
+    if (experiment === null) {
+      out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
+      continue
+    }
+    const variant = variantOf(state, experiment, event, nowMs, counter, account, visitorId, personal)
+    // Outside the experiment's traffic: the campaign as it is, not counted.
+    if (variant === null) out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: campaign.content })
+    // A control variant's visitor gets no campaign; the exposure is recorded all the same.
+    else if (!variant.control) out.push({ id: campaign.id, name: campaign.name, priority: campaign.priority, content: variant.content, variant: variant.id })
   }
   return out
 }
+
+/**
+ * The visitor's variant in the experiment (null: outside its traffic). The visitor's recorded one
+ * while it still exists (an earlier revision's too: assignment stays sticky across reweighting),
+ * else its profile's (the first variant a device of the person got: `personal`), else the hash's; a first exposure in a revision is recorded in the state and told to the counter.
+ * A visitor already exposed in this revision reads one property of its state: no allocation.
+ */
+function variantOf (state: VisitorState, experiment: Experiment, event: EventBody, nowMs: number, counter: ExperimentCounter | null, account: string, visitorId: string, personal: Readonly<Record<string, string>> | null): ExperimentVariant | null {
+  const id = experiment.campaignId
+  const exposure = Object.hasOwn(state.experiments, id) ? state.experiments[id]! : undefined
+  if (exposure !== undefined && exposure.r === experiment.revision) return variantById(experiment, exposure.v)
+  const inherited = exposure !== undefined ? exposure.v : personal !== null && Object.hasOwn(personal, id) ? personal[id]! : null
+  const variant = (inherited === null ? null : variantById(experiment, inherited)) ?? assignVariant(experiment, visitorId)
+  if (variant === null) return null
+  state.experiments[id] = expose(counter, account, id, experiment.revision, variant.id, experiment.goals, state, event, nowMs)
+  return variant
+}
+
+function noExperiment (): undefined { return undefined }
 
 export function metricsOf (state: VisitorState): VisitorMetrics {
   const counts = state.counts

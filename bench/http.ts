@@ -161,6 +161,18 @@ const SCENARIOS: Scenario[] = [
     path: '/campaigns/query',
     maxP99Ms: P99_TARGET_MS,
   },
+  // Experiments (issue 29): the same account with every tenth campaign an experiment of two variants
+  // and a purchase goal; assignment adds no store read and no allocation, so within 5 % of the above.
+  {
+    name: '/campaigns/query pageView, 1,000 campaigns, 100 experiments',
+    server: 'beacon',
+    setup: server => tenantWith(server, campaignsSetup(1000, 10)),
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    maxP99Ms: P99_TARGET_MS,
+    reference: '/campaigns/query pageView, 1,000 campaigns',
+    minOfReference: 0.95,
+  },
   // Real-time segments: 50 computed segments evaluated after every event (issue target: at most 30%
   // lower throughput than the same load without segments).
   {
@@ -202,9 +214,12 @@ async function tenantWith (server: Server, configure: (server: Server, account: 
   return vars
 }
 
-function campaignsSetup (count: number) {
+/** `count` campaigns of the matching benchmark's mix; every `experimentEvery`-th one an experiment (0: none). */
+function campaignsSetup (count: number, experimentEvery = 0) {
   return async (server: Server, account: string): Promise<void> => {
-    const campaigns = makeCampaigns(7, makeCatalog(mulberry32(7)), count)
+    const campaigns = makeCampaigns(7, makeCatalog(mulberry32(7)), count).map((c, i) => experimentEvery === 0 || i % experimentEvery !== 0
+      ? c
+      : { id: c.id, def: { ...c.def, variants: [{ id: 'a', weight: 1 }, { id: 'b', weight: 1, content: { variant: 'b' } }], goals: [{ event: 'purchase', metric: 'conversion' as const, windowDays: 7 }] } })
     // The mix's custom event kinds (login, …) are defined first: a campaign may trigger only on known ones.
     for (const kind of Object.keys(EVENT_KINDS).filter(kind => !BUILT_IN_EVENTS.has(kind))) {
       await adminCall(server, 'PUT', `/admin/accounts/${account}/event-types/${kind}`, { required: [] })

@@ -9,12 +9,20 @@
 // of the 1,000 events (a disagreement fails the run); then bench-node measures events per second,
 // cycling through the same events. The peers run at 10, 100 and 1,000 campaigns.
 // MATCH_BENCH_QUICK=1 shortens every measurement (for a smoke run, not for numbers).
+// MATCH_BENCH_DECISION=1 runs only the 1,000-campaign account, without peers, and the decision rows below.
+//
+// Experiments: the whole decision /campaigns/query makes (actors/visitor.ts matchCampaigns: match,
+// caps, variant assignment) at 1,000 campaigns without variants and with 100 of them experiments, for
+// visitors already exposed (the steady state: one property read per experiment matched) and for
+// first visits (the hash, and the exposure recorded).
 
 import { cpus } from 'node:os'
 import { Suite } from 'bench-node'
 import { compileCampaigns, validateCampaign, type CampaignInput, type MatchContext } from '../src/matching/index.js'
 import { indexPlan } from '../src/matching/compile-campaigns.js'
 import { referenceMatch } from '../test/matching/reference.js'
+import { emptyVisitor, matchCampaigns, type EventBody, type VisitorState } from '../actors/visitor.js'
+import type { Attributes } from '../actors/entity.js'
 import { makeCampaigns, makeCatalog, makeContexts, mulberry32, type AccountShape } from './match-data.js'
 import {
   answerOrder, flatFacts, jreMatcher, jsonLogicMatcher, nestedFacts, zenMatcher,
@@ -24,6 +32,7 @@ import {
 const QUICK = process.env.MATCH_BENCH_QUICK === '1'
 /** MATCH_BENCH_ONLY=glob runs only the glob attack rows (issue 27), e.g. to compare two builds. */
 const ONLY_GLOB = process.env.MATCH_BENCH_ONLY === 'glob'
+const DECISION_ONLY = process.env.MATCH_BENCH_DECISION === '1'
 const EVENTS = 1000
 const ACCOUNT_SEED = 3
 const PEER_SIZES = new Set([10, 100, 1000])
@@ -38,7 +47,7 @@ const accounts: Account[] = [
   ...[10, 100, 1000, 10_000].map(size => ({ label: size.toLocaleString('en-US'), size, shape: 'typical' as const })),
   { label: '10,000 untemplated', size: 10_000, shape: 'untemplated' as const },
   { label: '10,000 all broad', size: 10_000, shape: 'allBroad' as const },
-].map(a => ({ ...a, campaigns: makeCampaigns(ACCOUNT_SEED, catalog, a.size, a.shape) }))
+].filter(a => !DECISION_ONLY || (a.size === 1000 && a.shape === 'typical')).map(a => ({ ...a, campaigns: makeCampaigns(ACCOUNT_SEED, catalog, a.size, a.shape) }))
 
 const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
@@ -112,7 +121,7 @@ async function prepare (account: Account): Promise<Prepared> {
     counts.set(kind, (counts.get(kind) ?? 0) + 1)
   }
   const places = ['field', 'path', 'tree'].map(k => `${k} ${counts.get(k) ?? 0}`).join(', ')
-  const peers = PEER_SIZES.has(account.size) && account.shape === 'typical' ? await preparePeers(account, want) : null
+  const peers = !DECISION_ONLY && PEER_SIZES.has(account.size) && account.shape === 'typical' ? await preparePeers(account, want) : null
   return { account, set, compileMs, matchesPerEvent: matches / EVENTS, places, peers }
 }
 
@@ -141,6 +150,41 @@ function globAttack (): void {
     while (performance.now() - startMs < (QUICK ? 100 : 1000) || n < 3) { sink = set.match(ctx); n++ }
     console.log(`| ${shape.label} | ${((performance.now() - startMs) / n).toFixed(3)} |`)
   }
+}
+
+// ---- experiments: the decision with and without variants -------------------------------------
+
+const NO_SEGMENTS: readonly string[] = []
+
+interface DecisionCase {
+  label: string
+  set: ReturnType<typeof compileCampaigns>
+  events: EventBody[]
+  /** The visitor state of the event at index i. */
+  states: (i: number) => VisitorState
+}
+
+/** Every tenth campaign of the account made an experiment of two variants. */
+function withExperiments (campaigns: readonly CampaignInput[]): CampaignInput[] {
+  return campaigns.map((c, i) => i % 10 !== 0
+    ? c
+    : { id: c.id, def: { ...c.def, variants: [{ id: 'a', weight: 1 }, { id: 'b', weight: 1, content: { variant: 'b' } }], goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }], revision: 1 } })
+}
+
+function decisionCases (account: Account): DecisionCase[] {
+  const events = contexts.map((ctx, i) => ({ ...ctx.event, account: 'bench', visitorId: `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}` }) as EventBody)
+  const experiments = withExperiments(account.campaigns)
+  const steady = contexts.map(() => emptyVisitor())
+  const plain = contexts.map(() => emptyVisitor())
+  const set = compileCampaigns(experiments)
+  // One pass first: every visitor exposed, as after its first visit.
+  contexts.forEach((ctx, i) => matchCampaigns(set, events[i]!, steady[i]!, ctx.attributes as Attributes, NO_SEGMENTS, ctx.nowMs, null, 'bench', events[i]!.visitorId))
+  return [
+    { label: 'no variants', set: compileCampaigns(account.campaigns), events, states: i => plain[i]! },
+    { label: '100 experiments, exposed', set, events, states: i => steady[i]! },
+    // A fresh state per call: every experiment matched is a first exposure (hash, record).
+    { label: '100 experiments, first visit', set, events, states: () => emptyVisitor() },
+  ]
 }
 
 // ---- measurement ------------------------------------------------------------------------------
@@ -172,6 +216,15 @@ async function main (): Promise<void> {
     suite.add(`${account.label}/json-logic-engine`, time, () => { sink = peers.jsonLogic(peers.nested[l++ % EVENTS] as Record<string, unknown>) })
     suite.add(`${account.label}/zen-engine`, time, async () => { sink = await peers.zen(peers.nested[m++ % EVENTS] as Record<string, unknown>) })
   }
+  const decision = decisionCases(accounts.find(a => a.size === 1000 && a.shape === 'typical')!)
+  for (const c of decision) {
+    let n = 0
+    suite.add(`decision/${c.label}`, time, () => {
+      const at = n++ % EVENTS
+      const ctx = contexts[at] as MatchContext
+      sink = matchCampaigns(c.set, c.events[at]!, c.states(at), ctx.attributes as Attributes, NO_SEGMENTS, ctx.nowMs, null, 'bench', c.events[at]!.visitorId)
+    })
+  }
   const results = await suite.run()
   for (const { peers } of prepared) peers?.dispose()
   const ops = new Map(results.map(r => [r.name, r.opsSec ?? 0]))
@@ -197,6 +250,10 @@ async function main (): Promise<void> {
       const compiled = get(label, 'compiled')
       return [label, fmt(compiled), ...PEER_NAMES.map(n => fmt(get(label, n))), ...PEER_NAMES.map(n => ratio(compiled, get(label, n)))]
     }))
+
+  console.log('\nthe decision of /campaigns/query (match, caps, assignment) at 1,000 campaigns (events/s):')
+  const plain = ops.get('decision/no variants')
+  print(['campaigns', 'events/s', 'against no variants'], decision.map(c => [c.label, fmt(ops.get(`decision/${c.label}`)), ratio(ops.get(`decision/${c.label}`), plain)]))
 
   const c100 = get('100', 'compiled')
   const c1000 = get('1,000', 'compiled')

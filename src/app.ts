@@ -51,6 +51,8 @@ import { auditRoutes } from './http/audit-routes.js'
 import { LocalMediaStore, type MediaStore } from './media/media-store.js'
 import { mediaRoutes } from './http/media-routes.js'
 import { tryRoutes } from './http/try-routes.js'
+import { localBuckets } from './reports/report.js'
+import { BanditReweighting } from './jobs/bandit-reweighting.js'
 import { reportRoutes } from './http/report-routes.js'
 import { ReportCounters } from './reports/counters.js'
 import { ClusterReports } from './reports/cluster-reports.js'
@@ -72,6 +74,8 @@ export interface Beacon {
   runSchedules (): Promise<number>
   /** Fold the report counters into the store now (the periodic fold, on demand: tests). */
   foldReports (): Promise<void>
+  /** Reweight the bandit experiments now (the periodic pass, on demand: tests). */
+  reweightBandits (): Promise<void>
   /** Delete the delivered records past their retention (the periodic pass, on demand: tests). */
   pruneDeliveries (): Promise<number>
   stop (): Promise<void>
@@ -131,7 +135,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const idempotency = new IdempotencyRecords(store, idempotencySwept)
   const stopIdempotencySweep = sweepIdempotency(idempotency, () => clock.nowMs(), error => log.error({ err: error }, 'Idempotency-Key sweep failed'))
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency })
-  const visitors = visitorKind({ store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null })
+  const visitors = visitorKind({
+    store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null,
+    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account),
+  })
   cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
     store, catalogs, runtime, visitors, profiles, clock, sweepMs: config.segmentSweepMs,
@@ -200,6 +207,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // Cluster mode: reports, member counts and the audit log answer for every live node (each serves its own).
   const clusterReports = cluster === null ? null : new ClusterReports({ counters: reports, store, calls: cluster.calls })
   const clusterAudit = cluster === null ? null : new ClusterAudit({ audit, calls: cluster.calls })
+  // Experiments' counts: this node's (embedded) or every live node's (cluster), for results and bandits.
+  const experimentBuckets = clusterReports === null
+    ? (account: string, fromMs: number, toMs: number) => localBuckets(reports, store, account, fromMs, toMs, 'day')
+    : (account: string, fromMs: number, toMs: number) => clusterReports.buckets(account, fromMs, toMs, 'day')
+  const bandits = new BanditReweighting({
+    campaigns: catalogs.campaigns, buckets: experimentBuckets, clock, intervalMs: config.banditIntervalMs,
+    onError: error => log.error({ err: error }, 'bandit reweighting failed'),
+  })
   const segmentMembers = clusterReports === null
     ? (account: string, segments: readonly string[]): number[] => segments.map(segment => reports.membersOf(account, segment))
     : (account: string, segments: readonly string[]): Promise<number[]> => clusterReports.members(account, segments)
@@ -249,7 +264,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
-      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports }),
+      ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports, counters: reports }),
       ...sdkRoutes(),
       ...panelRoutes(),
     ], access, audit)),
@@ -261,6 +276,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   cluster?.forwarder.serve((request, id) => server.runForwarded(request, id))
   const port = await server.listen()
   reports.start()
+  bandits.start()
 
   let stopping: Promise<void> | null = null
   return {
@@ -272,10 +288,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     runSchedules: () => deliveries.runSchedules(),
     pruneDeliveries: () => deliveries.prune(),
     foldReports: () => reports.fold(),
+    reweightBandits: () => bandits.run(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()
         stopIdempotencySweep()
+        await bandits.stop()
         await server.drain()
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
         if (cluster !== null) await cluster.stop()

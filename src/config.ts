@@ -53,6 +53,8 @@ export interface Config {
   mediaPerAccountMax: number
   /** BEACON_REPORT_FOLD_MS: how often the report counters kept in memory are folded into the store. */
   reportFoldMs: number
+  /** BEACON_BANDIT_INTERVAL_MS: how often bandit experiments are reweighted from their conversions. */
+  banditIntervalMs: number
   /** BEACON_REPORTS: whether events, segment changes and deliveries are counted for reports and member counts. */
   reports: boolean
   /** BEACON_CLUSTER: the cluster's name; null: embedded (one process owns every key). */
@@ -283,6 +285,7 @@ export function loadConfig (env: Env = process.env): Config {
     mediaSizeMaxBytes: integer(env, 'BEACON_MEDIA_MAX_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     mediaPerAccountMax: integer(env, 'BEACON_MEDIA_PER_ACCOUNT_MAX', 1000, 1, 100_000, problems),
     reportFoldMs: integer(env, 'BEACON_REPORT_FOLD_MS', 10_000, 10, 3_600_000, problems),
+    banditIntervalMs: integer(env, 'BEACON_BANDIT_INTERVAL_MS', 60_000, 10, 86_400_000, problems),
     reports: boolean(env, 'BEACON_REPORTS', true, problems),
     cluster: token(env, 'BEACON_CLUSTER', problems),
     nodeId: token(env, 'BEACON_NODE_ID', problems),

@@ -13,6 +13,7 @@ import { pageOf, type Page } from '../store/paging.js'
 import type { PageRequest } from './config-rows.js'
 import type { ConfigWriter, RowWrite } from '../store/config-writer.js'
 import { Reservations } from './reservations.js'
+import { seedOf } from '../matching/index.js'
 
 export const IDENTITY_VERIFICATION = ['required', 'off'] as const
 export type IdentityVerification = typeof IDENTITY_VERIFICATION[number]
@@ -35,6 +36,14 @@ export interface Account {
   previousIdentitySecretUntil: string | null
   /** The account's own rate on the public endpoints (absent: BEACON_ACCOUNT_RATE_PER_SECOND). */
   rateLimit?: RateLimit
+  /** The share of visitors (0–50 %) that gets no campaign at all (absent: none). */
+  holdoutPercent?: number
+}
+
+/** The account's global holdout as the visitors read it: its share and its hash seed. */
+export interface HoldoutRule {
+  percent: number
+  seed: number
 }
 
 /** Requests per second (0: unlimited) and the burst a bucket holds (default: one second's worth). */
@@ -44,7 +53,7 @@ export interface RateLimit {
 }
 
 /** What PATCH may change; `rateLimit: null` goes back to the installation's default rate. */
-export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens'>> & { rateLimit?: RateLimit | null }
+export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens' | 'holdoutPercent'>> & { rateLimit?: RateLimit | null }
 
 /** What is kept on disk: the settings and the identity secrets (sealed). Fields absent from older records take safe defaults. */
 interface StoredAccount {
@@ -57,6 +66,7 @@ interface StoredAccount {
   allowBrowserTokens?: boolean
   identitySecrets?: IdentitySecrets
   rateLimit?: RateLimit
+  holdoutPercent?: number
   /** The rate last set with the admin key: an owner may lower the account's rate below it, never raise it. */
   operatorRateLimit?: RateLimit
 }
@@ -84,6 +94,7 @@ export class AccountCatalog {
   private readonly accounts = new Map<string, Account>()
   private readonly stored = new Map<string, StoredAccount>()
   private readonly browserAccess = new Map<string, BrowserAccess>()
+  private readonly holdouts = new Map<string, HoldoutRule>()
   private readonly reservations = new Reservations()
   /** Cluster mode: changes go through the replicated configuration (Catalogs.replicate); null: embedded. */
   writer: ConfigWriter | null = null
@@ -124,6 +135,7 @@ export class AccountCatalog {
     this.accounts.delete(id)
     this.stored.delete(id)
     this.browserAccess.delete(id)
+    this.holdouts.delete(id)
     return write
   }
 
@@ -204,6 +216,7 @@ export class AccountCatalog {
       this.accounts.delete(id)
       this.stored.delete(id)
       this.browserAccess.delete(id)
+      this.holdouts.delete(id)
       return false
     }
     const known = this.accounts.has(id)
@@ -214,6 +227,11 @@ export class AccountCatalog {
   /** The account's compiled browser rules (origins, identity); the caller checks it is active. */
   browserAccessOf (account: string): BrowserAccess | undefined {
     return this.browserAccess.get(account)
+  }
+
+  /** The account's global holdout, or null when it has none (a map read: the event path asks). */
+  holdoutOf (account: string): HoldoutRule | null {
+    return this.holdouts.get(account) ?? null
   }
 
   /** Keep the stored record, its admin view and its compiled browser rules; answers the view. */
@@ -234,6 +252,12 @@ export class AccountCatalog {
     }
     // The same object while the account is unchanged (the account limiter rebuilds its bucket when it changes).
     if (stored.rateLimit !== undefined) account.rateLimit = stored.rateLimit
+    if (stored.holdoutPercent !== undefined && stored.holdoutPercent > 0) {
+      account.holdoutPercent = stored.holdoutPercent
+      this.holdouts.set(account.account, { percent: stored.holdoutPercent, seed: seedOf(account.account, '$holdout') })
+    } else {
+      this.holdouts.delete(account.account)
+    }
     this.stored.set(account.account, stored)
     this.accounts.set(account.account, account)
     this.browserAccess.set(account.account, {

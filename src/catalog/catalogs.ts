@@ -63,7 +63,7 @@ export class Catalogs {
     const accounts = this.accounts = new AccountCatalog(store, clock)
     this.tokens = new TokenCatalog(store, clock, accounts)
     this.eventTypes = new EventTypeCatalog(store, accounts)
-    this.campaigns = new CampaignCatalog(store, accounts)
+    this.campaigns = new CampaignCatalog(store, accounts, clock)
     this.segments = new SegmentCatalog({ store, clock, accounts, changed: segmentsChanged })
     this.webhooks = new WebhookCatalog({ store, accounts, segments: this.segments, changed: webhookChanged, allowPrivate: allowPrivateWebhooks })
     this.destinations = new DestinationCatalog({ store, accounts, changed: webhookChanged, allowPrivate: allowPrivateWebhooks, http: destinationHttp ?? new UndiciProviderHttp(allowPrivateWebhooks), clock, observe: observeDestinations })

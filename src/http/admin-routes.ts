@@ -238,15 +238,23 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     route('put', '/admin/accounts/:account/campaigns/:id', 'editor', {
       summary: 'Create or replace a campaign', description: 'Compiled when saved; every problem is reported at once with its JSON pointer.',
       tag: 'Campaigns',
-      body: { schema: R.CampaignPut, example: { name: 'Summer shoes', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule: { fact: 'event.price', op: 'gte', value: 50 }, content: { banner: 'shoes.png' } } },
+      body: {
+        schema: R.CampaignPut,
+        example: {
+          name: 'Summer shoes', status: 'active', priority: 10, trigger: { events: ['productView'] }, rule: { fact: 'event.price', op: 'gte', value: 50 }, content: { banner: 'shoes.png' },
+          variants: [{ id: 'control', weight: 1, control: true }, { id: 'red', weight: 1, content: { banner: 'shoes-red.png' } }],
+          goals: [{ event: 'purchase', metric: 'conversion', windowDays: 14 }],
+        },
+      },
       ok: json(200, 'The campaign.', R.Campaign), errors: ['account_not_found', 'invalid_campaign', 'unknown_event_type', 'conflict'],
     }, async request => {
       const id = pathName(request, 'campaign id')
       const def = request.body
       assertCampaign(def)
       refuseUnknownEvents(catalogs, param(request, 0), def.trigger.events ?? [])
-      await catalogs.campaigns.put(param(request, 0), id, def)
-      return ok({ id, ...def })
+      refuseUnknownEvents(catalogs, param(request, 0), (def.goals ?? []).map(goal => goal.event), '/goals')
+      const saved = await catalogs.campaigns.put(param(request, 0), id, def)
+      return ok({ id, ...saved })
     }),
     route('get', '/admin/accounts/:account/campaigns/:id', 'viewer', {
       summary: 'Read a campaign', tag: 'Campaigns',
@@ -461,9 +469,9 @@ export function pageRequest (request: Request): PageRequest {
 }
 
 /** A campaign triggered by an event type the account does not know could never show: refused, naming each. */
-function refuseUnknownEvents (catalogs: Catalogs, account: string, events: readonly string[]): void {
+function refuseUnknownEvents (catalogs: Catalogs, account: string, events: readonly string[], at = '/trigger/events'): void {
   catalogs.accounts.get(account)
-  const items = events.flatMap((name, i) => catalogs.eventTypes.get(account, name) !== undefined ? [] : [errorItem('unknown_event_type', `/trigger/events/${i}`,
+  const items = events.flatMap((name, i) => catalogs.eventTypes.get(account, name) !== undefined ? [] : [errorItem('unknown_event_type', at === '/goals' ? `/goals/${i}/event` : `${at}/${i}`,
     `The event type "${name}" is not built in and was not defined for this account: define it first (PUT /admin/accounts/{account}/event-types/${name}).`)])
   if (items.length > 0) throw ApiError.of(items)
 }

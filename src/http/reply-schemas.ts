@@ -7,8 +7,8 @@ import Type, { type TObject, type TSchema } from 'typebox'
 import { MEDIA_TYPES } from '../media/signature.js'
 import { NAME_PATTERN } from '../patterns.js'
 import { RateLimit } from './schemas.js'
-import { OPS, CAP_PERIODS } from '../matching/types.js'
-import { CAP_MAX, CONTENT_SIZE_MAX_BYTES, NAME_LENGTH_MAX, TRIGGER_VALUES_MAX, TRIGGER_VALUE_LENGTH_MAX } from '../matching/validate-campaign.js'
+import { OPS, CAP_PERIODS, ALLOCATIONS, GOAL_METRICS } from '../matching/types.js'
+import { CAP_MAX, CONTENT_SIZE_MAX_BYTES, GOAL_WINDOW_DAYS_MAX, GOALS_MAX, NAME_LENGTH_MAX, SALT_LENGTH_MAX, TRIGGER_VALUES_MAX, TRIGGER_VALUE_LENGTH_MAX, VARIANT_ID_LENGTH_MAX, VARIANTS_MAX } from '../matching/validate-campaign.js'
 import { DEPTH_MAX, LEAVES_MAX } from '../matching/validate-condition.js'
 
 /** Where the cyclic condition schemas live in the document (components are referenced, not inlined). */
@@ -76,7 +76,8 @@ export const CampaignsAnswer = Type.Object({
     id: Type.String(),
     name: Type.String(),
     priority: Type.Integer(),
-    content: Type.Unknown({ description: 'The campaign\'s content, as saved.' }),
+    content: Type.Unknown({ description: 'The campaign\'s content, as saved (in an experiment: the variant\'s).' }),
+    variant: Type.Optional(Type.String({ description: 'The visitor\'s variant when the campaign runs an experiment.' })),
   }), { description: 'Eligible campaigns, highest priority first, then id.' }),
 })
 
@@ -114,6 +115,7 @@ export const AccountRecord = Type.Object({
   identitySecretSince: Type.Union([Iso, Type.Null()], { description: 'When the current identity secret was made; null: none yet.' }),
   previousIdentitySecretUntil: Type.Union([Iso, Type.Null()], { description: 'Until when the previous identity secret is accepted.' }),
   rateLimit: Type.Optional(RateLimit),
+  holdoutPercent: Type.Optional(Type.Number({ description: 'The global holdout (absent: none).' })),
 })
 /** An answer that carries the account's new identity secret: shown only in this answer. */
 export const AccountWithSecret = Type.Object({
@@ -194,6 +196,22 @@ const campaignFields = {
     per: literals(CAP_PERIODS),
   }, { additionalProperties: false })),
   content: Type.Unknown({ description: `Any JSON, at most ${CONTENT_SIZE_MAX_BYTES} bytes: answered as is.` }),
+  variants: Type.Optional(Type.Array(Type.Object({
+    id: Type.String({ minLength: 1, maxLength: VARIANT_ID_LENGTH_MAX, pattern: '^[A-Za-z0-9_.-]+$' }),
+    weight: Type.Number({ exclusiveMinimum: 0, description: 'Share of the experiment: weight / sum of weights.' }),
+    content: Type.Optional(Type.Unknown({ description: 'Shown instead of the campaign\'s content.' })),
+    control: Type.Optional(Type.Boolean({ description: 'Gets no campaign; its exposures are recorded.' })),
+  }, { additionalProperties: false }), { minItems: 2, maxItems: VARIANTS_MAX, description: 'An experiment (docs/experiments.md).' })),
+  trafficPercent: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'Share of eligible visitors in the experiment (default 100).' })),
+  allocation: Type.Optional(literals(ALLOCATIONS)),
+  goals: Type.Optional(Type.Array(Type.Object({
+    event: Type.String({ minLength: 1 }),
+    metric: literals(GOAL_METRICS),
+    windowDays: Type.Integer({ minimum: 1, maximum: GOAL_WINDOW_DAYS_MAX }),
+  }, { additionalProperties: false }), { minItems: 1, maxItems: GOALS_MAX, description: 'The first is the primary goal.' })),
+  revision: Type.Optional(Type.Integer({ minimum: 1, description: 'Kept by Beacon: bumped when variants, weights or traffic change.' })),
+  revisionSince: Type.Optional(Type.String({ description: 'Kept by Beacon: when the revision started.' })),
+  salt: Type.Optional(Type.String({ maxLength: SALT_LENGTH_MAX, description: 'Part of the assignment hash.' })),
 }
 export const CampaignPut = Type.Object(campaignFields, { additionalProperties: false })
 export const Campaign = Type.Object({ id: Type.String(), ...campaignFields })
@@ -364,4 +382,36 @@ export const Report = Type.Object({
   from: Iso, to: Iso,
   lagMs: Type.Integer({ description: 'How late the numbers may be: each node folds its counts into the store this often (BEACON_REPORT_FOLD_MS).' }),
   rows: Type.Array(ReportRow),
+})
+
+// ---- experiment results ----
+
+const LiftInterval = Type.Object({ estimate: Type.Number(), low: Type.Number(), high: Type.Number(), standardError: Type.Number() })
+const GoalComparison = Type.Object({
+  variant: Type.String(), goal: Type.Integer({ description: 'Index in goals; 0 is the primary goal.' }), event: Type.String(), metric: Type.String(),
+  lift: Type.Union([Type.Null(), Type.Object({
+    absolute: LiftInterval,
+    relative: Type.Union([LiftInterval, Type.Null()]),
+    pValue: Type.Number({ description: 'Fixed-horizon two-sided p-value: valid for one look at a sample size fixed in advance.' }),
+    sequential: Type.Object({ pValue: Type.Number(), low: Type.Number(), high: Type.Number() }, { description: 'Always valid (mSPRT): may be read at every look.' }),
+    cuped: Type.Object({ absolute: LiftInterval, relative: Type.Union([LiftInterval, Type.Null()]), theta: Type.Number() }),
+  })], { description: 'null while either side has fewer than 2 visitors.' }),
+})
+const Results = Type.Object({
+  campaignId: Type.String(), revision: Type.Integer(), baseline: Type.String(),
+  variants: Type.Array(Type.Object({
+    id: Type.String(), control: Type.Boolean(), weight: Type.Union([Type.Number(), Type.Null()]), visitors: Type.Integer(),
+    goals: Type.Array(Type.Object({ event: Type.String(), metric: Type.String(), total: Type.Number(), mean: Type.Number() })),
+  })),
+  comparisons: Type.Array(GoalComparison),
+  sampleRatio: Type.Union([Type.Null(), Type.Object({ chiSquare: Type.Number(), degreesOfFreedom: Type.Integer(), pValue: Type.Number(), mismatch: Type.Boolean() })]),
+  series: Type.Array(Type.Object({ t: Iso, visitors: Type.Array(Type.Integer()), lift: Type.Array(Type.Union([Type.Null(), Type.Object({ estimate: Type.Number(), low: Type.Number(), high: Type.Number() })])) })),
+  warnings: Type.Array(Type.Object({ code: Type.String(), message: Type.String() })),
+})
+export const ExperimentResults = Type.Object({
+  ...Results.properties,
+  revisionSince: Type.Union([Iso, Type.Null()]),
+  revisions: Type.Array(Type.Integer(), { description: 'Every revision of the experiment so far (older results: ?revision=N).' }),
+  allocation: Type.String(),
+  holdout: Type.Union([Type.Null(), Results], { description: 'The account\'s global holdout against the personalized visitors (purchases), when it has one.' }),
 })

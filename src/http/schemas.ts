@@ -127,6 +127,9 @@ export const RateLimit = Type.Object({
   burst: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Requests a burst may hold (default: perSecond).' })),
 }, { additionalProperties: false })
 
+/** The largest global holdout an account may keep. */
+export const HOLDOUT_PERCENT_MAX = 50
+
 export const AccountPatch = Type.Object({
   name: Type.Optional(Label),
   suspended: Type.Optional(Type.Boolean()),
@@ -138,6 +141,7 @@ export const AccountPatch = Type.Object({
   })),
   allowBrowserTokens: Type.Optional(Type.Boolean({ description: 'Let allowed origins call the token endpoints too (default false).' })),
   rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
+  holdoutPercent: Type.Optional(Type.Number({ minimum: 0, maximum: HOLDOUT_PERCENT_MAX, description: 'A stable share of visitors that gets no campaign at all, to measure the lift of personalization (docs/experiments.md); 0: none.' })),
 }, { additionalProperties: false, minProperties: 1 })
 
 /** A day: how long the previous identity secret stays valid after a rotation, unless the body says otherwise. */

@@ -18,13 +18,14 @@
 // longer than a request should ever wait).
 
 import { compileCondition } from './compile-condition.js'
+import { compileExperiment } from './experiment.js'
 import { frozenJsonCopy } from './deep-freeze.js'
 import { compileGlob, type StringTest } from './glob.js'
 import { withoutLeaf, type FieldKey, type IndexKey, type PathKey } from './index-keys.js'
 import { candidateKeys, groupId, planIndexSteps } from './index-plan.js'
 import { parseIsoMs } from './iso-time.js'
 import { ANY_MASK, assignBits, bitOf, maskOf, RARE_BIT, type Bits } from './trigger-bits.js'
-import type { CampaignDef, CampaignInput, CampaignSet, MatchContext, MatchedCampaign, Predicate, Trigger } from './types.js'
+import type { CampaignDef, CampaignInput, CampaignSet, Experiment, MatchContext, MatchedCampaign, Predicate, Trigger } from './types.js'
 
 // One filed campaign. Trigger dimensions are bit masks (trigger-bits.ts); a dimension the index
 // already guarantees has the all-ones mask. Fields are in test order, so a candidate that
@@ -81,16 +82,21 @@ const TREE_CELLS_MAX = 64
 /** Campaigns handled between two pauses of the build. */
 export const STEP_CAMPAIGNS = 64
 
-export function compileCampaigns (campaigns: readonly CampaignInput[]): CampaignSet {
-  return runToEnd(compileSteps(campaigns))
+/** The bandit's current weights per campaign id (normalized, one per variant), replacing the configured ones. */
+export type BanditWeights = ReadonlyMap<string, readonly number[]>
+
+const NO_WEIGHTS: BanditWeights = new Map()
+
+export function compileCampaigns (campaigns: readonly CampaignInput[], weights: BanditWeights = NO_WEIGHTS): CampaignSet {
+  return runToEnd(compileSteps(campaigns, weights))
 }
 
 /**
  * Compile in slices of about `sliceMs` of work, the event loop running in between (setImmediate), and
  * call `done` with the set. A build that fits in one slice is done before this returns.
  */
-export function compileCampaignsSliced (campaigns: readonly CampaignInput[], sliceMs: number, done: (set: CampaignSet) => void): void {
-  runSlices(compileSteps(campaigns), sliceMs, done)
+export function compileCampaignsSliced (campaigns: readonly CampaignInput[], sliceMs: number, done: (set: CampaignSet) => void, weights: BanditWeights = NO_WEIGHTS): void {
+  runSlices(compileSteps(campaigns, weights), sliceMs, done)
 }
 
 function runSlices (steps: Generator<void, CampaignSet, void>, sliceMs: number, done: (set: CampaignSet) => void): void {
@@ -112,8 +118,16 @@ function runToEnd<T> (steps: Generator<void, T, void>): T {
   }
 }
 
-function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, CampaignSet, void> {
+function * compileSteps (campaigns: readonly CampaignInput[], weights: BanditWeights): Generator<void, CampaignSet, void> {
   const { active, places } = yield * plan(campaigns)
+  // Every campaign's experiment, paused ones too: their visitors' goals still count.
+  const experiments = new Map<string, Experiment>()
+  for (let i = 0; i < campaigns.length; i++) {
+    const { id, def } = campaigns[i]!
+    const experiment = def.variants === undefined ? null : compileExperiment(id, def, frozenJsonCopy(def.content), weights.get(id) ?? null)
+    if (experiment !== null) experiments.set(id, experiment)
+    if (i % STEP_CAMPAIGNS === STEP_CAMPAIGNS - 1) yield
+  }
   const triggers = active.map(c => c.def.trigger)
   const bits: DimensionBits = {
     kinds: assignBits(triggers.map(t => t.events)),
@@ -130,9 +144,9 @@ function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, C
     const key = places[rank] ?? null
     if (key === null) {
       const filed = treeDimensions(c.def.trigger)
-      fileInTree(tree, filed, makeEntry(c.id, c.def, rank, bits, key, filed))
-    } else if (key.kind === 'field') fileInGroup(groups, key, makeEntry(c.id, c.def, rank, bits, key, null))
-    else fileInPaths(paths, key, makeEntry(c.id, c.def, rank, bits, key, null))
+      fileInTree(tree, filed, makeEntry(c.id, c.def, rank, bits, key, filed, experiments))
+    } else if (key.kind === 'field') fileInGroup(groups, key, makeEntry(c.id, c.def, rank, bits, key, null, experiments))
+    else fileInPaths(paths, key, makeEntry(c.id, c.def, rank, bits, key, null, experiments))
     if (rank % STEP_CAMPAIGNS === STEP_CAMPAIGNS - 1) yield
   }
   yield
@@ -141,7 +155,11 @@ function * compileSteps (campaigns: readonly CampaignInput[]): Generator<void, C
   const packedGroups = [...groups.values()].map(g => ({ ...g, byValue: packMap(g.byValue) }))
   yield
   const packedPaths = paths.exact.size + paths.prefixes.size > 0 ? { ...paths, exact: packMap(paths.exact), prefixes: packMap(paths.prefixes) } : null
-  return Object.freeze({ size: active.length, match: matcher(packedTree, packedGroups, packedPaths, bits) })
+  return Object.freeze({
+    size: active.length,
+    match: matcher(packedTree, packedGroups, packedPaths, bits),
+    experiment: (campaignId: string) => experiments.get(campaignId),
+  })
 }
 
 // Active campaigns in result order, and for each the key it is filed under (null: the tree).
@@ -171,7 +189,7 @@ export function indexPlan (campaigns: readonly CampaignInput[]): Array<{ id: str
   })
 }
 
-function makeEntry (id: string, def: CampaignDef, rank: number, bits: DimensionBits, key: IndexKey | null, filed: Filed | null): Entry {
+function makeEntry (id: string, def: CampaignDef, rank: number, bits: DimensionBits, key: IndexKey | null, filed: Filed | null, experiments: ReadonlyMap<string, Experiment>): Entry {
   const { trigger } = def
   const kinds = filed?.kinds == null ? maskOf(bits.kinds, trigger.events) : ANY_MASK
   const platforms = filed?.platforms == null ? maskOf(bits.platforms, trigger.platforms) : ANY_MASK
@@ -194,7 +212,7 @@ function makeEntry (id: string, def: CampaignDef, rank: number, bits: DimensionB
     path: globs === null ? null : globs.length === 1 && first !== undefined ? first : s => globs.some(g => g(s)),
     rule: rule === null ? null : compileCondition(rule),
     rank,
-    out: Object.freeze({ id, name: def.name, priority: def.priority, content: frozenJsonCopy(def.content), cap }),
+    out: Object.freeze({ id, name: def.name, priority: def.priority, content: frozenJsonCopy(def.content), cap, experiment: experiments.get(id) ?? null }),
   }
 }
 

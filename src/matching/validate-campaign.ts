@@ -6,7 +6,7 @@ import { globProblem } from './glob.js'
 import { JSON_DEPTH_MAX, nestsDeeper } from './json-depth.js'
 import { parseIsoMs } from './iso-time.js'
 import { pointer } from './json-pointer.js'
-import { CAP_PERIODS, type CampaignDef } from './types.js'
+import { ALLOCATIONS, CAP_PERIODS, GOAL_METRICS, type CampaignDef } from './types.js'
 import { isPlainObject, validateCondition } from './validate-condition.js'
 
 export const NAME_LENGTH_MAX = 200
@@ -15,8 +15,17 @@ export const TRIGGER_VALUE_LENGTH_MAX = 200
 export const CONTENT_SIZE_MAX_BYTES = 16 * 1024
 // Every capped impression keeps a timestamp per visitor, so a cap is also a storage bound.
 export const CAP_MAX = 1000
+export const VARIANTS_MAX = 20
+export const GOALS_MAX = 5
+export const GOAL_WINDOW_DAYS_MAX = 90
+export const VARIANT_ID_LENGTH_MAX = 64
+export const SALT_LENGTH_MAX = 64
+const VARIANT_ID = /^[A-Za-z0-9_.-]+$/
 
-const CAMPAIGN_KEYS = ['name', 'status', 'priority', 'startsAt', 'endsAt', 'trigger', 'rule', 'frequencyCap', 'content']
+const CAMPAIGN_KEYS = ['name', 'status', 'priority', 'startsAt', 'endsAt', 'trigger', 'rule', 'frequencyCap', 'content',
+  'variants', 'trafficPercent', 'allocation', 'goals', 'revision', 'revisionSince', 'salt']
+const VARIANT_KEYS = ['id', 'weight', 'content', 'control']
+const GOAL_KEYS = ['event', 'metric', 'windowDays']
 const TRIGGER_KEYS = ['events', 'platforms', 'devices', 'paths']
 const CAP_KEYS = ['max', 'per']
 
@@ -77,7 +86,64 @@ export function validateCampaign (body: unknown): ErrorItem[] {
     if (bytes === null) fail('/content', 'content must be JSON')
     else if (bytes > CONTENT_SIZE_MAX_BYTES) fail('/content', `content is ${bytes} bytes as JSON; at most ${CONTENT_SIZE_MAX_BYTES} are allowed`)
   }
+  experiment(body, fail)
   return errors
+}
+
+/** variants, trafficPercent, allocation, goals, salt (revision and revisionSince are the catalog's). */
+function experiment (body: Record<string, unknown>, fail: Fail): void {
+  const { variants, trafficPercent, allocation, goals, salt, revision, revisionSince } = body
+  const has = (key: string): boolean => Object.hasOwn(body, key)
+  if (has('variants')) {
+    if (!Array.isArray(variants) || variants.length < 2 || variants.length > VARIANTS_MAX) fail('/variants', `variants must be an array of 2 to ${VARIANTS_MAX} variants`)
+    else {
+      const seen = new Set<string>()
+      let controls = 0
+      variants.forEach((v: unknown, i) => {
+        const at = pointer('/variants', i)
+        if (!isPlainObject(v)) return fail(at, 'a variant must be an object {id, weight, content?, control?}')
+        unknownKeys(v, at, VARIANT_KEYS, fail)
+        if (typeof v.id !== 'string' || !VARIANT_ID.test(v.id) || v.id.length > VARIANT_ID_LENGTH_MAX) fail(`${at}/id`, `id must be 1 to ${VARIANT_ID_LENGTH_MAX} letters, digits, "_", "-" or "."`)
+        else if (seen.has(v.id)) fail(`${at}/id`, `the id "${v.id}" is used by another variant`)
+        else seen.add(v.id)
+        if (typeof v.weight !== 'number' || !Number.isFinite(v.weight) || v.weight <= 0) fail(`${at}/weight`, 'weight must be a positive number')
+        if (Object.hasOwn(v, 'control') && typeof v.control !== 'boolean') fail(`${at}/control`, 'control must be true or false')
+        if (v.control === true) controls++
+        if (Object.hasOwn(v, 'content')) {
+          const bytes = jsonBytes(v.content)
+          if (bytes === null || v.content === undefined) fail(`${at}/content`, 'content must be JSON')
+          else if (bytes > CONTENT_SIZE_MAX_BYTES) fail(`${at}/content`, `content is ${bytes} bytes as JSON; at most ${CONTENT_SIZE_MAX_BYTES} are allowed`)
+        }
+      })
+      if (controls > 1) fail('/variants', 'at most one variant may be the control')
+    }
+  }
+  const needsVariants = (key: string): void => { if (has(key) && !has('variants')) fail('/' + key, `${key} needs variants`) }
+  for (const key of ['trafficPercent', 'allocation', 'goals', 'salt']) needsVariants(key)
+  if (has('trafficPercent') && (typeof trafficPercent !== 'number' || !Number.isFinite(trafficPercent) || trafficPercent < 0 || trafficPercent > 100)) {
+    fail('/trafficPercent', 'trafficPercent must be a number from 0 to 100')
+  }
+  if (has('allocation') && !(ALLOCATIONS as readonly unknown[]).includes(allocation)) fail('/allocation', `allocation must be one of ${ALLOCATIONS.join(', ')}`)
+  if (has('goals')) {
+    if (!Array.isArray(goals) || goals.length < 1 || goals.length > GOALS_MAX) fail('/goals', `goals must be an array of 1 to ${GOALS_MAX} goals`)
+    else {
+      goals.forEach((g: unknown, i) => {
+        const at = pointer('/goals', i)
+        if (!isPlainObject(g)) return fail(at, 'a goal must be an object {event, metric, windowDays}')
+        unknownKeys(g, at, GOAL_KEYS, fail)
+        if (typeof g.event !== 'string' || g.event === '' || g.event.length > TRIGGER_VALUE_LENGTH_MAX) fail(`${at}/event`, 'event must be an event type')
+        if (!(GOAL_METRICS as readonly unknown[]).includes(g.metric)) fail(`${at}/metric`, `metric must be one of ${GOAL_METRICS.join(', ')}`)
+        if (!Number.isInteger(g.windowDays) || (g.windowDays as number) < 1 || (g.windowDays as number) > GOAL_WINDOW_DAYS_MAX) fail(`${at}/windowDays`, `windowDays must be an integer from 1 to ${GOAL_WINDOW_DAYS_MAX}`)
+      })
+    }
+  }
+  if (allocation === 'bandit') {
+    const primary = Array.isArray(goals) ? goals[0] as Record<string, unknown> | undefined : undefined
+    if (primary?.metric !== 'conversion') fail('/allocation', 'a bandit needs goals whose first (primary) goal has metric "conversion"')
+  }
+  if (has('salt') && (typeof salt !== 'string' || salt.length > SALT_LENGTH_MAX)) fail('/salt', `salt must be a string of at most ${SALT_LENGTH_MAX} characters`)
+  if (has('revision') && !(Number.isSafeInteger(revision) && (revision as number) >= 1)) fail('/revision', 'revision is kept by Beacon (a positive integer; leave it out)')
+  if (has('revisionSince') && (typeof revisionSince !== 'string' || parseIsoMs(revisionSince) === null)) fail('/revisionSince', 'revisionSince is kept by Beacon (an ISO-8601 date-time; leave it out)')
 }
 
 /** For callers that prefer a throw: an ApiError carrying every item, as the HTTP layer expects. */

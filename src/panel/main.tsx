@@ -11,6 +11,7 @@ import { decodeRest } from './route-path'
 import { Link, Loading } from './ui'
 import { SignIn } from './pages/sign-in'
 import { Campaigns } from './pages/campaigns'
+import { ExperimentResultsPage } from './pages/experiment'
 import { CampaignEditor } from './pages/campaign-editor'
 import { Reports } from './pages/reports'
 import { Webhooks } from './pages/webhooks'
@@ -27,7 +28,7 @@ import { Audit } from './pages/audit'
 interface Section { path: string, title: string, role: Role, page: (rest: string) => JSX.Element }
 
 const SECTIONS: Section[] = [
-  { path: 'campaigns', title: 'Campaigns', role: 'viewer', page: rest => rest === '' ? <Campaigns /> : <CampaignEditor id={rest} /> },
+  { path: 'campaigns', title: 'Campaigns', role: 'viewer', page: rest => rest === '' ? <Campaigns /> : rest.endsWith('/results') ? <ExperimentResultsPage id={rest.slice(0, -'/results'.length)} /> : <CampaignEditor id={rest} /> },
   { path: 'reports', title: 'Reports', role: 'viewer', page: () => <Reports /> },
   { path: 'audiences', title: 'Audiences', role: 'viewer', page: () => <Audiences /> },
   { path: 'webhooks', title: 'Webhooks', role: 'viewer', page: rest => rest === '' ? <Webhooks /> : <WebhookEditor id={rest} /> },

@@ -18,7 +18,7 @@
 import { askEveryNode, sizedItems, type PeerCalls } from '../cluster/node-listing.js'
 import type { Store } from '../store/store.js'
 import { EMPTY_BUCKET, mergeBuckets, type ReportCounters, type StoredBucket } from './counters.js'
-import { bucketStart, reportRows, storedBuckets } from './report.js'
+import { localBuckets, reportRows } from './report.js'
 import type { Granularity, ReportRow } from './report-shape.js'
 
 export interface ClusterReportsOptions {
@@ -39,11 +39,7 @@ export class ClusterReports {
     this.calls = calls
     calls.serve('reports.buckets', async payload => {
       const { account, granularity, fromMs, toMs } = payload as BucketsCall
-      await counters.settled()
-      const buckets = storedBuckets(store, account, fromMs, toMs, granularity)
-      for (const [startMs, bucket] of counters.pending(account, granularity, bucketStart(fromMs, granularity), toMs)) {
-        buckets.set(startMs, mergeBuckets(buckets.get(startMs) ?? EMPTY_BUCKET, bucket))
-      }
+      const buckets = await localBuckets(counters, store, account, fromMs, toMs, granularity)
       const all = [...buckets].sort(([a], [b]) => a - b)
       const sent = sizedItems(all, ([, bucket]) => bucketBytes(bucket))
       return { buckets: [...sent], next: sent.length === all.length ? null : all[sent.length]![0] } satisfies BucketsAnswer
@@ -57,6 +53,11 @@ export class ClusterReports {
 
   /** The report's rows with every live node's counts. */
   async rows (account: string, fromMs: number, toMs: number, granularity: Granularity): Promise<ReportRow[]> {
+    return reportRows(await this.buckets(account, fromMs, toMs, granularity), fromMs, toMs, granularity)
+  }
+
+  /** Every live node's buckets of the account, merged, by start (experiment results read them). */
+  async buckets (account: string, fromMs: number, toMs: number, granularity: Granularity): Promise<Map<number, StoredBucket>> {
     const merged = new Map<number, StoredBucket>()
     const add = (answer: BucketsAnswer): void => {
       for (const [startMs, bucket] of answer.buckets) merged.set(startMs, mergeBuckets(merged.get(startMs) ?? EMPTY_BUCKET, bucket))
@@ -70,7 +71,7 @@ export class ClusterReports {
         answer = await this.calls.call(node, 'reports.buckets', call(node, answer.next)) as BucketsAnswer
       }
     }))
-    return reportRows(merged, fromMs, toMs, granularity)
+    return merged
   }
 
   /** Each segment's member count: the sum of every live node's share, floored at zero. */
@@ -87,5 +88,6 @@ function bucketBytes (bucket: StoredBucket): number {
   for (const [kind] of bucket.events) bytes += kind.length * 3 + 12
   for (const [id] of bucket.campaigns) bytes += id.length * 3 + 32
   for (const [name] of bucket.segments) bytes += name.length * 3 + 22
+  for (const [key, ...sums] of bucket.experiments ?? []) bytes += key.length * 3 + sums.length * 9 + 8
   return bytes
 }

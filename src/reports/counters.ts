@@ -32,6 +32,19 @@ export interface StoredBucket {
   /** [delivered, failed (an attempt to retry), dead] */
   deliveries: [number, number, number]
   latency: number[] | null
+  /**
+   * Experiment sums per `campaign \0 revision \0 variant`: [visitors exposed, then per goal Σy, Σy²,
+   * Σx, Σx², Σxy] (src/stats/summary.ts). Absent in buckets of earlier releases.
+   */
+  experiments?: [key: string, ...sums: number[]][]
+}
+
+/** The numbers an experiment key keeps per goal. */
+export const SUMS_PER_GOAL = 5
+
+/** The key of an experiment's variant in a bucket. */
+export function experimentKey (campaignId: string, revision: number, variant: string): string {
+  return `${campaignId}\u0000${revision}\u0000${variant}`
 }
 
 class Pending {
@@ -43,6 +56,7 @@ class Pending {
   readonly segments = new Map<string, [number, number]>()
   readonly deliveries: [number, number, number] = [0, 0, 0]
   latency: number[] | null = null
+  readonly experiments = new Map<string, number[]>()
 
   constructor (account: string, hourMs: number) {
     this.account = account
@@ -56,6 +70,15 @@ class Pending {
       this.campaigns.set(id, counts = [0, 0, 0])
     }
     return counts
+  }
+
+  experiment (key: string, goals: number): number[] | null {
+    let sums = this.experiments.get(key)
+    if (sums === undefined) {
+      if (this.experiments.size >= KEYS_MAX) return null
+      this.experiments.set(key, sums = new Array<number>(1 + SUMS_PER_GOAL * goals).fill(0))
+    }
+    return sums
   }
 }
 
@@ -125,6 +148,28 @@ export class ReportCounters {
       const counts = bucket.campaign(campaignId)
       if (counts !== null) counts[kind === 'campaignView' ? 1 : 2]++
     }
+  }
+
+  /** A visitor's first exposure to an experiment's revision, with its covariate per goal (actors/experiments.ts). */
+  readonly exposed = (account: string, campaignId: string, revision: number, variant: string, goals: number, x: readonly number[], nowMs: number): void => {
+    const sums = this.bucket(account, nowMs).experiment(experimentKey(campaignId, revision, variant), goals)
+    if (sums === null) return
+    sums[0]!++
+    for (let g = 0; g < goals && g < x.length; g++) {
+      const at = 1 + SUMS_PER_GOAL * g
+      sums[at + 2]! += x[g]!
+      sums[at + 3]! += x[g]! * x[g]!
+    }
+  }
+
+  /** A visitor's outcome of one goal moved from y0 to y1 (its covariate x): the sums move by the difference. */
+  readonly outcome = (account: string, campaignId: string, revision: number, variant: string, goals: number, goal: number, x: number, y0: number, y1: number, nowMs: number): void => {
+    const sums = this.bucket(account, nowMs).experiment(experimentKey(campaignId, revision, variant), goals)
+    if (sums === null || goal >= goals) return
+    const at = 1 + SUMS_PER_GOAL * goal
+    sums[at]! += y1 - y0
+    sums[at + 1]! += y1 * y1 - y0 * y0
+    sums[at + 4]! += x * (y1 - y0)
   }
 
   /** A visitor or profile entered (+1) or left (-1) a segment. */
@@ -246,6 +291,18 @@ export function mergeBuckets (a: StoredBucket, b: StoredBucket): StoredBucket {
     sketch.merge(b.visitors)
     visitors = sketch.registers
   }
+  let experiments = a.experiments
+  if (b.experiments !== undefined && b.experiments.length > 0) {
+    const sums = new Map((a.experiments ?? []).map(([key, ...values]) => [key, values]))
+    for (const [key, ...values] of b.experiments) {
+      const into = sums.get(key) ?? []
+      const length = Math.max(into.length, values.length)
+      const added = new Array<number>(length)
+      for (let i = 0; i < length; i++) added[i] = (into[i] ?? 0) + (values[i] ?? 0)
+      sums.set(key, added)
+    }
+    experiments = [...sums].map(([key, values]) => [key, ...values])
+  }
   let latency = a.latency
   assert(a.latency === null || b.latency === null || a.latency.length === b.latency.length, 'merged latency histograms have the same buckets', { a: a.latency?.length, b: b.latency?.length })
   if (b.latency !== null) latency = a.latency === null ? b.latency.slice() : a.latency.map((n, i) => n + b.latency![i]!)
@@ -256,6 +313,7 @@ export function mergeBuckets (a: StoredBucket, b: StoredBucket): StoredBucket {
     segments: [...segments].map(([name, c]) => [name, c[0]!, c[1]!]),
     deliveries: [a.deliveries[0] + b.deliveries[0], a.deliveries[1] + b.deliveries[1], a.deliveries[2] + b.deliveries[2]],
     latency,
+    ...(experiments === undefined ? {} : { experiments }),
   }
 }
 
@@ -267,5 +325,6 @@ function mergeInto (stored: StoredBucket | undefined, pending: Pending): StoredB
     segments: [...pending.segments].map(([name, c]) => [name, c[0], c[1]]),
     deliveries: pending.deliveries,
     latency: pending.latency,
+    experiments: [...pending.experiments].map(([key, sums]) => [key, ...sums]),
   })
 }

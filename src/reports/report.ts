@@ -3,7 +3,7 @@
 
 import { assert } from '../assert.js'
 import type { Store } from '../store/store.js'
-import { DAY_MS, HOUR_MS, type StoredBucket } from './counters.js'
+import { DAY_MS, EMPTY_BUCKET, HOUR_MS, mergeBuckets, type ReportCounters, type StoredBucket } from './counters.js'
 import { HyperLogLog } from './hll.js'
 import { LATENCY_BUCKETS, percentile } from './latency.js'
 import type { Granularity, ReportRow } from './report-shape.js'
@@ -31,6 +31,19 @@ export function storedBuckets (store: Store, account: string, fromMs: number, to
     stored.set(startMs, value as StoredBucket)
   }
   return stored
+}
+
+/**
+ * This node's buckets of the account starting in [bucketStart(fromMs), toMs): the folded ones and what
+ * it counted since, read after any fold under way committed, so every count is in exactly one of them.
+ */
+export async function localBuckets (counters: Pick<ReportCounters, 'settled' | 'pending'>, store: Store, account: string, fromMs: number, toMs: number, granularity: Granularity): Promise<Map<number, StoredBucket>> {
+  await counters.settled()
+  const buckets = storedBuckets(store, account, fromMs, toMs, granularity)
+  for (const [startMs, bucket] of counters.pending(account, granularity, bucketStart(fromMs, granularity), toMs)) {
+    buckets.set(startMs, mergeBuckets(buckets.get(startMs) ?? EMPTY_BUCKET, bucket))
+  }
+  return buckets
 }
 
 /** One row per bucket starting in [bucketStart(fromMs), toMs), empty ones included. */

@@ -310,6 +310,24 @@ describe('panel in a browser', function () {
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Campaigns' }).waitFor()
   })
 
+  it("shows an experiment's results: variants, the comparison and the too-few-visitors warning", async () => {
+    const experiment = {
+      name: 'Hero test', status: 'active', priority: 1, trigger: { events: ['pageView'], paths: ['/hero-test'] }, content: { hero: 'default' },
+      variants: [{ id: 'a', weight: 1 }, { id: 'b', weight: 1, content: { hero: 'B' } }], goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }],
+    }
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${account}/campaigns/hero-test`, experiment)).status).to.equal(200)
+    for (let i = 0; i < 6; i++) await post(beacon.url, '/campaigns/query', { account, visitorId: visitorId(), platform: 'web', event: 'pageView', path: '/hero-test' })
+    await page.goto(`${beacon.url}/panel/campaigns/hero-test`)
+    await page.getByRole('link', { name: 'Experiment results' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Results: hero-test' }).waitFor()
+    const variants = page.getByRole('table', { name: 'Variants' })
+    await variants.getByRole('cell', { name: 'a', exact: true }).waitFor()
+    await variants.getByRole('cell', { name: 'b', exact: true }).waitFor()
+    await page.getByRole('table', { name: 'Against a' }).getByRole('cell', { name: 'b', exact: true }).waitFor()
+    await page.getByRole('alert').filter({ hasText: 'the intervals assume at least 100 per variant' }).waitFor()
+    await shot('experiment-results')
+  })
+
   it('ran every page without a script error or a Content-Security-Policy violation', () => {
     expect(violations).to.deep.equal([])
   })

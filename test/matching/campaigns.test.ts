@@ -263,10 +263,10 @@ describe('campaigns: status, order and results', () => {
     expect(ids).to.deep.equal(expected)
   })
 
-  it('returns id, name, priority, content and cap', () => {
+  it('returns id, name, priority, content, cap and experiment (null without variants)', () => {
     const set = compileCampaigns([{ id: 'x', def: def({ name: 'Summer', priority: 3, frequencyCap: { max: 2, per: 'day' }, content: { a: [1] } }) }, { id: 'y', def: def() }])
     const [x, y] = set.match(ctx())
-    expect(x).to.deep.equal({ id: 'x', name: 'Summer', priority: 3, content: { a: [1] }, cap: { max: 2, per: 'day' } })
+    expect(x).to.deep.equal({ id: 'x', name: 'Summer', priority: 3, content: { a: [1] }, cap: { max: 2, per: 'day' }, experiment: null })
     expect(y?.cap).to.equal(null)
   })
 

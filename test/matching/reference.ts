@@ -20,7 +20,7 @@ export function referenceMatch (campaigns: readonly CampaignInput[], ctx: MatchC
       if (typeof path !== 'string' || !paths.some(p => simpleGlob(p, path))) continue
     }
     if (def.rule !== undefined && !evaluate(def.rule, ctx)) continue
-    out.push({ id, name: def.name, priority: def.priority, content: def.content, cap: def.frequencyCap ?? null })
+    out.push({ id, name: def.name, priority: def.priority, content: def.content, cap: def.frequencyCap ?? null, experiment: null })
   }
   return out.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }

@@ -3,8 +3,9 @@ import { useEffect, useState } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
 import { ConditionBuilder, type Condition } from '../condition'
 import { navigate } from '../router'
-import { ErrorNote, Field, Loading, Outcome, Page, Table, fromList, toList, useAction, useLoad } from '../ui'
+import { ErrorNote, Field, Link, Loading, Outcome, Page, Table, fromList, toList, useAction, useLoad } from '../ui'
 import { MediaPicker } from './media'
+import { VariantsEditor, type ExperimentFields } from './experiment'
 
 export interface Campaign {
   name: string
@@ -16,6 +17,10 @@ export interface Campaign {
   rule?: Condition
   frequencyCap?: { max: number, per: string }
   content: unknown
+  variants?: ExperimentFields['variants']
+  goals?: ExperimentFields['goals']
+  trafficPercent?: number
+  allocation?: 'fixed' | 'bandit'
 }
 
 const EMPTY: Campaign = { name: '', status: 'active', priority: 0, trigger: {}, content: {} }
@@ -60,7 +65,10 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
   const save = useAction(async () => {
     const target = id ?? newId
     const body: Record<string, unknown> = { ...campaign }
-    for (const key of ['startsAt', 'endsAt', 'rule', 'frequencyCap']) if (body[key] === undefined) delete body[key]
+    for (const key of ['startsAt', 'endsAt', 'rule', 'frequencyCap', 'variants', 'goals', 'trafficPercent', 'allocation']) if (body[key] === undefined) delete body[key]
+    // Kept by Beacon; a client's copy is ignored anyway.
+    delete body.revision
+    delete body.revisionSince
     await call('PUT', accountPath(`/campaigns/${enc(target)}`), body)
     if (id === null) navigate(`campaigns/${enc(target)}`)
     return 'Saved.'
@@ -122,6 +130,11 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
             setContent(JSON.stringify({ ...content, image: url }, null, 2))
           }}
           />
+          <VariantsEditor
+            value={{ variants: campaign.variants, goals: campaign.goals, trafficPercent: campaign.trafficPercent, allocation: campaign.allocation }}
+            onChange={fields => set({ variants: fields.variants, goals: fields.goals, trafficPercent: fields.trafficPercent, allocation: fields.allocation })}
+          />
+          {id !== null && campaign.variants !== undefined && <p><Link to={`campaigns/${enc(id)}/results`}>Experiment results</Link></p>}
           <div class='row'>
             <button type='submit' disabled={save.busy}>Save campaign</button>
             {id !== null && <button type='button' class='danger' onClick={remove.run}>Delete</button>}
