@@ -272,7 +272,9 @@ const RECORD_FIELDS = new Set([
   'attributes', 'segments', 'computed', 'segmentsVersion', 'expiresAtMs', 'indexed', 'profileId', 'firstSeenMs',
   'lastSeenMs', 'counts', 'lastPlatform', 'lastDevice', 'lastPath', 'viewedSkus', 'viewedCategories', 'purchasedSkus',
   'purchases', 'totalSpent', 'orderIds', 'impressions', 'windows', 'attributeTimes', 'visitors', 'devices', 'moves',
-  'metrics', 'n', 't', 'profileSeq', 'applied',
+  'metrics', 'n', 't', 'profileSeq', 'applied', 'assignments',
+  // Experiments: VisitorState.experiments (keyed by campaign: a plain map) holds Exposure records
+  'experiments', 'r', 'v', 'x', 'y',
   // VisitorMetrics
   'pageViews', 'productViews',
   // outbox rows
