@@ -19,7 +19,7 @@ import { Empty, headers, type NatsConnection } from '@nats-io/transport-node'
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { invalidArgument, positiveInteger } from './errors.js'
-import { retryWhileElecting } from './retry.js'
+import { isStreamNotFound, retryWhileElecting } from './retry.js'
 import { readyAt } from './applied-revision.js'
 import type { EntrySigner } from './entry-signer.js'
 import { log } from '../log.js'
@@ -84,7 +84,7 @@ export class ConfigStore {
 
   /** The bucket's last revision, as its stream leader answers it: every write acknowledged so far is at or below it. */
   async lastRevision (): Promise<number> {
-    return (await this.kv.status()).streamInfo.state.last_seq
+    return (await retryWhileElecting(() => this.kv.status(), 30_000, isStreamNotFound)).streamInfo.state.last_seq
   }
 
   /** Current records, then every change. stop() ends the watch. */
@@ -93,7 +93,7 @@ export class ConfigStore {
     // stream's last revision at the time it started.
     const startedAt = await this.lastRevision()
     const delivered = readyAt(startedAt, handlers.onReady)
-    const iterator = await this.kv.watch({ key: '>' })
+    const iterator = await retryWhileElecting(() => this.kv.watch({ key: '>' }), 30_000, isStreamNotFound)
     void (async () => {
       for await (const entry of iterator) {
         const change = parseKey(entry.key)

@@ -10,6 +10,7 @@
 
 import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { Clock } from '../clock.js'
+import { isStreamNotFound, retryWhileElecting } from './retry.js'
 
 export interface ViewEntry {
   /** The value as written (UTF-8); null after a delete or purge. */
@@ -42,7 +43,9 @@ export class KvView {
   /** Starts watching `filter` (e.g. "p.>"); resolves once the watch is set up. */
   async start (filter: string): Promise<void> {
     this.filter = filter
-    const iterator = await this.kv.watch({ key: filter })
+    // nats-server 2.10 may answer 'stream not found' for an existing bucket while its stream's assignment
+    // is not applied on the server asked (a node restarted during a takeover): it exists, ask again.
+    const iterator = await retryWhileElecting(() => this.kv.watch({ key: filter }), 30_000, isStreamNotFound)
     this.watcher = iterator
     this.lastEventAtMs = this.clock.nowMs()
     void (async () => {
