@@ -285,6 +285,13 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
    * A linked visitor tells its profile of every change (the profile keeps a copy of each device's data
    * for its unified view), and a new link is made on both sides, all durable before the answer. The
    * reply is the profile's unified view, which the visitor's campaigns see.
+   *
+   * A move to another profile links the new one first, then unlinks the old one, and only then points
+   * the visitor at the new one: a move that fails (503, the caller retries) leaves the visitor linked to
+   * the old profile, as it was, never to none. If the new profile's copy was written before the failure
+   * (the unlink failed, or the reply was lost), that profile holds a copy of a device linked elsewhere
+   * until the retry completes the move (or erasure skips it: the device names another profile); if the
+   * unlink was written but its reply lost, the visitor's next message gives the old profile its copy back.
    */
   async function syncProfile (actor: Actor<VisitorState>, profileId: string, event: EventBody | null, nowMs: number, segs: SegmentSet): Promise<ProfileView> {
     const state = actor.state
@@ -292,13 +299,12 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     // A version never lower than this node's clock: a state rolled back to its last durable write (the
     // owner died) still sends copies newer than those its lost writes sent (actor-router.ts).
     const seq = state.profileSeq = Math.max(state.profileSeq + 1, clock.nowMs())
-    if (previous !== null && previous !== profileId) {
-      await profilesAt.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs, msgId: `${actor.id}/${seq}/unlink` })
-      state.profileId = null
-    }
     const summary = deviceSummary(state, segs, nowMs)
     summary.seq = seq
     const view = await profilesAt.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
+    if (previous !== null && previous !== profileId) {
+      await profilesAt.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs, msgId: `${actor.id}/${seq}/unlink` })
+    }
     // The visitor's row of the links index too, at its own owner (the profile's owner wrote one as well):
     // in cluster mode that is the node that keeps it across the profile's takeovers (src/store/profile-links.ts).
     if (previous !== profileId) store.ignoreFailure(store.links.put([actor.account, profileId, actor.id], null))
@@ -306,7 +312,10 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     return view
   }
 
-  /** The change is in memory already: write it (the device's own data is right), then fail the request. */
+  /**
+   * The change is in memory already: write it (the device's own data is right), then fail the request.
+   * A failed link or move changed no `profileId` (syncProfile sets it last).
+   */
   function failAfterChange (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, segs: SegmentSet, error: unknown): never {
     save(actor, event, nowMs, segs)
     throw error

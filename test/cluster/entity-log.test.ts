@@ -511,6 +511,51 @@ describe('entity log: visitor and profile writes through the partition changelog
     expect(unhandled).to.deep.equal([])
   })
 
+  it('leaves a visitor whose move to another profile fails linked to its old profile, which still lists it (never linked to none)', async () => {
+    const a = await node('a')
+    for (const partition of [3, 5, 6]) await a.log.recover(partition)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [oldProfile] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    const [newProfile] = idsIn(a.log, ACCOUNT, 6, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: oldProfile! })
+    // The new profile's partition goes: its write is refused, so the identify fails.
+    a.log.lost(6)
+    const moved = await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: newProfile! }).then(() => 'acknowledged', (error: unknown) => error)
+    expect((moved as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect((await stateOf(a, visitorId!)).profileId).to.equal(oldProfile)
+    expect((await a.runtime.send(a.profiles, ACCOUNT, oldProfile!, { type: 'snapshot' })).visitors).to.deep.equal([visitorId])
+    // As durably written: a new owner of both partitions finds the same (the failed event's own count kept).
+    const b = await node('b')
+    await b.log.recover(3)
+    await b.log.recover(5)
+    const recovered = await stateOf(b, visitorId!)
+    expect([recovered.profileId, recovered.counts.pageView]).to.deep.equal([oldProfile, 2])
+    const profile = await b.runtime.send(b.profiles, ACCOUNT, oldProfile!, { type: 'snapshot' })
+    expect([profile.visitors, profile.moves]).to.deep.equal([[visitorId], []])
+  })
+
+  it('leaves a visitor whose unlink from its old profile fails linked to the old one; the retry completes the move', async () => {
+    const a = await node('a')
+    for (const partition of [3, 5, 6]) await a.log.recover(partition)
+    const [visitorId] = idsIn(a.log, ACCOUNT, 3, 1)
+    const [oldProfile] = idsIn(a.log, ACCOUNT, 5, 1, 'p')
+    const [newProfile] = idsIn(a.log, ACCOUNT, 6, 1, 'p')
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: oldProfile! })
+    // The old profile's partition goes: the new profile takes the device's copy, the unlink is refused.
+    a.log.lost(5)
+    const moved = await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: newProfile! }).then(() => 'acknowledged', (error: unknown) => error)
+    expect((moved as ApiError).items[0]!.code).to.equal('partition_moved')
+    expect((await stateOf(a, visitorId!)).profileId).to.equal(oldProfile)
+    // The partition comes back; the client retries the identify: moved, on both sides.
+    await a.log.recover(5)
+    expect((await a.runtime.send(a.profiles, ACCOUNT, oldProfile!, { type: 'snapshot' })).visitors).to.deep.equal([visitorId])
+    await a.event(ACCOUNT, visitorId!, { event: 'pageView', profileId: newProfile! })
+    expect((await stateOf(a, visitorId!)).profileId).to.equal(newProfile)
+    const old = await a.runtime.send(a.profiles, ACCOUNT, oldProfile!, { type: 'snapshot' })
+    expect([old.visitors, old.moves.map(([id]) => id)]).to.deep.equal([[], [visitorId]])
+    expect((await a.runtime.send(a.profiles, ACCOUNT, newProfile!, { type: 'snapshot' })).visitors).to.deep.equal([visitorId])
+  })
+
   it('applies the retry of a refused write with the same Idempotency-Key, rather than answering it from the refused write\'s record', async () => {
     const a = await node('a')
     await a.log.recover(3)
