@@ -103,10 +103,16 @@ describe('JetStream delivery fairness (real nats-server)', function () {
   })
 })
 
-/** The healthy webhook's latencies during the fault stay within a bound made of its own no-fault baseline. */
+/**
+ * The healthy webhook's latencies during the fault stay within a bound made of its own no-fault baseline:
+ * all but the slowest one. Held up behind the other webhook's records, every delivery waits (for a retry
+ * or an ack wait); one delivery of ten slowed alone is the machine (npm test runs two files at once on
+ * two cores: a run had one of 620 ms among 13-16 ms, with a baseline of 12-23 ms).
+ */
 function expectWithinBaseline (baseline: number[], during: number[]): void {
   const bound = Math.max(30 * median(baseline), 5 * Math.max(...baseline))
-  expect(Math.max(...during), `baseline ${baseline.map(Math.round).join(' ')} ms / during ${during.map(Math.round).join(' ')} ms`).to.be.at.most(bound)
+  const sorted = [...during].sort((a, b) => a - b)
+  expect(sorted[sorted.length - 2], `baseline ${baseline.map(Math.round).join(' ')} ms / during ${during.map(Math.round).join(' ')} ms`).to.be.at.most(bound)
 }
 
 function median (values: number[]): number {
