@@ -199,18 +199,26 @@ describe('experiments (in-process, manual clock)', () => {
     })
 
     it('measures a lift with its intervals, sequential p-value and CUPED, and the sample-ratio check', async () => {
-      await put('hero', experiment({ goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }] }))
-      const visitors: Array<[string, string]> = []
-      for (let i = 0; i < 120; i++) {
+      const def = experiment({ goals: [{ event: 'purchase', metric: 'conversion', windowDays: 7 }] })
+      await put('hero', def)
+      // Exactly 60 visitors a variant (chosen by the assignment itself), so the outcome holds for every run.
+      const compiled = compileExperiment('hero', { ...def, revision: 1 } as unknown as CampaignDef, null)!
+      const chosen: Record<string, string[]> = { a: [], b: [] }
+      while (chosen.a!.length < 60 || chosen.b!.length < 60) {
         const v = visitorId()
-        visitors.push([v, (await query(v))[0]!.variant!])
+        const bucket = chosen[assignVariant(compiled, v)!.id]!
+        if (bucket.length < 60) bucket.push(v)
       }
-      // b converts every second visitor, a every sixth.
-      let k = 0
-      for (const [v, variant] of visitors) if (k++ % (variant === 'b' ? 2 : 6) === 0) await purchase(v, `o-${k}`)
+      // b converts every second visitor, a every sixth: 30 of 60 against 10 of 60.
+      for (const [variant, every] of [['a', 6], ['b', 2]] as const) {
+        for (const [i, v] of chosen[variant]!.entries()) {
+          expect((await query(v))[0]!.variant).to.equal(variant)
+          if (i % every === 0) await purchase(v, `o-${variant}-${i}`)
+        }
+      }
       const body = await results('hero')
       const [ra, rb] = body.variants
-      expect(ra.goals[0].total + rb.goals[0].total).to.be.above(0)
+      expect([ra.visitors, rb.visitors, ra.goals[0].total, rb.goals[0].total]).to.deep.equal([60, 60, 10, 30])
       const lift = body.comparisons[0].lift
       expect(lift.absolute.estimate).to.be.closeTo(rb.goals[0].mean - ra.goals[0].mean, 1e-12)
       expect(lift.absolute.low).to.be.below(lift.absolute.estimate)
