@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHmac, randomUUID } from 'node:crypto'
 import { once } from 'node:events'
+import { reapAtExit } from './children.js'
 
 export const ADMIN_KEY = 'test-admin-key-0123456789'
 const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname
@@ -33,22 +34,7 @@ export function tempDir (prefix = 'beacon-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
 
-const live = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-/** Whatever happens to the test process (a test timed out while its Beacon ran), no Beacon it started outlives it. */
-function installExitHook (): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  process.once('exit', () => {
-    for (const child of live) {
-      try { child.kill('SIGKILL') } catch {}
-    }
-  })
-}
-
 export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptions = {}): Promise<BeaconProcess> {
-  installExitHook()
   const child = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -61,8 +47,7 @@ export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptio
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  live.add(child)
-  child.once('exit', () => live.delete(child))
+  reapAtExit(child)
   let output = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })

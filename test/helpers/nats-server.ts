@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import net, { type AddressInfo } from 'node:net'
+import { reapAtExit } from './children.js'
 
 const FETCHED = new URL('../../.cache/nats-server/usr/sbin/nats-server', import.meta.url).pathname
 
@@ -105,22 +106,7 @@ async function waitForLine (pattern: RegExp, output: () => string, timeoutMs: nu
   }
 }
 
-const live = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-/** Whatever happens to the test process, no nats-server it started outlives it. */
-function installExitHook (): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  process.once('exit', () => {
-    for (const child of live) {
-      try { child.kill('SIGKILL') } catch {}
-    }
-  })
-}
-
 export async function startNatsServer (options: NatsServerOptions = {}): Promise<NatsServer> {
-  installExitHook()
   const storeDir = options.storeDir ?? mkdtempSync(join(tmpdir(), 'beacon-nats-'))
   const ownsStore = options.storeDir === undefined
   let port = options.port ?? await freePort()
@@ -143,7 +129,7 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
       env: options.env === undefined ? process.env : { PATH: process.env.PATH ?? '', ...options.env },
     })
     child = proc
-    live.add(proc)
+    reapAtExit(proc)
     const append = (chunk: Buffer): void => {
       log += chunk.toString('utf8')
       if (log.length > 65_536) log = log.slice(-65_536)
@@ -152,7 +138,6 @@ export async function startNatsServer (options: NatsServerOptions = {}): Promise
     proc.stderr!.on('data', append)
     exited = new Promise(resolve => {
       proc.once('exit', (code, signal) => {
-        live.delete(proc)
         exitedWith = `nats-server exited (${signal ?? code}):\n${log.slice(-4000)}`
         if (child === proc) child = null
         resolve()
