@@ -56,6 +56,41 @@ describe('beacon (CLI)', () => {
     })
   })
 
+  describe('finding the server', () => {
+    it('finds a server started with BEACON_PORT from the same BEACON_PORT (and BEACON_HOST), with no --url nor BEACON_URL', async () => {
+      const port = await closedPort()
+      const server = await startBeacon({ env: { BEACON_PORT: String(port) } })
+      try {
+        expect(server.port).to.equal(port)
+        const run = await beacon(['accounts', 'list'], { BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(run.code, run.stderr).to.equal(0)
+        expect(JSON.parse(run.stdout)).to.deep.equal({ accounts: [] })
+        // A server listening on every interface (BEACON_HOST=0.0.0.0) is reached on loopback.
+        const everywhere = await beacon(['accounts', 'list'], { BEACON_HOST: '0.0.0.0', BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(everywhere.code, everywhere.stderr).to.equal(0)
+        // BEACON_URL, then --url, win over the port.
+        const other = await closedPort()
+        const byUrl = await beacon(['accounts', 'list'], { BEACON_URL: server.url, BEACON_PORT: String(other), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(byUrl.code, byUrl.stderr).to.equal(0)
+        const byOption = await beacon(['accounts', 'list', '--url', `http://127.0.0.1:${other}`], { BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(byOption.code).to.equal(1)
+        expect(byOption.stderr).to.include(`cannot reach Beacon at http://127.0.0.1:${other}`)
+      } finally {
+        await server.stop()
+        removeDir(server.dataDir)
+      }
+    })
+
+    it('says what to do when BEACON_PORT cannot name the server: 0 (any free port) or not a port (exit 2)', async () => {
+      const zero = await beacon(['accounts', 'list'], { BEACON_PORT: '0', BEACON_ADMIN_KEY: ADMIN_KEY })
+      expect(zero.code).to.equal(2)
+      expect(zero.stderr).to.include('BEACON_PORT=0 lets the server pick a free port')
+      const bad = await beacon(['accounts', 'list'], { BEACON_PORT: 'eighty', BEACON_ADMIN_KEY: ADMIN_KEY })
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('BEACON_PORT="eighty": expected a whole number from 0 to 65535')
+    })
+  })
+
   describe('admin-key', () => {
     it('prints the key file, rotates it to a new 0600 file and says a restart is needed', async () => {
       const dataDir = tempDir()
