@@ -23,7 +23,8 @@ Admin API (talks to a running Beacon)
                                  The account's configuration (event types, campaigns, segments,
                                  webhooks with secrets redacted) as one JSON document.
   import --account <id> --file <file>
-                                 PUT each item of an export into the account; stops at the first refusal.
+                                 Check every item of an export against the account (all problems at once,
+                                 nothing written), then PUT each into it.
 
 Options of the admin API commands
   --url <url>                    Beacon's address (default: BEACON_URL, else http://<BEACON_HOST>:<BEACON_PORT>,

@@ -281,34 +281,55 @@ describe('beacon (CLI)', () => {
       }
     })
 
-    it('import stops at the first refusal with the server\'s error, naming the item and what was imported before (exit 1)', async () => {
+    it('import checks the whole file first: every problem at once, with its item and field, and nothing written (exit 1)', async () => {
       const target = await createTenant(server.url, 'Bad import')
+      const base = `/admin/accounts/${target.account}`
       const dir = tempDir()
+      const snapshot = async () => JSON.parse((await beacon(['export', '--account', target.account], env)).stdout)
       try {
+        const before = await snapshot()
         const file = join(dir, 'bad.json')
         writeFileSync(file, JSON.stringify({
+          settings: { allowedOrigins: ['https://shop.example'] },
           eventTypes: [{ name: 'signup', required: [] }],
-          segments: [],
-          campaigns: [{ id: 'broken', name: 'Broken', status: 'sometimes', priority: 1, trigger: {}, content: {} }, { id: 'never', name: 'Never', status: 'active', priority: 1, trigger: {}, content: {} }],
+          segments: [{ name: 'vip', description: 'manual' }],
+          campaigns: [
+            { id: 'ok', name: 'Fine', status: 'active', priority: 1, trigger: { events: ['signup'] }, content: {} },
+            { id: 'broken', name: 'Broken', status: 'sometimes', priority: 1, trigger: {}, content: {} },
+            { id: 'unknown-event', name: 'Unknown', status: 'active', priority: 1, trigger: { events: ['neverDefined'] }, content: {} },
+          ],
+          // Redacted secrets, as an export of another account carries them: this account keeps none.
+          webhooks: [{
+            id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
+            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 },
+          }],
         }))
         const run = await beacon(['import', '--account', target.account, '--file', file], env)
         expect(run.code).to.equal(1)
-        expect(run.stderr).to.include('import stopped at campaign "broken" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks, 0 destinations)')
-        expect(run.stderr).to.include('400 invalid_campaign')
-        expect(run.stderr).to.include('/status')
-        expect((await admin(server.url, 'GET', `/admin/accounts/${target.account}/campaigns`)).body.campaigns).to.deep.equal([])
+        expect(run.stderr).to.include(`${file}: nothing imported: 3 problems to fix first:`)
+        expect(run.stderr).to.match(/campaign "broken" \/status: invalid_campaign/)
+        expect(run.stderr).to.include('campaign "unknown-event" /trigger/events/0: unknown_event_type')
+        expect(run.stderr).to.include('webhook "crm" /request/auth/token: invalid_field: [redacted] is what GET shows for a secret')
+        expect(run.stderr).not.to.include('"ok"')
+        // Not even the settings, the event type or the valid items were written.
+        expect({ ...(await snapshot()), exportedAt: null }).to.deep.equal({ ...before, exportedAt: null })
 
-        const secrets = join(dir, 'secrets.json')
-        writeFileSync(secrets, JSON.stringify({
-          webhooks: [{
-            id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
-            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 }
-          }],
-        }))
-        const redacted = await beacon(['import', '--account', target.account, '--file', secrets], env)
-        expect(redacted.code).to.equal(1)
-        expect(redacted.stderr).to.include('import stopped at webhook "crm"')
-        expect(redacted.stderr).to.include('[redacted] is what GET shows for a secret')
+        // Into the account that keeps the secret, the same webhook imports (the secret kept) ...
+        const secret = { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: 'crm-secret' } }
+        expect((await admin(server.url, 'PUT', `${base}/webhooks/crm`, { name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] }, request: secret, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 } })).status).to.equal(200)
+        const exported = join(dir, 'own.json')
+        expect((await beacon(['export', '--account', target.account, '--out', exported], env)).code).to.equal(0)
+        const own = await beacon(['import', '--account', target.account, '--file', exported], env)
+        expect(own.code, own.stderr).to.equal(0)
+        // ... but not pointed elsewhere: the kept secret only goes where it was entered for.
+        const moved = JSON.parse(readFileSync(exported, 'utf8'))
+        moved.webhooks[0].request.url = 'http://127.0.0.2:9/in'
+        moved.segments = [{ name: 'late', description: 'would come before the webhook' }]
+        writeFileSync(exported, JSON.stringify(moved))
+        const elsewhere = await beacon(['import', '--account', target.account, '--file', exported], env)
+        expect(elsewhere.code).to.equal(1)
+        expect(elsewhere.stderr).to.include('webhook "crm" /request/auth/token: invalid_field: token was kept from the saved configuration')
+        expect((await admin(server.url, 'GET', `${base}/segments/late`)).status).to.equal(404)
 
         const garbage = join(dir, 'garbage.json')
         writeFileSync(garbage, '{"campaigns": {}}')
