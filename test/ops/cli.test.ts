@@ -91,6 +91,33 @@ describe('beacon (CLI)', () => {
     })
   })
 
+  describe('import on a server that refuses private webhook targets', () => {
+    it('stops at a refusal only the server can make, naming the item and what was imported before it (exit 1)', async () => {
+      // BEACON_WEBHOOK_ALLOW_PRIVATE is the server's: the check before writing cannot know it.
+      const server = await startBeacon()
+      const dir = tempDir()
+      try {
+        const target = await createTenant(server.url, 'Private target')
+        const file = join(dir, 'private.json')
+        writeFileSync(file, JSON.stringify({
+          eventTypes: [{ name: 'signup', required: [] }],
+          webhooks: [{
+            id: 'local', name: 'Local', enabled: true, trigger: { kind: 'event', events: ['signup'] },
+            request: { method: 'POST', url: 'http://127.0.0.1:9/in' }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 },
+          }],
+        }))
+        const run = await beacon(['import', '--account', target.account, '--file', file], { BEACON_URL: server.url, BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(run.code).to.equal(1)
+        expect(run.stderr).to.include('import stopped at webhook "local" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks, 0 destinations)')
+        expect(run.stderr).to.include('400')
+      } finally {
+        removeDir(dir)
+        await server.stop()
+        removeDir(server.dataDir)
+      }
+    })
+  })
+
   describe('admin-key', () => {
     it('prints the key file, rotates it to a new 0600 file and says a restart is needed', async () => {
       const dataDir = tempDir()
