@@ -47,15 +47,41 @@ function describe (status: number, body: ErrorBody | null): string {
   return head + (items.length > 1 || (items[0] !== undefined && items[0].message !== body.message) ? details.join('') : '')
 }
 
+/**
+ * Where Beacon is: --url, else BEACON_URL, else the address the server itself listens on when started
+ * with the same environment (BEACON_HOST and BEACON_PORT, as src/config.ts reads them), so a shell that
+ * started Beacon with `BEACON_PORT=9090 npm start` finds it with `npx beacon …` and nothing more.
+ */
 export function resolveConnection (options: { url?: string, 'admin-key'?: string }, env: Env = process.env): Connection {
-  const url = (options.url ?? env.BEACON_URL ?? DEFAULT_URL).replace(/\/+$/, '')
+  const given = options.url ?? nonEmpty(env.BEACON_URL)
+  const url = (given ?? listenUrl(env)).replace(/\/+$/, '')
   try {
     const parsed = new URL(url)
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError('not http')
   } catch {
-    throw new UsageError(`--url: expected an http:// or https:// URL like ${DEFAULT_URL}`)
+    throw new UsageError(`${options.url !== undefined ? '--url' : 'BEACON_URL'}: expected an http:// or https:// URL like ${DEFAULT_URL}`)
   }
   return { url, adminKey: resolveAdminKey(options['admin-key'], env) }
+}
+
+function nonEmpty (value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim()
+}
+
+/** The URL of a server started with this environment's BEACON_HOST and BEACON_PORT (defaults 127.0.0.1, 8080). */
+export function listenUrl (env: Env): string {
+  const rawPort = nonEmpty(env.BEACON_PORT)
+  const port = rawPort === undefined ? 8080 : Number(rawPort)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`BEACON_PORT=${JSON.stringify(rawPort)}: expected a whole number from 0 to 65535 (or pass --url)`)
+  }
+  if (port === 0) throw new UsageError('BEACON_PORT=0 lets the server pick a free port, which the CLI cannot know: pass --url or set BEACON_URL to the port its log line "beacon started" names')
+  let host = nonEmpty(env.BEACON_HOST) ?? '127.0.0.1'
+  // A server listening on every interface is reached on loopback.
+  if (host === '0.0.0.0') host = '127.0.0.1'
+  else if (host === '::' || host === '[::]') host = '[::1]'
+  else if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`
+  return `http://${host}:${port}`
 }
 
 function resolveAdminKey (option: string | undefined, env: Env): string {
@@ -88,7 +114,7 @@ export class AdminClient {
     } catch (error) {
       const cause = (error as { cause?: { code?: string, message?: string } }).cause
       const why = cause?.code ?? cause?.message ?? (error as Error).message
-      throw new CliError(`cannot reach Beacon at ${this.connection.url} (${why}); is it running? Set --url or BEACON_URL.`)
+      throw new CliError(`cannot reach Beacon at ${this.connection.url} (${why}); is it running? Set --url or BEACON_URL, or the BEACON_HOST and BEACON_PORT it was started with.`)
     }
     const text = await res.text()
     let parsed: unknown = null

@@ -1,7 +1,9 @@
 // `beacon export` and `beacon import`: an account's configuration (its browser and rate settings, event
-// types, campaigns, segments, webhooks) as one JSON document, through the admin API. Import sets the
-// settings, then PUTs each item (creating or replacing, never deleting what the file does not name) and
-// stops at the first refusal, saying what was imported before it. The identity secret is not exported:
+// types, campaigns, segments, webhooks) as one JSON document, through the admin API. Import first checks
+// the whole file against the target account (import-check.ts: every problem at once, nothing written),
+// then sets the settings and PUTs each item (creating or replacing, never deleting what the file does not
+// name); a refusal only the server can make (BEACON_WEBHOOK_ALLOW_PRIVATE, a change made meanwhile)
+// stops it there, saying what was imported before it. The identity secret is not exported:
 // the target account keeps its own (a site signing profile ids for it must use that one). Webhook secrets leave redacted ("[redacted]"): importing into the same account keeps the
 // saved secrets; into another account, put the real values in the file first. Destination credentials
 // never leave (the admin API never returns them): a destination whose credentials the target account
@@ -79,6 +81,7 @@ export async function importAccount (client: AdminClient, account: string, file:
   const doc = readDocument(file)
   const base = `/admin/accounts/${segment(account)}`
   await client.request('GET', base) // the account exists, before anything is written
+  await checkWholeFile(client, account, base, file, doc)
   const settings = Object.fromEntries(SETTINGS.filter(key => doc.settings?.[key] !== undefined).map(key => [key, doc.settings![key]]))
   if (Object.keys(settings).length > 0) {
     try {
@@ -114,6 +117,30 @@ export async function importAccount (client: AdminClient, account: string, file:
   output.out(`Imported into ${account}: ${counts(done)}.\n`)
   if (disabled.length > 0) output.out(`Imported disabled (credentials are never exported; enter them and enable each): ${disabled.join(', ')}.\n`)
 }
+
+/** Every item checked, in the target account's context, before the first write: all problems at once, or nothing. */
+async function checkWholeFile (client: AdminClient, account: string, base: string, file: string, doc: ExportDocument): Promise<void> {
+  const [{ importProblems }, eventTypes, webhooks, destinations] = await Promise.all([
+    import('./import-check.js'),
+    listAll<Item>(client, `${base}/event-types`, 'eventTypes'),
+    listAll<Item>(client, `${base}/webhooks`, 'webhooks'),
+    listAll<Item>(client, `${base}/destinations`, 'destinations'),
+  ])
+  const settings = Object.fromEntries(SETTINGS.filter(key => doc.settings?.[key] !== undefined).map(key => [key, doc.settings![key]]))
+  const problems = importProblems({ ...doc, settings }, {
+    account,
+    eventTypes: new Set(eventTypes.map(type => String(type.name))),
+    webhooks: new Map(webhooks.map(webhook => [String(webhook.id), webhook])),
+    destinations: new Map(destinations.map(destination => [String(destination.id), destination])),
+  })
+  if (problems.length === 0) return
+  const shown = problems.slice(0, PROBLEMS_SHOWN)
+  const more = problems.length > shown.length ? `\n  … and ${problems.length - shown.length} more` : ''
+  throw new CliError(`${file}: nothing imported: ${problems.length} problem${problems.length === 1 ? '' : 's'} to fix first:\n${shown.map(line => '  ' + line).join('\n')}${more}`)
+}
+
+/** Problems printed at most (a file of a thousand broken items says so in one screen). */
+const PROBLEMS_SHOWN = 50
 
 /** A 400 naming credentials: the destination needs them to be enabled. */
 function missingCredentials (error: unknown): boolean {

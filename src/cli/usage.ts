@@ -23,10 +23,13 @@ Admin API (talks to a running Beacon)
                                  The account's configuration (event types, campaigns, segments,
                                  webhooks with secrets redacted) as one JSON document.
   import --account <id> --file <file>
-                                 PUT each item of an export into the account; stops at the first refusal.
+                                 Check every item of an export against the account (all problems at once,
+                                 nothing written), then PUT each into it.
 
 Options of the admin API commands
-  --url <url>                    Beacon's address (default: BEACON_URL, else http://127.0.0.1:8080).
+  --url <url>                    Beacon's address (default: BEACON_URL, else http://<BEACON_HOST>:<BEACON_PORT>,
+                                 the address a server started with the same environment listens on;
+                                 unset: http://127.0.0.1:8080).
   --admin-key <key>              The admin key (default: BEACON_ADMIN_KEY, else <BEACON_DATA_DIR>/admin.key).
 
 Exit codes: 0 done, 1 refused by the server or failed, 2 wrong command line.

@@ -16,7 +16,7 @@ interface Item {
   key: string
   /** The body as first sent (a retry must send the same under its key); null until then. */
   body: string | null
-  /** Resolves the caller's promise once: with the campaigns, or [] when the first try fails. */
+  /** Resolves the caller's promise once: with the campaigns, or [] when its first try (or one before it) fails, it is dropped, or it leaves with the page. */
   done: (campaigns: Campaign[]) => void
 }
 
@@ -60,7 +60,8 @@ function enqueue (event: string, fields: Fields = {}): Promise<Campaign[]> {
   return new Promise(resolve => {
     if (queue.length >= (options!.queueMax ?? 100)) {
       // The oldest that is not in flight (that one is answered where it was sent from).
-      queue.splice(sending ? 1 : 0, 1)[0]?.done(NONE)
+      const dropped = queue.splice(sending ? 1 : 0, 1)[0]
+      if (dropped !== undefined) settle(dropped)
       report('queue_full', 'The oldest queued event was dropped.')
     }
     // While retrying after a failure, the caller is not kept waiting: [] now, the event goes later.
@@ -123,13 +124,21 @@ async function pump (): Promise<void> {
     deliver(item, answered)
   }
   if (retry) {
-    item.done(NONE)
-    item.done = noop
+    // Every caller waiting behind it too: they are told [] now and their events go later (not awaited).
+    for (const waiting of queue) settle(waiting)
+    settle(item)
     backoffMs = Math.min(Math.max(BACKOFF_MIN_MS, backoffMs * 2), BACKOFF_MAX_MS)
     timer = setTimeout(resume, backoffMs) as unknown as number
   } else {
     void pump()
   }
+}
+
+/** Resolves the caller's promise with [] (once: `done` becomes a no-op). */
+function settle (item: Item): void {
+  const done = item.done
+  item.done = noop
+  done(NONE)
 }
 
 function resume (): void {
@@ -159,7 +168,10 @@ function deliver (item: Item, campaigns: Campaign[]): void {
 /** The page is going away: what waits leaves now, with requests that outlive the page. */
 function flush (): void {
   if (!consented) return
-  for (const item of queue.splice(sending ? 1 : 0)) post(item).catch(noop)
+  for (const item of queue.splice(sending ? 1 : 0)) {
+    post(item).catch(noop)
+    settle(item)
+  }
 }
 
 function onClick (event: MouseEvent): void {
@@ -176,7 +188,7 @@ function setConsent (granted: boolean): void {
     void pump()
     return
   }
-  for (const item of queue.splice(0)) item.done(NONE)
+  for (const item of queue.splice(0)) settle(item)
   visitorId = null
   identity = null
   forgetVisitorId()

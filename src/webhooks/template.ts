@@ -34,6 +34,7 @@ const SLOT = {
   occurredAt: 7,
   eventField: 8,
   attribute: 9,
+  fields: 10,
 } as const
 
 const SIMPLE_SLOTS: ReadonlyMap<string, number> = new Map([
@@ -45,9 +46,10 @@ const SIMPLE_SLOTS: ReadonlyMap<string, number> = new Map([
   ['change', SLOT.change],
   ['timestamp', SLOT.timestamp],
   ['occurredAt', SLOT.occurredAt],
+  ['fields', SLOT.fields],
 ])
 
-/** The placeholders a template may use; `event.<field>` and `attribute.<name>` take any field name. */
+/** The placeholders a template may use; `event.<field>` and `attribute.<name>` take any field name; `fields` is every field of the event. */
 export const PLACEHOLDERS = [...SIMPLE_SLOTS.keys(), 'event.<field>', 'attribute.<name>'] as const
 
 // Field and attribute names follow the API's name rule (NAME_PATTERN in src/patterns.ts).
@@ -203,8 +205,28 @@ function valueOf (slot: number, key: string | null, item: DeliveryItem): unknown
     case SLOT.occurredAt: return isoTime(item.occurredAtMs)
     case SLOT.eventField: return ownValue(context.eventFields, key as string)
     case SLOT.attribute: return ownValue(context.attributes ?? attributesOf(context.eventFields), key as string)
+    case SLOT.fields: return ownFields(context.eventFields)
     default: return undefined
   }
+}
+
+/**
+ * The names of an event body that say who and what (the payload has placeholders of their own) or prove
+ * an identity: `{{fields}}` leaves them out. The token never reaches the outbox (actors/visitor.ts).
+ */
+const ENVELOPE = ['account', 'visitorId', 'profileId', 'profileIdSignature', 'event'] as const
+
+/** The event's own fields (orderId, orderTotal, sku, …) for `{{fields}}`: a copy only when there is something to leave out. */
+function ownFields (fields: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (fields === undefined) return undefined
+  for (const name of ENVELOPE) {
+    if (Object.hasOwn(fields, name)) {
+      const rest: Record<string, unknown> = {}
+      for (const key of Object.keys(fields)) if (!(ENVELOPE as readonly string[]).includes(key)) rest[key] = fields[key]
+      return rest
+    }
+  }
+  return fields
 }
 
 /** The `attributes` field of an event (what `attribute.<name>` reads when the context has none of its own). */
@@ -330,8 +352,15 @@ function rebuildHeader (text: string): string {
 
 // ---- the default payload ----
 
-/** The seed's sample shape: {profile, audience, event, occurredAt}. Used when `payload` is absent. */
-export const DEFAULT_PAYLOAD = '{"profile":{{profileId}},"audience":{{audience}},"event":{{event}},"occurredAt":{{occurredAt}}}'
+/**
+ * Used when `payload` is absent (event and schedule webhooks): the seed's sample shape {profile, audience,
+ * event, occurredAt}, kept for receivers written against it, plus what a receiver needs to act on the
+ * event: the account, who (a visitor without a profile has only its visitorId) and the event's own fields
+ * (orderId, orderTotal, sku, …).
+ */
+export const DEFAULT_PAYLOAD = '{"profile":{{profileId}},"audience":{{audience}},"event":{{event}},"occurredAt":{{occurredAt}},' +
+  '"account":{{account}},"visitorId":{{visitorId}},"profileId":{{profileId}},"fields":{{fields}}}'
 
-/** An audience webhook's default: the seed's shape plus who (a visitor has no profile) and whether it was an enter or an exit. */
-export const DEFAULT_AUDIENCE_PAYLOAD = '{"profile":{{profileId}},"visitorId":{{visitorId}},"audience":{{audience}},"change":{{change}},"event":{{event}},"occurredAt":{{occurredAt}}}'
+/** An audience webhook's default: the seed's shape plus the account, who (a visitor has no profile) and whether it was an enter or an exit. */
+export const DEFAULT_AUDIENCE_PAYLOAD = '{"profile":{{profileId}},"visitorId":{{visitorId}},"audience":{{audience}},"change":{{change}},"event":{{event}},"occurredAt":{{occurredAt}},' +
+  '"account":{{account}},"profileId":{{profileId}}}'

@@ -233,6 +233,29 @@ describe('browser SDK in Chromium', function () {
     await page.close()
   })
 
+  it('settles the promise of every event queued behind one that fails, at that failure (none left pending)', async () => {
+    const context = await browser.newContext()
+    const page = await openShop(context)
+    // Every event request fails at the network, as with Beacon unreachable; the SDK itself still loads.
+    await page.route('**/campaigns/query**', route => route.abort('connectionrefused'))
+    const outcome = await page.evaluate(async () => {
+      const B = window.Beacon
+      const states = ['pending', 'pending', 'pending']
+      // Three at once: the first goes out, the other two wait behind it in the queue.
+      const promises = [B.productView({ sku: 'Q-1' }), B.productView({ sku: 'Q-2' }), B.productView({ sku: 'Q-3' })]
+      promises.forEach((promise: Promise<unknown>, i: number) => { void promise.then(() => { states[i] = 'settled' }) })
+      const first = await promises[0]
+      // Promises settled by then have run their callbacks before a new task starts.
+      await new Promise(resolve => setTimeout(resolve, 0))
+      return { first, states, answers: await Promise.race([Promise.all(promises), new Promise(resolve => setTimeout(resolve, 0, 'still pending'))]) }
+    })
+    expect(outcome.first).to.deep.equal([])
+    expect(outcome.states).to.deep.equal(['settled', 'settled', 'settled'])
+    expect(outcome.answers).to.deep.equal([[], [], []])
+    expect((await page.evaluate(() => window.errors as { code: string }[])).map(e => e.code)).to.include('network_error')
+    await context.close()
+  })
+
   it('queues events while the browser is offline, at most queueMax (the oldest dropped), and sends them when it is back online', async () => {
     const context = await browser.newContext()
     const page = await openShop(context, '/small-queue')

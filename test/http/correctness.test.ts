@@ -148,13 +148,27 @@ describe('correctness', function () {
       expect(JSON.parse(receiver.requests[0]!.body)).to.deep.equal({ order: 'o-1', plan: 'pro', color: 'red' })
     })
 
+    it('sends an event webhook\'s default payload with the account, the visitor, the profile and the event\'s fields', async () => {
+      await putWebhook('default-orders', { trigger: { kind: 'event', events: ['purchase'] }, request: { method: 'POST', url: `${receiver.url}/default` } })
+      const v = visitorId()
+      // An anonymous purchase: no profile, yet the receiver knows who bought what.
+      await event({ visitorId: v, event: 'purchase', orderId: 'o-7', orderTotal: 42.5, purchasedItems: ['SKU-1'] })
+      await until('the delivery', () => receiver.requests.length === 1)
+      const body = JSON.parse(receiver.requests[0]!.body)
+      expect(body).to.deep.equal({
+        profile: null, audience: null, event: 'purchase', occurredAt: body.occurredAt,
+        account: tenant.account, visitorId: v, profileId: null, fields: { platform: 'web', orderId: 'o-7', orderTotal: 42.5, purchasedItems: ['SKU-1'] },
+      })
+      expect(Date.parse(body.occurredAt)).to.be.a('number').and.not.NaN
+    })
+
     it('sends an audience webhook\'s default payload with the visitorId and whether it was an enter or an exit', async () => {
       await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/buyers`, { rule: { fact: 'count', event: 'purchase', op: 'gte', value: 1 } })
       await putWebhook('audience', { trigger: { kind: 'audience', segments: ['buyers'], on: ['enter', 'exit'] }, request: { method: 'POST', url: `${receiver.url}/audience` } })
       const v = visitorId()
       await event({ visitorId: v, event: 'purchase', orderId: 'o-1' })
       await until('the enter', () => receiver.requests.length === 1)
-      expect(JSON.parse(receiver.requests[0]!.body)).to.deep.include({ profile: null, visitorId: v, audience: 'buyers', change: 'enter', event: null })
+      expect(JSON.parse(receiver.requests[0]!.body)).to.deep.include({ profile: null, visitorId: v, audience: 'buyers', change: 'enter', event: null, account: tenant.account, profileId: null })
     })
   })
 

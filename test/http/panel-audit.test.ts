@@ -164,4 +164,18 @@ describe('audit log summaries (issue 27)', () => {
     expect((await admin(node.url, 'PATCH', `/admin/accounts/${a.account}`, { name: 'Renamed', identityVerification: 'off' })).status).to.equal(200)
     expect((await latest()).summary).to.equal('identityVerification: "required" → "off"')
   })
+
+  it('summarizes a destination PATCH by what it changed: no untouched field, no credential', async () => {
+    const path = `/admin/accounts/${a.account}/destinations/meta`
+    const created = await admin(node.url, 'PUT', path, {
+      type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase'], credentials: { accessToken: 'LEAK-TOKEN' }, settings: { pixelId: '123', apiBaseUrl: 'https://graph.example' },
+    })
+    expect(created.status, JSON.stringify(created.body)).to.equal(200)
+    expect((await admin(node.url, 'PATCH', path, { enabled: false })).status).to.equal(200)
+    expect((await latest()).summary).to.equal('enabled: true → false')
+    expect((await admin(node.url, 'PATCH', path, { name: 'Meta', credentials: { accessToken: 'LEAK-TOKEN-2' } })).status).to.equal(200)
+    const summary = (await latest()).summary
+    expect(summary).to.equal('credentials changed')
+    expect(summary).not.to.match(/LEAK|name|events|settings|removed|\(none\)/)
+  })
 })

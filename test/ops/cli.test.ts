@@ -56,6 +56,68 @@ describe('beacon (CLI)', () => {
     })
   })
 
+  describe('finding the server', () => {
+    it('finds a server started with BEACON_PORT from the same BEACON_PORT (and BEACON_HOST), with no --url nor BEACON_URL', async () => {
+      const port = await closedPort()
+      const server = await startBeacon({ env: { BEACON_PORT: String(port) } })
+      try {
+        expect(server.port).to.equal(port)
+        const run = await beacon(['accounts', 'list'], { BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(run.code, run.stderr).to.equal(0)
+        expect(JSON.parse(run.stdout)).to.deep.equal({ accounts: [] })
+        // A server listening on every interface (BEACON_HOST=0.0.0.0) is reached on loopback.
+        const everywhere = await beacon(['accounts', 'list'], { BEACON_HOST: '0.0.0.0', BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(everywhere.code, everywhere.stderr).to.equal(0)
+        // BEACON_URL, then --url, win over the port.
+        const other = await closedPort()
+        const byUrl = await beacon(['accounts', 'list'], { BEACON_URL: server.url, BEACON_PORT: String(other), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(byUrl.code, byUrl.stderr).to.equal(0)
+        const byOption = await beacon(['accounts', 'list', '--url', `http://127.0.0.1:${other}`], { BEACON_PORT: String(port), BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(byOption.code).to.equal(1)
+        expect(byOption.stderr).to.include(`cannot reach Beacon at http://127.0.0.1:${other}`)
+      } finally {
+        await server.stop()
+        removeDir(server.dataDir)
+      }
+    })
+
+    it('says what to do when BEACON_PORT cannot name the server: 0 (any free port) or not a port (exit 2)', async () => {
+      const zero = await beacon(['accounts', 'list'], { BEACON_PORT: '0', BEACON_ADMIN_KEY: ADMIN_KEY })
+      expect(zero.code).to.equal(2)
+      expect(zero.stderr).to.include('BEACON_PORT=0 lets the server pick a free port')
+      const bad = await beacon(['accounts', 'list'], { BEACON_PORT: 'eighty', BEACON_ADMIN_KEY: ADMIN_KEY })
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('BEACON_PORT="eighty": expected a whole number from 0 to 65535')
+    })
+  })
+
+  describe('import on a server that refuses private webhook targets', () => {
+    it('stops at a refusal only the server can make, naming the item and what was imported before it (exit 1)', async () => {
+      // BEACON_WEBHOOK_ALLOW_PRIVATE is the server's: the check before writing cannot know it.
+      const server = await startBeacon()
+      const dir = tempDir()
+      try {
+        const target = await createTenant(server.url, 'Private target')
+        const file = join(dir, 'private.json')
+        writeFileSync(file, JSON.stringify({
+          eventTypes: [{ name: 'signup', required: [] }],
+          webhooks: [{
+            id: 'local', name: 'Local', enabled: true, trigger: { kind: 'event', events: ['signup'] },
+            request: { method: 'POST', url: 'http://127.0.0.1:9/in' }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 },
+          }],
+        }))
+        const run = await beacon(['import', '--account', target.account, '--file', file], { BEACON_URL: server.url, BEACON_ADMIN_KEY: ADMIN_KEY })
+        expect(run.code).to.equal(1)
+        expect(run.stderr).to.include('import stopped at webhook "local" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks, 0 destinations)')
+        expect(run.stderr).to.include('400')
+      } finally {
+        removeDir(dir)
+        await server.stop()
+        removeDir(server.dataDir)
+      }
+    })
+  })
+
   describe('admin-key', () => {
     it('prints the key file, rotates it to a new 0600 file and says a restart is needed', async () => {
       const dataDir = tempDir()
@@ -246,34 +308,55 @@ describe('beacon (CLI)', () => {
       }
     })
 
-    it('import stops at the first refusal with the server\'s error, naming the item and what was imported before (exit 1)', async () => {
+    it('import checks the whole file first: every problem at once, with its item and field, and nothing written (exit 1)', async () => {
       const target = await createTenant(server.url, 'Bad import')
+      const base = `/admin/accounts/${target.account}`
       const dir = tempDir()
+      const snapshot = async () => JSON.parse((await beacon(['export', '--account', target.account], env)).stdout)
       try {
+        const before = await snapshot()
         const file = join(dir, 'bad.json')
         writeFileSync(file, JSON.stringify({
+          settings: { allowedOrigins: ['https://shop.example'] },
           eventTypes: [{ name: 'signup', required: [] }],
-          segments: [],
-          campaigns: [{ id: 'broken', name: 'Broken', status: 'sometimes', priority: 1, trigger: {}, content: {} }, { id: 'never', name: 'Never', status: 'active', priority: 1, trigger: {}, content: {} }],
+          segments: [{ name: 'vip', description: 'manual' }],
+          campaigns: [
+            { id: 'ok', name: 'Fine', status: 'active', priority: 1, trigger: { events: ['signup'] }, content: {} },
+            { id: 'broken', name: 'Broken', status: 'sometimes', priority: 1, trigger: {}, content: {} },
+            { id: 'unknown-event', name: 'Unknown', status: 'active', priority: 1, trigger: { events: ['neverDefined'] }, content: {} },
+          ],
+          // Redacted secrets, as an export of another account carries them: this account keeps none.
+          webhooks: [{
+            id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
+            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 },
+          }],
         }))
         const run = await beacon(['import', '--account', target.account, '--file', file], env)
         expect(run.code).to.equal(1)
-        expect(run.stderr).to.include('import stopped at campaign "broken" (after importing 1 event type, 0 segments, 0 campaigns, 0 webhooks, 0 destinations)')
-        expect(run.stderr).to.include('400 invalid_campaign')
-        expect(run.stderr).to.include('/status')
-        expect((await admin(server.url, 'GET', `/admin/accounts/${target.account}/campaigns`)).body.campaigns).to.deep.equal([])
+        expect(run.stderr).to.include(`${file}: nothing imported: 3 problems to fix first:`)
+        expect(run.stderr).to.match(/campaign "broken" \/status: invalid_campaign/)
+        expect(run.stderr).to.include('campaign "unknown-event" /trigger/events/0: unknown_event_type')
+        expect(run.stderr).to.include('webhook "crm" /request/auth/token: invalid_field: [redacted] is what GET shows for a secret')
+        expect(run.stderr).not.to.include('"ok"')
+        // Not even the settings, the event type or the valid items were written.
+        expect({ ...(await snapshot()), exportedAt: null }).to.deep.equal({ ...before, exportedAt: null })
 
-        const secrets = join(dir, 'secrets.json')
-        writeFileSync(secrets, JSON.stringify({
-          webhooks: [{
-            id: 'crm', name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] },
-            request: { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: '[redacted]' } }, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 }
-          }],
-        }))
-        const redacted = await beacon(['import', '--account', target.account, '--file', secrets], env)
-        expect(redacted.code).to.equal(1)
-        expect(redacted.stderr).to.include('import stopped at webhook "crm"')
-        expect(redacted.stderr).to.include('[redacted] is what GET shows for a secret')
+        // Into the account that keeps the secret, the same webhook imports (the secret kept) ...
+        const secret = { method: 'POST', url: 'http://127.0.0.1:9/in', auth: { type: 'bearer', token: 'crm-secret' } }
+        expect((await admin(server.url, 'PUT', `${base}/webhooks/crm`, { name: 'CRM', enabled: false, trigger: { kind: 'event', events: ['purchase'] }, request: secret, delivery: { mode: 'async', timeoutMs: 1000, batchSize: 1 } })).status).to.equal(200)
+        const exported = join(dir, 'own.json')
+        expect((await beacon(['export', '--account', target.account, '--out', exported], env)).code).to.equal(0)
+        const own = await beacon(['import', '--account', target.account, '--file', exported], env)
+        expect(own.code, own.stderr).to.equal(0)
+        // ... but not pointed elsewhere: the kept secret only goes where it was entered for.
+        const moved = JSON.parse(readFileSync(exported, 'utf8'))
+        moved.webhooks[0].request.url = 'http://127.0.0.2:9/in'
+        moved.segments = [{ name: 'late', description: 'would come before the webhook' }]
+        writeFileSync(exported, JSON.stringify(moved))
+        const elsewhere = await beacon(['import', '--account', target.account, '--file', exported], env)
+        expect(elsewhere.code).to.equal(1)
+        expect(elsewhere.stderr).to.include('webhook "crm" /request/auth/token: invalid_field: token was kept from the saved configuration')
+        expect((await admin(server.url, 'GET', `${base}/segments/late`)).status).to.equal(404)
 
         const garbage = join(dir, 'garbage.json')
         writeFileSync(garbage, '{"campaigns": {}}')

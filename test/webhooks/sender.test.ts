@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { Webhook } from 'standardwebhooks'
 import { renderRequest, Sender } from '../../src/webhooks/index.js'
 import { batchIdOf } from '../../src/webhooks/batch-id.js'
-import { compiled, item, SECRET, settle, startProxy, startReceiver, TEST_CERT, type Receiver, type Responder } from './helpers.js'
+import { ACCOUNT, compiled, item, SECRET, settle, startProxy, startReceiver, TEST_CERT, type Receiver, type Responder } from './helpers.js'
 
 describe('Sender.sendOnce', () => {
   let sender: Sender
@@ -43,7 +43,10 @@ describe('Sender.sendOnce', () => {
           'user-agent': 'Beacon-Webhooks/1',
         })
         expect(got.headers['webhook-timestamp']).to.match(/^\d{10}$/)
-        expect(JSON.parse(got.body)).to.deep.equal({ profile: 'ann@example.com', audience: 'vip', event: 'purchase', occurredAt: new Date(one.occurredAtMs).toISOString() })
+        expect(JSON.parse(got.body)).to.deep.equal({
+          profile: 'ann@example.com', audience: 'vip', event: 'purchase', occurredAt: new Date(one.occurredAtMs).toISOString(),
+          account: ACCOUNT, visitorId: null, profileId: 'ann@example.com', fields: null,
+        })
       })
     }
 

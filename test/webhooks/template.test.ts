@@ -44,11 +44,24 @@ describe('webhook templates', () => {
       expect(t.render(itemWith({ eventFields: { attributes: { plan: 'event' } }, attributes: { plan: 'own' } }))).to.equal('["own",null]')
     })
 
-    it('has the seed sample shape as the default payload', () => {
+    it('has the seed sample shape as the default payload, with the account, who and the event\'s fields a receiver needs', () => {
       const t = compileTemplate(DEFAULT_PAYLOAD, 'json')
-      expect(JSON.parse(t.render(itemWith({ profileId: 'p1', audience: 'vip', event: 'purchase' })))).to.deep.equal({
-        profile: 'p1', audience: 'vip', event: 'purchase', occurredAt: '2025-05-06T07:08:09.010Z',
+      const fields = { account: ACCOUNT, visitorId: 'v1', profileId: 'p1', profileIdSignature: 'ab'.repeat(32), event: 'purchase', platform: 'web', orderId: 'o-1', orderTotal: 39.8 }
+      expect(JSON.parse(t.render(itemWith({ profileId: 'p1', visitorId: 'v1', event: 'purchase', eventFields: fields })))).to.deep.equal({
+        profile: 'p1', audience: null, event: 'purchase', occurredAt: '2025-05-06T07:08:09.010Z',
+        account: ACCOUNT, visitorId: 'v1', profileId: 'p1', fields: { platform: 'web', orderId: 'o-1', orderTotal: 39.8 },
       })
+      // A schedule run of the account: nobody, no event fields.
+      expect(JSON.parse(t.render(itemWith({})))).to.deep.include({ account: ACCOUNT, visitorId: null, profileId: null, fields: null })
+    })
+
+    it('renders {{fields}} as the event\'s own fields (without who, what and the identity proof); the object itself when none is to leave out', () => {
+      const t = compileTemplate('{"f":{{fields}},"text":"{{fields}}"}', 'json')
+      const own = { sku: 'SKU-1', price: 9 }
+      expect(JSON.parse(t.render(itemWith({ eventFields: own })))).to.deep.equal({ f: own, text: JSON.stringify(own) })
+      expect(JSON.parse(t.render(itemWith({ eventFields: { ...own, account: ACCOUNT, visitorId: 'v', event: 'productView' } }))).f).to.deep.equal(own)
+      expect(JSON.parse(t.render(itemWith({})))).to.deep.equal({ f: null, text: '' })
+      expect(compileTemplate('{{ fields }}', 'url').render(itemWith({ eventFields: { a: 1 } }))).to.equal(encodeURIComponent('{"a":1}'))
     })
 
     it('accepts "{{x}}" and {{x}} alike but refuses a template that cannot render valid JSON for every value', () => {
