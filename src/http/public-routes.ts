@@ -339,7 +339,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       description: `Each event as /campaigns/query takes it (without account), with an optional messageId (dedupe: the same messageId for the same visitor within 24 hours is applied once) and timestamp (ISO 8601, at most 7 days old and 1 hour ahead). At most ${S.BATCH_EVENTS_MAX} events and BEACON_MAX_BODY_BYTES. ` +
         'Each event is checked on its own: the answer lists every event\'s outcome in order, and is sent once every accepted event is durable. No campaigns are answered or matched (docs/events.md). No token needed: browsers call it.',
       tag: 'Events',
-      body: { schema: S.EventBatch, example: { account: EXAMPLE_ACCOUNT, events: [{ visitorId: EXAMPLE_VISITOR, platform: 'web', event: 'pageView', path: '/shoes', messageId: 'm-1' }] } },
+      body: { schema: S.EventBatchDocumented, example: { account: EXAMPLE_ACCOUNT, events: [{ visitorId: EXAMPLE_VISITOR, platform: 'web', event: 'pageView', path: '/shoes', messageId: 'm-1' }] } },
       ok: json(200, 'One outcome per event, in order.', R.BatchAnswer),
       errors: ['account_not_found', 'batch_too_large'],
     }, batchHandler),

@@ -101,9 +101,16 @@ export const BatchEvent = Type.Object({
   propertyNames: { pattern: NAME_PATTERN },
 })
 
+/** The batch's envelope, what refuses the whole batch; each event is checked on its own against BatchEvent. */
 export const EventBatch = Type.Object({
   account: Account,
   events: Type.Array(Type.Unknown({ description: 'An event: see BatchEvent; each is checked on its own.' }), { minItems: 1, maxItems: BATCH_EVENTS_MAX }),
+}, { additionalProperties: false })
+
+/** The same as the OpenAPI document shows it: the envelope with the shape of each event. */
+export const EventBatchDocumented = Type.Object({
+  account: Account,
+  events: Type.Array(BatchEvent, { minItems: 1, maxItems: BATCH_EVENTS_MAX, description: 'Each event is checked on its own: a refused one refuses no other (its outcome says why).' }),
 }, { additionalProperties: false })
 
 const QueryFields = {

@@ -144,6 +144,8 @@ describe('POST /events/batch', () => {
 
   it('answers browsers of allowed origins with CORS headers, like /campaigns/query, with no token', async () => {
     const who = visitorId()
+    // Not a token endpoint: browsers are answered though the account does not allow browser tokens.
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}`)).body.allowBrowserTokens).to.equal(false)
     const preflight = await fetch(`${beacon.url}/events/batch?account=${tenant.account}`, { method: 'OPTIONS', headers: { origin: SHOP, 'access-control-request-method': 'POST' } })
     expect(preflight.status).to.equal(204)
     expect(preflight.headers.get('access-control-allow-origin')).to.equal(SHOP)
