@@ -161,7 +161,7 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
       if (!(error instanceof ApiError)) throw error
       return events.map(() => refusal(error))
     }
-    const body = reply.body === null ? null : JSON.parse(Buffer.from(reply.body).toString('utf8')) as { results?: EventOutcome[], errors?: ErrorItem[] }
+    const body = parseAnswer(reply.body)
     if (reply.status === 200 && body?.results?.length === events.length) return body.results
     const error = body?.errors?.[0] ?? { code: 'internal' as const, message: `The partition's owner answered ${reply.status}.` }
     return events.map(() => ({ status: reply.status, error }))
@@ -233,6 +233,16 @@ function refusal (error: ApiError): EventOutcome {
     return { status: error.status, error: { code: item.code, field: '/messageId', message: 'This messageId was sent with another event of this visitor within the last 24 hours: a retry sends the same event; a new event takes a new messageId.' } }
   }
   return { status: error.status, error: item }
+}
+
+/** The owner's answer (its server writes JSON), or null. */
+function parseAnswer (bytes: Uint8Array | null): { results?: EventOutcome[], errors?: ErrorItem[] } | null {
+  if (bytes === null) return null
+  try {
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as { results?: EventOutcome[], errors?: ErrorItem[] }
+  } catch {
+    return null
+  }
 }
 
 function place (outcomes: EventOutcome[], events: readonly Accepted[], answers: readonly EventOutcome[]): void {
