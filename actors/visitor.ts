@@ -98,7 +98,11 @@ export type SegmentSource = (account: string) => SegmentSet
 const EMPTY_SET: ReadonlySet<string> = new Set()
 
 export type VisitorMessage =
-  | { type: 'event', event: EventBody, nowMs: number, idem?: IdempotencyClaim }
+  /**
+   * `track`: an event of a batch (POST /events/batch), which answers no campaigns: nothing is matched,
+   * so no impression, cap or exposure is recorded for a campaign the visitor was never shown.
+   */
+  | { type: 'event', event: EventBody, nowMs: number, idem?: IdempotencyClaim, track?: boolean }
   | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim }
   | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
   | { type: 'query', query: EntityQuery }
@@ -238,7 +242,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     outboxEvent(refOf(actor, profileAttributes), type, nowMs, rest, actor.state.profileId)
   }
 
-  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null): Campaign[] | Promise<Campaign[]> {
+  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null, track: boolean): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
@@ -247,7 +251,8 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
     // Goals count before this event's exposures are recorded: an exposure counts what follows it.
     if (!repeated) countAllGoals(experiments, actor.account, state.experiments, set === null ? noExperiment : set.experiment, event, nowMs)
-    const held = holdOut(actor, event, nowMs)
+    // A tracked event shows nothing: as if held out (no match), and no holdout exposure recorded either.
+    const held = track || holdOut(actor, event, nowMs)
     const profileId = event.profileId ?? state.profileId
     if (profileId === null) {
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
@@ -379,7 +384,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           // A retry of an event sent with this Idempotency-Key: the first answer, nothing counted again.
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
           if (first !== null) return first.r as Campaign[]
-          return onEvent(actor, message.event, message.nowMs, message.idem ?? null)
+          return onEvent(actor, message.event, message.nowMs, message.idem ?? null, message.track === true)
         }
         case 'attributes': {
           if (message.idem !== undefined && recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs()) !== null) return undefined

@@ -246,7 +246,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
           ...(cluster === null ? {} : { share: () => cluster.rateShares.keys }),
         }),
-        ...(cluster === null ? {} : { rateShare: () => cluster.rateShares.keys }),
+        ...(cluster === null ? {} : { rateShare: () => cluster.rateShares.keys, placement: cluster.forwarder.routing() }),
         outboxMark: () => store.lastOutboxSeq,
         afterWrite: (account, fromSeq) => {
           const timeoutMs = catalogs.webhooks.syncTimeoutMs(account)

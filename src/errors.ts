@@ -11,6 +11,7 @@ export const ERRORS = {
   invalid_campaign: [400, 'The campaign definition is invalid.'],
   invalid_segment: [400, 'The segment definition is invalid.'],
   bad_framing: [400, 'The request\'s framing is ambiguous (Transfer-Encoding, Content-Length); the connection is closed.'],
+  timestamp_out_of_range: [400, 'An event\'s timestamp is more than 7 days old or more than 1 hour ahead of the server.'],
   invalid_idempotency_key: [400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.'],
   // 401
   token_missing: [401, 'The token field is missing.'],
@@ -52,6 +53,7 @@ export const ERRORS = {
   idempotency_key_reused: [422, 'This Idempotency-Key was used with another request: a retry must send the same body to the same endpoint.'],
   // 413
   body_too_large: [413, 'The body is larger than the limit.'],
+  batch_too_large: [413, 'A batch carries at most 500 events.'],
   // 415
   unsupported_media_type: [415, 'Only application/json is accepted.'],
   media_type_unsupported: [415, 'Only PNG, JPEG, GIF and WebP images are accepted (decided by their bytes).'],

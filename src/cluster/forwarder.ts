@@ -239,13 +239,16 @@ export class Forwarder {
   }
 
   /**
-   * What the HTTP server takes as its `cluster` option (ClusterRouting in src/http/server.ts): keys
+   * What the HTTP server takes as its `cluster` option (ClusterRouting in src/http/server.ts) and the
+   * batch route its `placement` (EventPlacement in src/http/event-batch.ts): keys
    * placed by this cluster's ownership, requests of other nodes' keys forwarded through this forwarder.
    */
-  routing (): { owns: (key: { account: string, id: string }) => boolean, forward: (key: { account: string, id: string }, request: ForwardedRequest) => Promise<ForwardedReply> } {
+  routing (): { owns: (key: { account: string, id: string }) => boolean, groupOf: (key: { account: string, id: string }) => number, forward: (key: { account: string, id: string }, request: ForwardedRequest) => Promise<ForwardedReply> } {
     const ownership = this.ownership
     return {
       owns: key => ownership.owns(ownership.partitionOf(key.account, key.id)),
+      // The partition: what a batch's events are grouped by (src/http/event-batch.ts).
+      groupOf: key => ownership.partitionOf(key.account, key.id),
       forward: (key, request) => this.forward(ownership.partitionOf(key.account, key.id), request, this.handlerExtraMs(key.account)),
     }
   }

@@ -1,4 +1,4 @@
-// The seven public endpoints (docs/api.md, "Public API"). Order of checks, the same everywhere: the account's
+// The eight public endpoints (docs/api.md, "Public API"). Order of checks, the same everywhere: the account's
 // in-flight share and rate when the body names an existing account (503, 429: account-limits.ts),
 // schema (400), account (404), verified identity (401, /campaigns/query), token (401, 403), the
 // token's rate (429), attribute permissions (403); then the actor.
@@ -27,6 +27,7 @@ import * as R from './reply-schemas.js'
 import { answerOf, claimOf } from './idempotency-key.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
+import { BATCH_PATTERN, eventBatch, LOCAL_PLACEMENT, type EventPlacement } from './event-batch.js'
 
 export interface PublicDeps {
   catalogs: Catalogs
@@ -45,6 +46,8 @@ export interface PublicDeps {
   rateShare?: () => number
   /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
   countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
+  /** Where each event of a batch is applied (cluster mode: its partition's owner); default here. */
+  placement?: EventPlacement
 }
 
 const validateEvent = validator(S.EventRequest)
@@ -91,7 +94,7 @@ function preflightDoc (tokens: boolean): RouteDoc {
   }
 }
 
-export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null }: PublicDeps): RouteDefinition[] {
+export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null, placement = LOCAL_PLACEMENT }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
     if (catalogs.accounts.active(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -186,10 +189,13 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     }
   }
 
-  async function campaignsQuery (body: unknown, request: Request): Promise<Reply> {
-    const claim = claimOf(request, '/campaigns/query')
-    let event = validateEvent(body) as EventBody
-    requireAccount(event.account)
+  /**
+   * The checks of an event after its schema, shared by /campaigns/query and each event of /events/batch:
+   * the verified identity (401), the event type and its required fields, the custom-field limit (400).
+   * Returns the event to record (without its profileIdSignature). The account exists (checked before).
+   */
+  function checkEvent (validated: EventBody): EventBody {
+    let event = validated
     if (event.profileId !== undefined) verifyIdentity(catalogs.accounts.browserAccessOf(event.account)!, event)
     if (event.profileIdSignature !== undefined) {
       // Proof, not data: never recorded nor passed on (a copy only on these calls, so others keep their shape).
@@ -207,6 +213,14 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (custom > S.LIMITS.customFieldsMax) {
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
+    return event
+  }
+
+  async function campaignsQuery (body: unknown, request: Request): Promise<Reply> {
+    const claim = claimOf(request, '/campaigns/query')
+    const validated = validateEvent(body) as EventBody
+    requireAccount(validated.account)
+    const event = checkEvent(validated)
     const mark = outboxMark()
     const nowMs = clock.nowMs()
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs, idem: claim })
@@ -217,6 +231,8 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (countEvent !== null) countEvent(event.account, event.event, event.visitorId, campaigns, event.campaignId, nowMs)
     return { status: 200, body: { status: 200, message: 'Campaigns executed.', campaigns } }
   }
+
+  const batchHandler = eventBatch({ runtime, visitors, clock, placement, requireAccount, checkEvent, outboxMark, afterWrite, countEvent })
 
   /** A message both kinds take alike, to the visitor or the profile: its reply, typed. */
   function sendEither<T extends Extract<VisitorMessage, ProfileMessage>> (kind: VisitorKind | ProfileKind, account: string, id: string, message: T): Promise<ReplyOf<VisitorReplies, T> | ReplyOf<ProfileReplies, T>> {
@@ -285,12 +301,14 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
    */
   const post = (pattern: string, doc: RouteDoc, handler: (body: unknown, request: Request) => Promise<Reply>): RouteDefinition[] => {
     const tokens = doc.token !== undefined
-    // The writes: every public endpoint but the two reads.
-    const write = doc.token !== 'read'
+    // The writes with an Idempotency-Key: every public endpoint but the two reads and the batch (its events' messageIds).
+    const batch = pattern === BATCH_PATTERN
+    const write = doc.token !== 'read' && !batch
     return [
       {
         method: 'post', pattern, body: true, admit, release,
-        partitionKey: pattern.startsWith('/profiles/') ? profileKey : visitorKeyOf,
+        // A batch is about many visitors: its handler places each event (event-batch.ts).
+        ...(batch ? {} : { partitionKey: pattern.startsWith('/profiles/') ? profileKey : visitorKeyOf }),
         doc: write
           ? { ...doc, query: [ACCOUNT_QUERY], headers: [IDEMPOTENCY_KEY], errors: [...doc.errors, ...IDEMPOTENCY_ERRORS, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] }
           : { ...doc, query: [ACCOUNT_QUERY], errors: [...doc.errors, ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)] },
@@ -316,6 +334,15 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       ok: json(200, 'The eligible campaigns.', R.CampaignsAnswer),
       errors: ['account_not_found', 'unknown_event_type', 'rate_limited', 'identity_unverified'],
     }, campaignsQuery),
+    ...post(BATCH_PATTERN, {
+      summary: 'Record many events at once (tracking: no campaigns answered)',
+      description: `Each event as /campaigns/query takes it (without account), with an optional messageId (dedupe: the same messageId for the same visitor within 24 hours is applied once) and timestamp (ISO 8601, at most 7 days old and 1 hour ahead). At most ${S.BATCH_EVENTS_MAX} events and BEACON_MAX_BODY_BYTES. ` +
+        'Each event is checked on its own: the answer lists every event\'s outcome in order, and is sent once every accepted event is durable. No campaigns are answered or matched (docs/events.md). No token needed: browsers call it.',
+      tag: 'Events',
+      body: { schema: S.EventBatchDocumented, example: { account: EXAMPLE_ACCOUNT, events: [{ visitorId: EXAMPLE_VISITOR, platform: 'web', event: 'pageView', path: '/shoes', messageId: 'm-1' }] } },
+      ok: json(200, 'One outcome per event, in order.', R.BatchAnswer),
+      errors: ['account_not_found', 'batch_too_large'],
+    }, batchHandler),
     ...post('/profiles/query', {
       summary: 'Read a profile\'s attributes and segments',
       tag: 'Profiles', token: 'read',

@@ -83,6 +83,21 @@ export const CampaignsAnswer = Type.Object({
 
 const NoErrors = Type.Array(Type.Unknown(), { maxItems: 0 })
 
+export const BatchAnswer = Type.Object({
+  status: Type.Literal(200),
+  message: Type.String(),
+  errors: NoErrors,
+  results: Type.Array(Type.Object({
+    status: Type.Integer({ description: '200: durable (or a duplicate messageId, applied before); otherwise the status the event alone would have got.' }),
+    error: Type.Optional(Type.Object({
+      code: Type.String(),
+      field: Type.Optional(Type.String({ description: 'A JSON pointer into the event.' })),
+      message: Type.String(),
+    })),
+    duplicate: Type.Optional(Type.Literal(true, { description: 'The messageId was applied before: acknowledged, not applied again.' })),
+  }), { description: 'One outcome per event, in the order sent.' }),
+})
+
 export const EntityAnswer = Type.Object({
   status: Type.Literal(200),
   message: Type.String(),

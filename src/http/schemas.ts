@@ -80,6 +80,39 @@ export const EventRequest = Type.Object({
   propertyNames: { pattern: NAME_PATTERN },
 })
 
+/** POST /events/batch: at most this many events (docs/events.md). */
+export const BATCH_EVENTS_MAX = 500
+export const MESSAGE_ID_MAX_CHARS = 255
+
+/** One event of a batch: an event as /campaigns/query takes it (the account is the batch's), its messageId and timestamp. */
+const { account: _account, ...EVENT_PROPERTIES } = EventRequest.properties
+export const BatchEvent = Type.Object({
+  ...EVENT_PROPERTIES,
+  messageId: Type.Optional(Type.String({
+    minLength: 1, maxLength: MESSAGE_ID_MAX_CHARS, pattern: '^[\\x20-\\x7e]+$',
+    description: 'Dedupe key: the same messageId sent again for the same visitor within 24 hours is acknowledged and not applied again. 1 to 255 printable ASCII characters.',
+  })),
+  timestamp: Type.Optional(Type.String({
+    maxLength: 64, description: 'When the event happened (ISO 8601 with a time zone, e.g. 2026-11-27T06:00:00Z): at most 7 days old and 1 hour ahead of the server. Kept on the event as its timestamp field.',
+  })),
+}, {
+  additionalProperties: CustomField,
+  maxProperties: 20 + LIMITS.customFieldsMax,
+  propertyNames: { pattern: NAME_PATTERN },
+})
+
+/** The batch's envelope, what refuses the whole batch; each event is checked on its own against BatchEvent. */
+export const EventBatch = Type.Object({
+  account: Account,
+  events: Type.Array(Type.Unknown({ description: 'An event: see BatchEvent; each is checked on its own.' }), { minItems: 1, maxItems: BATCH_EVENTS_MAX }),
+}, { additionalProperties: false })
+
+/** The same as the OpenAPI document shows it: the envelope with the shape of each event. */
+export const EventBatchDocumented = Type.Object({
+  account: Account,
+  events: Type.Array(BatchEvent, { minItems: 1, maxItems: BATCH_EVENTS_MAX, description: 'Each event is checked on its own: a refused one refuses no other (its outcome says why).' }),
+}, { additionalProperties: false })
+
 const QueryFields = {
   account: Account,
   token: Type.Optional(Token),
@@ -109,6 +142,8 @@ export const VisitorSegments = Type.Object({
 }, { additionalProperties: false })
 
 export type EventRequest = Static<typeof EventRequest>
+export type BatchEvent = Static<typeof BatchEvent>
+export type EventBatch = Static<typeof EventBatch>
 export type ProfileQuery = Static<typeof ProfileQuery>
 export type VisitorQuery = Static<typeof VisitorQuery>
 export type ProfileAttributes = Static<typeof ProfileAttributes>

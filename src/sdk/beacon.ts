@@ -1,19 +1,23 @@
-// The browser SDK: events to /campaigns/query, campaigns back. Events go out one at a time, in order;
-// while offline or failing they wait in a bounded queue and are retried with backoff; on page hide the
-// rest leaves with keepalive requests (which outlive the page). Nothing is stored or sent before
+// The browser SDK: events to /campaigns/query, campaigns back. Events go out in order, one at a time;
+// those that need no campaign answer (track() without `wait`, campaign views and clicks) wait a few
+// hundred ms to go out together to /events/batch, each with a messageId (its dedupe key on a retry).
+// While offline or failing, events wait in a bounded queue and are retried with backoff; on page hide
+// the rest leaves with keepalive requests (which outlive the page). Nothing is stored or sent before
 // consent. No method throws into the host page: failures reach onError, promises resolve (to []).
 
 import { renderSlots } from './render.js'
 import { forgetVisitorId, loadVisitorId, uuid4 } from './visitor-id.js'
-import type { BeaconError, Campaign, CampaignListener, Fields, InitOptions } from './types.js'
+import type { BeaconError, Campaign, CampaignListener, Fields, InitOptions, TrackOptions } from './types.js'
 
-export type { BeaconError, Campaign, CampaignListener, Fields, InitOptions } from './types.js'
+export type { BeaconError, Campaign, CampaignListener, Fields, InitOptions, TrackOptions } from './types.js'
 
 interface Item {
   event: string
   fields: Fields
-  /** Its Idempotency-Key, kept across retries: a retry of an event Beacon stored is not counted twice. */
+  /** Its Idempotency-Key (alone) or messageId (batched), kept across retries: a retry of an event Beacon stored is not counted twice. */
   key: string
+  /** Sent with others to /events/batch (no campaigns answered) rather than alone. */
+  batched: boolean
   /** The body as first sent (a retry must send the same under its key); null until then. */
   body: string | null
   /** Resolves the caller's promise once: with the campaigns, or [] when its first try (or one before it) fails, it is dropped, or it leaves with the page. */
@@ -22,11 +26,16 @@ interface Item {
 
 const BACKOFF_MIN_MS = 1000
 const BACKOFF_MAX_MS = 60000
+const BATCH_DELAY_MS = 300
+const BATCH_MAX = 50
+/** What /events/batch takes at most. */
+const BATCH_LIMIT = 500
 const IMPRESSIONS = ['campaignView', 'campaignClick']
 const NONE: Campaign[] = []
 
 let options: InitOptions | null = null
 let url = ''
+let batchUrl = ''
 let consented = false
 /** consent(false) was called: events are dropped, not kept for later. */
 let refused = false
@@ -34,7 +43,12 @@ let visitorId: string | null = null
 let identity: { profileId: string, profileIdSignature: string } | null = null
 const queue: Item[] = []
 let sending = false
+/** Items at the head of the queue in flight (a batch's, or the one sent alone). */
+let inFlight = 0
 let timer = 0
+/** The wait of the batched events at the head of the queue; `batchDue`: it ended (or flush asked): send them. */
+let batchTimer = 0
+let batchDue = false
 let backoffMs = 0
 const listeners: CampaignListener[] = []
 const shown = new Set<string>()
@@ -55,18 +69,18 @@ function guard<A extends unknown[], R> (fn: (...args: A) => R, fallback: () => R
   }
 }
 
-function enqueue (event: string, fields: Fields = {}): Promise<Campaign[]> {
+function enqueue (event: string, fields: Fields = {}, batched = false): Promise<Campaign[]> {
   if (options === null || refused) return Promise.resolve(NONE)
   return new Promise(resolve => {
     if (queue.length >= (options!.queueMax ?? 100)) {
       // The oldest that is not in flight (that one is answered where it was sent from).
-      const dropped = queue.splice(sending ? 1 : 0, 1)[0]
+      const dropped = queue.splice(inFlight, 1)[0]
       if (dropped !== undefined) settle(dropped)
       report('queue_full', 'The oldest queued event was dropped.')
     }
     // While retrying after a failure, the caller is not kept waiting: [] now, the event goes later.
     if (timer !== 0) resolve(NONE)
-    queue.push({ event, fields, key: uuid4(), body: null, done: timer === 0 ? resolve : noop })
+    queue.push({ event, fields, key: uuid4(), batched, body: null, done: timer === 0 ? resolve : noop })
     void pump()
   })
 }
@@ -75,12 +89,43 @@ function payload (item: Item): string {
   return JSON.stringify({
     ...item.fields,
     ...identity,
-    account: options!.account,
+    // A batch names the account once, for all its events; each event carries its messageId.
+    ...(item.batched ? { messageId: item.key } : { account: options!.account }),
     visitorId,
     platform: options!.platform ?? 'web',
     ...(options!.device === undefined ? {} : { device: options!.device }),
     event: item.event,
   })
+}
+
+function batchBody (items: readonly Item[]): string {
+  return `{"account":${JSON.stringify(options!.account)},"events":[${items.map(item => (item.body ??= payload(item))).join(',')}]}`
+}
+
+function postBatch (items: readonly Item[]): Promise<Response> {
+  return fetch(batchUrl, { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json' }, body: batchBody(items) })
+}
+
+function batchMax (): number {
+  const max = options?.batchMax
+  return typeof max === 'number' && max >= 1 ? Math.min(Math.floor(max), BATCH_LIMIT) : BATCH_MAX
+}
+
+/** The batched items at the head of the queue, at most a batch's worth. */
+function headBatch (): Item[] {
+  const max = batchMax()
+  const items: Item[] = []
+  for (const item of queue) {
+    if (!item.batched || items.length === max) break
+    items.push(item)
+  }
+  return items
+}
+
+function batchTime (): void {
+  batchTimer = 0
+  batchDue = true
+  void pump()
 }
 
 function post (item: Item): Promise<Response> {
@@ -90,7 +135,15 @@ function post (item: Item): Promise<Response> {
 
 async function pump (): Promise<void> {
   if (sending || !consented || timer !== 0 || queue.length === 0) return
+  if (queue[0]!.batched) {
+    const items = headBatch()
+    // Sent when the wait ended, when full, or when an event sent alone waits behind them (order is kept).
+    if (batchDue || items.length === batchMax() || items.length < queue.length) return sendBatch(items)
+    if (batchTimer === 0) batchTimer = setTimeout(batchTime, options!.batchDelayMs ?? BATCH_DELAY_MS) as unknown as number
+    return
+  }
   sending = true
+  inFlight = 1
   const item = queue[0]!
   const sentIdentity = identity
   let retry = false
@@ -116,6 +169,7 @@ async function pump (): Promise<void> {
     report('network_error', String(error))
   }
   sending = false
+  inFlight = 0
   if (answered !== null) {
     // Taken out by identity: consent(false) may have emptied the queue meanwhile.
     const at = queue.indexOf(item)
@@ -141,9 +195,75 @@ function settle (item: Item): void {
   done(NONE)
 }
 
+/** A batch's answer: one outcome per event, in order. */
+interface Outcome {
+  status: number
+  error?: BeaconError
+}
+
+async function sendBatch (items: Item[]): Promise<void> {
+  clearTimeout(batchTimer)
+  batchTimer = 0
+  batchDue = false
+  sending = true
+  inFlight = items.length
+  const sentIdentity = identity
+  let outcomes: Outcome[] | null = null
+  try {
+    const res = await postBatch(items)
+    const answer = await res.json().catch(() => null) as { results?: Outcome[], errors?: BeaconError[] } | null
+    if (res.ok && answer?.results?.length === items.length) outcomes = answer.results
+    else if (res.status !== 429 && res.status < 500) {
+      // The whole batch refused (its body, the origin): each event takes that refusal.
+      const error = answer?.errors?.[0] ?? { code: `http_${res.status}`, message: `HTTP ${res.status}` }
+      outcomes = items.map(() => ({ status: res.status, error }))
+    }
+  } catch (error) {
+    report('network_error', String(error))
+  }
+  sending = false
+  inFlight = 0
+  let retry = outcomes === null
+  if (outcomes !== null) {
+    let identityRefused = false
+    items.forEach((item, i) => {
+      const outcome = outcomes![i]!
+      if (outcome.status === 429 || outcome.status >= 500) {
+        retry = true
+        return
+      }
+      if (outcome.status === 401 && sentIdentity !== null && outcome.error?.code === 'identity_unverified') {
+        // Nothing recorded: sent again without the identity (a new body, the same messageId).
+        identityRefused = true
+        item.body = null
+        return
+      }
+      const at = queue.indexOf(item)
+      if (at >= 0) queue.splice(at, 1)
+      if (outcome.status !== 200) report(outcome.error?.code ?? `http_${outcome.status}`, outcome.error?.message ?? `HTTP ${outcome.status}`)
+      settle(item)
+    })
+    if (identityRefused) {
+      identity = null
+      report('identity_unverified', 'The profileId signature was refused.')
+    }
+  }
+  if (retry) {
+    // Every caller waiting behind the batch too: they are told [] now and their events go later.
+    for (const waiting of queue) settle(waiting)
+    backoffMs = Math.min(Math.max(BACKOFF_MIN_MS, backoffMs * 2), BACKOFF_MAX_MS)
+    timer = setTimeout(resume, backoffMs) as unknown as number
+  } else {
+    backoffMs = 0
+    void pump()
+  }
+}
+
 function resume (): void {
   clearTimeout(timer)
   timer = 0
+  // Batched events waiting go now too.
+  batchDue = true
   void pump()
 }
 
@@ -158,7 +278,7 @@ function deliver (item: Item, campaigns: Campaign[]): void {
     for (const id of renderSlots(campaigns)) {
       if (shown.has(id)) continue
       shown.add(id)
-      void enqueue('campaignView', { campaignId: id })
+      void enqueue('campaignView', { campaignId: id }, true)
     }
   } catch (error) {
     report('sdk_error', String(error))
@@ -168,16 +288,30 @@ function deliver (item: Item, campaigns: Campaign[]): void {
 /** The page is going away: what waits leaves now, with requests that outlive the page. */
 function flush (): void {
   if (!consented) return
-  for (const item of queue.splice(sending ? 1 : 0)) {
-    post(item).catch(noop)
-    settle(item)
+  const rest = queue.splice(inFlight)
+  const max = batchMax()
+  let batch: Item[] = []
+  const send = (): void => {
+    if (batch.length > 0) postBatch(batch).catch(noop)
+    batch = []
   }
+  for (const item of rest) {
+    settle(item)
+    if (!item.batched) {
+      send()
+      post(item).catch(noop)
+      continue
+    }
+    batch.push(item)
+    if (batch.length === max) send()
+  }
+  send()
 }
 
 function onClick (event: MouseEvent): void {
   const slot = (event.target as Element | null)?.closest?.<HTMLElement>('[data-beacon-campaign]')
   const id = slot?.dataset.beaconCampaign
-  if (id !== undefined) void enqueue('campaignClick', { campaignId: id })
+  if (id !== undefined) void enqueue('campaignClick', { campaignId: id }, true)
 }
 
 function setConsent (granted: boolean): void {
@@ -197,7 +331,9 @@ function setConsent (granted: boolean): void {
 let listening = false
 
 function init (init: InitOptions): void {
-  url = `${init.endpoint.replace(/\/+$/, '')}/campaigns/query?account=${encodeURIComponent(init.account)}`
+  const base = init.endpoint.replace(/\/+$/, '')
+  url = `${base}/campaigns/query?account=${encodeURIComponent(init.account)}`
+  batchUrl = `${base}/events/batch?account=${encodeURIComponent(init.account)}`
   options = init
   if (!listening) {
     listening = true
@@ -218,7 +354,11 @@ export const Beacon = {
   page: guard((fields?: Fields) => enqueue('pageView', { path: location.pathname, referrer: document.referrer || null, ...fields }), resolved),
   productView: guard((fields: Fields & { sku: string }) => enqueue('productView', fields), resolved),
   purchase: guard((fields: Fields & { orderId: string }) => enqueue('purchase', fields), resolved),
-  track: guard((event: string, fields?: Fields) => enqueue(event, fields), resolved),
+  /**
+   * Any event, sent with others to /events/batch: resolves to [] once Beacon stored it (or at once while
+   * retrying). `{ wait: true }`: sent alone to /campaigns/query, resolves to its campaigns.
+   */
+  track: guard((event: string, fields?: Fields, track?: TrackOptions) => enqueue(event, fields, track?.wait !== true), resolved),
   /** From here on events carry the profileId and its signature (made by the site's backend). */
   identify: guard((profileId: string, signature: string) => {
     // A malformed pair would have every later event refused: it is reported and ignored instead.

@@ -27,9 +27,17 @@ export interface InitOptions {
   render?: boolean
   /** Events kept while offline or failing (default 100); beyond it the oldest is dropped. */
   queueMax?: number
+  /** How long events that need no campaign answer wait to go out together to /events/batch, in ms (default 300). */
+  batchDelayMs?: number
+  /** At most this many events a batch (default 50, at most 500); a full batch goes out at once. */
+  batchMax?: number
   /** Told of refusals and dropped events; never thrown. */
   onError?: (error: BeaconError) => void
 }
 
 export type Fields = Record<string, unknown>
+/** track()'s options: `wait: true` sends the event alone to /campaigns/query and resolves to its campaigns. */
+export interface TrackOptions {
+  wait?: boolean
+}
 export type CampaignListener = (campaigns: Campaign[], event: string) => void

@@ -78,6 +78,8 @@ describe('browser SDK in Chromium', function () {
     pages['/sale'] = '<!doctype html><p>Sale</p>'
     pages['/consent'] = shopPage(beacon.url, tenant.account, ', consent: false')
     pages['/small-queue'] = shopPage(beacon.url, tenant.account, ', queueMax: 2')
+    // Batches that leave only when full (2 events) or when something else makes them.
+    pages['/slow-batches'] = shopPage(beacon.url, tenant.account, ', batchDelayMs: 600000, batchMax: 2')
     // The SDK from Beacon, the events through the forwarder.
     pages['/behind-lb'] = shopPage(beacon.url, tenant.account).replace(`endpoint: ${JSON.stringify(beacon.url)}`, `endpoint: ${JSON.stringify(lb.url)}`)
     otherPages['/'] = shopPage(beacon.url, tenant.account)
@@ -289,6 +291,53 @@ describe('browser SDK in Chromium', function () {
     await page.close({ runBeforeUnload: true })
     await until('the last events', async () => (await visitor(id)).viewedSkus?.length === 3)
     expect([...(await visitor(id)).viewedSkus].sort()).to.deep.equal(['LAST-1', 'LAST-2', 'LAST-3'])
+    await context.close()
+  })
+
+  it('sends events that need no campaigns together to /events/batch, and an event tracked with wait alone, in order', async () => {
+    const page = await openShop()
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
+    const sent: { path: string, events: number }[] = []
+    page.on('request', request => {
+      const path = new URL(request.url()).pathname
+      if (request.method() === 'POST' && path !== '/sdk/beacon.js') sent.push({ path, events: (JSON.parse(request.postData() ?? '{}') as { events?: unknown[] }).events?.length ?? 1 })
+    })
+    // Three page views wait together (a few hundred ms), then leave in one request.
+    const answers = await page.evaluate(async () => {
+      const B = window.Beacon
+      return await Promise.all([B.track('pageView', { path: '/a' }), B.track('pageView', { path: '/b' }), B.track('pageView', { path: '/c' })])
+    })
+    expect(answers).to.deep.equal([[], [], []])
+    expect(sent).to.deep.equal([{ path: '/events/batch', events: 3 }])
+    expect((await visitor(id)).counts).to.deep.equal({ pageView: 3 })
+    // Batched events wait behind nothing: one tracked with wait sends those before it first, then goes alone with its campaigns.
+    const [campaigns] = await page.evaluate(async () => {
+      const B = window.Beacon
+      const batched = B.track('pageView', { path: '/d' })
+      return [await B.track('productView', { sku: 'W-1', price: 99 }, { wait: true }), await batched]
+    })
+    expect(campaigns.map((c: { id: string }) => c.id)).to.deep.equal(['summer'])
+    expect(sent.slice(1, 3)).to.deep.equal([{ path: '/events/batch', events: 1 }, { path: '/campaigns/query', events: 1 }])
+    expect((await visitor(id)).counts).to.include({ pageView: 4, productView: 1 })
+    // The campaign shown is reported in a batch too.
+    await until('the campaign view', async () => await count(id, 'campaignView') === 1)
+    expect(sent.filter(s => s.path === '/campaigns/query')).to.have.length(1)
+    await page.close()
+  })
+
+  it('sends a batch as soon as it is full, and flushes the waiting one with keepalive when the page closes', async () => {
+    const context = await browser.newContext()
+    const page = await openShop(context, '/slow-batches')
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
+    // Two fill a batch: they leave at once, not after the (ten-minute) wait.
+    expect(await page.evaluate(async () => await Promise.all([window.Beacon.track('pageView', { path: '/1' }), window.Beacon.track('pageView', { path: '/2' })]))).to.deep.equal([[], []])
+    expect((await visitor(id)).counts).to.deep.equal({ pageView: 2 })
+    // One more waits; the page closes: it leaves then.
+    await page.evaluate(() => { window.Beacon.track('pageView', { path: '/3' }) })
+    expect((await visitor(id)).counts).to.deep.equal({ pageView: 2 })
+    await page.close({ runBeforeUnload: true })
+    await until('the batched event sent on page hide', async () => await count(id, 'pageView') === 3)
+    expect((await visitor(id)).lastPath).to.equal('/3')
     await context.close()
   })
 

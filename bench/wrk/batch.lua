@@ -1,0 +1,48 @@
+-- POST /events/batch with BENCH_BATCH_SIZE (default 100) pageView events, each of a visitor picked at
+-- random from the pool of BENCH_VISITORS ids, with the path, device and referrer pageview.lua varies:
+-- the same events /campaigns/query gets one a request, in batches.
+--
+-- Environment: BENCH_ACCOUNT (account UUID, required), BENCH_BATCH_SIZE, BENCH_VISITORS, BENCH_SEED,
+-- BENCH_CHECK (also fails the warm-up on any event refused inside a 200 answer), BENCH_WRK_DIR.
+--
+--   BENCH_ACCOUNT=<uuid> wrk -t1 -c64 -d10s -s bench/wrk/batch.lua http://127.0.0.1:8080/events/batch
+
+package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. package.path
+local common = require "common"
+
+local ids = common.ids()
+local n_ids = #ids
+local account = common.require_env("BENCH_ACCOUNT")
+local size = tonumber(common.env("BENCH_BATCH_SIZE", "100"))
+local DEVICES = { "desktop", "mobile", "tablet" }
+local REFERRERS = { "null", '"https://www.google.com/"', '"https://news.example.org/article/42"', "null" }
+local PREFIX = '{"account":"' .. account .. '","events":['
+local next_random
+
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+
+function init (args)
+  next_random = common.thread_rng()
+end
+
+function request ()
+  local events = {}
+  for i = 1, size do
+    local r = next_random()
+    events[i] = '{"visitorId":"' .. ids[r % n_ids + 1] ..
+      '","platform":"web","device":"' .. DEVICES[r % 3 + 1] ..
+      '","event":"pageView","path":"/products/' .. (r % 997) ..
+      '","referrer":' .. REFERRERS[r % 4 + 1] .. '}'
+  end
+  return wrk.format(nil, nil, nil, PREFIX .. table.concat(events, ",") .. "]}")
+end
+
+-- A batch is answered 200 even when some of its events are refused: the warm-up counts those as failures.
+if common.check then
+  local counted = response
+  function response (status, headers, body)
+    if status == 200 and tostring(body):find('"error"', 1, true) then status = 422 end
+    counted(status, headers, body)
+  end
+end
