@@ -9,7 +9,7 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxErased, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
@@ -424,6 +424,8 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
             return { existed, kept: true, profileId } satisfies VisitorErased
           }
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
+          // The audience destinations it was added to remove it (rows spared by the erasure's forget).
+          outboxErased(refOf(actor, null), wantsChange, state, clock.nowMs())
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           if (membership !== null) countErased(state, actor.account, membership)
           actor.state = emptyVisitor()

@@ -118,7 +118,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   // Outbox rows are written for what a webhook or a native destination selects, carrying the attributes either reads.
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type) || catalogs.destinations.wantsEvent(account, type)
-  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean =>
+  const wantsChange = (account: string, change: 'enter' | 'exit' | 'erase', segment: string): boolean =>
     catalogs.webhooks.wantsChange(account, change, segment) || catalogs.destinations.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => catalogs.webhooks.listsMembers(account, segment)
   const attributesWanted = (account: string): ReadonlySet<string> => unionOf(catalogs.webhooks.attributeNames(account), catalogs.destinations.attributeNames(account))

@@ -95,7 +95,7 @@ export class DestinationCatalog implements ConfigCatalog {
     return this.indexes.get(account)?.wantedEvents.has(type) === true
   }
 
-  wantsChange (account: string, change: 'enter' | 'exit', segment: string): boolean {
+  wantsChange (account: string, change: 'enter' | 'exit' | 'erase', segment: string): boolean {
     return this.indexes.get(account)?.wantedChanges.has(change + ' ' + segment) === true
   }
 
@@ -188,6 +188,7 @@ export class DestinationCatalog implements ConfigCatalog {
       for (const segment of destination.config.audiences) {
         index.wantedChanges.add('enter ' + segment)
         index.wantedChanges.add('exit ' + segment)
+        index.wantedChanges.add('erase ' + segment)
       }
       const shared = destination.shared
       index.attributeNames.add(shared.emailAttribute)
