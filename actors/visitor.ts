@@ -69,8 +69,13 @@ export interface EventBody {
   orderId?: string
   orderTotal?: number
   purchasedItems?: string[]
+  /** A consent event's purposes (the browser SDK's consent call): saved as the `consent` attribute. */
+  purposes?: string[]
   [field: string]: unknown
 }
+
+/** The attribute a consent event sets (the destinations' default consent attribute, src/destinations/config.ts). */
+export const CONSENT_ATTRIBUTE = 'consent'
 
 export interface Campaign {
   id: string
@@ -242,6 +247,11 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     const state = actor.state
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
+    if (event.event === 'consent' && event.purposes !== undefined) {
+      // Before anything reads the attributes: this event's own outbox rows carry the new purposes.
+      applyAttributes(state.attributes, { [CONSENT_ATTRIBUTE]: event.purposes.slice() })
+      state.attributeTimes[CONSENT_ATTRIBUTE] = nowMs
+    }
     // A repeated order (a reload of the thank-you page, a browser retry) counts once, in windows too.
     const repeated = recordBehaviour(state, event, nowMs)
     if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
