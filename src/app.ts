@@ -20,6 +20,7 @@ import type { WebhookChanged } from './webhooks/lookup.js'
 import { HttpServer } from './http/server.js'
 import type { RouteDefinition } from './http/route.js'
 import { publicRoutes } from './http/public-routes.js'
+import { trustedProxySet } from './http/client-address.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { destinationRoutes } from './http/destination-routes.js'
 import { sdkRoutes } from './http/sdk-routes.js'
@@ -253,6 +254,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
         countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
+        trustedProxies: trustedProxySet(config.trustedProxies),
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,

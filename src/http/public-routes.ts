@@ -25,6 +25,7 @@ import { errorReply, type EntityKey, type Reply, type Request } from './server.j
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
 import * as R from './reply-schemas.js'
 import { answerOf, claimOf } from './idempotency-key.js'
+import { clientAddress } from './client-address.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 
@@ -45,7 +46,25 @@ export interface PublicDeps {
   rateShare?: () => number
   /** Report counting of each answered event (src/reports/counters.ts): in memory, no write. */
   countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
+  /** The proxies whose X-Forwarded-For names the client (trustedProxySet of BEACON_TRUSTED_PROXIES). */
+  trustedProxies?: ReadonlySet<string>
 }
+
+const NO_PROXIES: ReadonlySet<string> = new Set()
+
+/** The event with `clientIp` and `userAgent` of the request that brought it, where it has none of its own. */
+function withClient (event: EventBody, request: Request, trustedProxies: ReadonlySet<string>): EventBody {
+  const stamped: EventBody = { ...event }
+  if (typeof event.clientIp !== 'string') {
+    const address = clientAddress(request.remoteAddress, request.forwardedFor, trustedProxies)
+    if (address !== '') stamped.clientIp = address
+  }
+  if (typeof event.userAgent !== 'string' && request.userAgent !== '') stamped.userAgent = request.userAgent.slice(0, USER_AGENT_MAX)
+  return stamped
+}
+
+/** The longest user agent kept (real ones are a few hundred characters). */
+const USER_AGENT_MAX = 512
 
 const validateEvent = validator(S.EventRequest)
 const validateProfileQuery = validator(S.ProfileQuery)
@@ -91,7 +110,7 @@ function preflightDoc (tokens: boolean): RouteDoc {
   }
 }
 
-export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null }: PublicDeps): RouteDefinition[] {
+export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null, trustedProxies = NO_PROXIES }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
     if (catalogs.accounts.active(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -207,6 +226,9 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (custom > S.LIMITS.customFieldsMax) {
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
+    // For the destinations sent this event kind (Meta and TikTok match on them): the client's address and
+    // user agent, unless the event carries its own (a site's backend sending for the browser).
+    if (catalogs.destinations.wantsEvent(event.account, event.event)) event = withClient(event, request, trustedProxies)
     const mark = outboxMark()
     const nowMs = clock.nowMs()
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs, idem: claim })
