@@ -37,7 +37,7 @@ describe('Beacon cluster mode: a meta-capi destination across a takeover sends e
     })
     expect(res.status, JSON.stringify(res.body)).to.equal(200)
     for (const member of cluster.live()) {
-      await until(`the destination on ${member.id}`, async () => (await admin(member.url, 'GET', `/admin/accounts/${cluster.tenant.account}/destinations/meta`)).status === 200, 5_000, 10)
+      await until(`the destination on ${member.id}`, async () => (await admin(member.url, 'GET', `/admin/accounts/${cluster.tenant.account}/destinations/meta`)).status === 200, 15_000, 10)
     }
   })
   after(async () => {
