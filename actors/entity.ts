@@ -147,7 +147,7 @@ export function pickAttributes (names: ReadonlySet<string>, ...sources: Attribut
 }
 
 /** Whether an enabled audience webhook of the account selects this change of this segment. */
-export type ChangeWanted = (account: string, change: 'enter' | 'exit', segment: string) => boolean
+export type ChangeWanted = (account: string, change: 'enter' | 'exit' | 'erase', segment: string) => boolean
 
 /**
  * Re-evaluate the computed segments and write what follows, in the caller's event turn (so in the
@@ -184,6 +184,20 @@ export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: 
     if (state.expiresAtMs !== 0) ref.store.ignoreFailure(ref.store.expiries.remove([state.expiresAtMs, ref.account, ref.kind, ref.id]))
     if (next !== 0) ref.store.ignoreFailure(ref.store.expiries.put([next, ref.account, ref.kind, ref.id], null))
     state.expiresAtMs = next
+  }
+}
+
+/**
+ * Erasure of an entity: for each computed segment it is a member of that an audience destination
+ * sends (`wantsChange(…, 'erase', …)`), an 'erase' row into the outbox, in the event turn of the
+ * state's removal, so the destinations it was added to remove it. The row carries the identifiers the
+ * destinations read (ref.attributes); the erasure's forget (delivery/history.ts) spares these rows.
+ */
+export function outboxErased (ref: EntityRef, wantsChange: ChangeWanted, state: EntityState, nowMs: number): void {
+  const who = ref.kind === 'visitor' ? 'visitorId' : 'profileId'
+  for (const segment of state.computed) {
+    if (!wantsChange(ref.account, 'erase', segment)) continue
+    ref.store.appendOutbox(withAttributes({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'erase', occurredAtMs: nowMs }, ref))
   }
 }
 

@@ -11,7 +11,7 @@ import type { VisitorMetrics } from '../src/matching/index.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { mergeWindows, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxErased, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind } from './runtime.js'
@@ -253,6 +253,11 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           // Never seen: nothing to erase (the caller answers 404).
           if (db.get([actor.account, actor.id]) === undefined && actor.pending === null) return null
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'profile', actor.id]))
+          // The audience destinations it was added to remove it (rows spared by the erasure's forget).
+          const names = attributesWanted(actor.account)
+          const ref: EntityRef = { store, kind: 'profile', account: actor.account, id: actor.id }
+          if (names.size > 0) ref.attributes = pickAttributes(names, unifiedAttributes(state))
+          outboxErased(ref, wantsChange, state, clock.nowMs())
           indexMembership({ store, kind: 'profile', account: actor.account, id: actor.id }, listsMembers, state, [])
           if (membership !== null) countErased(state, actor.account, membership)
           const visitors = state.visitors

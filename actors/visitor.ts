@@ -9,7 +9,7 @@ import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
 import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
-  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxEvent, queryEntity, EMPTY_METRICS,
+  allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxErased, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
 } from './entity.js'
 import type { Actor, ActorKind, ActorRuntime } from './runtime.js'
@@ -69,8 +69,13 @@ export interface EventBody {
   orderId?: string
   orderTotal?: number
   purchasedItems?: string[]
+  /** A consent event's purposes (the browser SDK's consent call): saved as the `consent` attribute. */
+  purposes?: string[]
   [field: string]: unknown
 }
+
+/** The attribute a consent event sets (the destinations' default consent attribute, src/destinations/config.ts). */
+export const CONSENT_ATTRIBUTE = 'consent'
 
 export interface Campaign {
   id: string
@@ -246,6 +251,11 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     const state = actor.state
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
+    if (event.event === 'consent' && event.purposes !== undefined) {
+      // Before anything reads the attributes: this event's own outbox rows carry the new purposes.
+      applyAttributes(state.attributes, { [CONSENT_ATTRIBUTE]: event.purposes.slice() })
+      state.attributeTimes[CONSENT_ATTRIBUTE] = nowMs
+    }
     // A repeated order (a reload of the thank-you page, a browser retry) counts once, in windows too.
     const repeated = recordBehaviour(state, event, nowMs)
     if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
@@ -429,6 +439,8 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
             return { existed, kept: true, profileId } satisfies VisitorErased
           }
           if (state.expiresAtMs !== 0) store.ignoreFailure(store.expiries.remove([state.expiresAtMs, actor.account, 'visitor', actor.id]))
+          // The audience destinations it was added to remove it (rows spared by the erasure's forget).
+          outboxErased(refOf(actor, null), wantsChange, state, clock.nowMs())
           indexMembership({ store, kind: 'visitor', account: actor.account, id: actor.id }, listsMembers, state, [])
           if (membership !== null) countErased(state, actor.account, membership)
           actor.state = emptyVisitor()

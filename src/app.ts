@@ -20,6 +20,7 @@ import type { WebhookChanged } from './webhooks/lookup.js'
 import { HttpServer } from './http/server.js'
 import type { RouteDefinition } from './http/route.js'
 import { publicRoutes } from './http/public-routes.js'
+import { trustedProxySet } from './http/client-address.js'
 import { adminRoutes } from './http/admin-routes.js'
 import { destinationRoutes } from './http/destination-routes.js'
 import { sdkRoutes } from './http/sdk-routes.js'
@@ -118,7 +119,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const segments = (account: string): SegmentSet => catalogs.segments.compiledSet(account)
   // Outbox rows are written for what a webhook or a native destination selects, carrying the attributes either reads.
   const wantsEvent = (account: string, type: string): boolean => catalogs.webhooks.wantsEvent(account, type) || catalogs.destinations.wantsEvent(account, type)
-  const wantsChange = (account: string, change: 'enter' | 'exit', segment: string): boolean =>
+  const wantsChange = (account: string, change: 'enter' | 'exit' | 'erase', segment: string): boolean =>
     catalogs.webhooks.wantsChange(account, change, segment) || catalogs.destinations.wantsChange(account, change, segment)
   const listsMembers = (account: string, segment: string): boolean => catalogs.webhooks.listsMembers(account, segment)
   const attributesWanted = (account: string): ReadonlySet<string> => unionOf(catalogs.webhooks.attributeNames(account), catalogs.destinations.attributeNames(account))
@@ -253,6 +254,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           return timeoutMs === 0 ? null : deliveries.awaitSync(account, fromSeq, store.lastOutboxSeq, timeoutMs)
         },
         countEvent: config.reports ? (account, kind, visitorId, campaigns, campaignId, nowMs) => reports.event(account, kind, visitorId, campaigns, campaignId, nowMs) : null,
+        trustedProxies: trustedProxySet(config.trustedProxies),
       }),
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,

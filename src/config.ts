@@ -1,6 +1,7 @@
 // Configuration from BEACON_* environment variables, checked once at start: every bad value gets
 // its own line, and the process refuses to start rather than run with a guess.
 
+import { isIP } from 'node:net'
 import { accessSync, constants } from 'node:fs'
 import { parseKeys } from './auth/secret-keys.js'
 
@@ -29,6 +30,8 @@ export interface Config {
   /** BEACON_DELIVERY_RETENTION_MS: delivered webhook delivery records older than this are deleted; 0 keeps them. */
   deliveryRetentionMs: number
   webhookAllowPrivate: boolean
+  /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
+  trustedProxies: string[]
   /** BEACON_METRICS: whether requests and internals are counted for GET /metrics. */
   metrics: boolean
   /** BEACON_METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
@@ -173,6 +176,22 @@ function describeUrl (text: string): string {
 /** Letters, digits, - and _: a cluster or node id becomes part of NATS subject, stream and bucket names. */
 export const CLUSTER_TOKEN = /^[A-Za-z0-9_-]{1,64}$/
 
+/** A comma-separated list of IP addresses (v4 or v6). */
+function addresses (env: Env, name: string, problems: string[]): string[] {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return []
+  const out: string[] = []
+  for (const part of raw.split(',')) {
+    const text = part.trim()
+    if (isIP(text) === 0) {
+      problems.push(`${name}: expected IP addresses separated by commas; ${JSON.stringify(text)} is not one`)
+      return []
+    }
+    out.push(text)
+  }
+  return out
+}
+
 function token (env: Env, name: string, problems: string[]): string | null {
   const raw = env[name]
   if (raw === undefined || raw === '') return null
@@ -273,6 +292,7 @@ export function loadConfig (env: Env = process.env): Config {
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
+    trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     metricsToken,
     requestLogSample: fraction(env, 'BEACON_REQUEST_LOG_SAMPLE', 0, problems),

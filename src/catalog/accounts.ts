@@ -38,6 +38,8 @@ export interface Account {
   rateLimit?: RateLimit
   /** The share of visitors (0–50 %) that gets no campaign at all (absent: none). */
   holdoutPercent?: number
+  /** Destinations send only for people whose consent attribute holds the destination's purpose. */
+  requireConsent: boolean
 }
 
 /** The account's global holdout as the visitors read it: its share and its hash seed. */
@@ -53,7 +55,7 @@ export interface RateLimit {
 }
 
 /** What PATCH may change; `rateLimit: null` goes back to the installation's default rate. */
-export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens' | 'holdoutPercent'>> & { rateLimit?: RateLimit | null }
+export type AccountSettings = Partial<Pick<Account, 'name' | 'suspended' | 'allowedOrigins' | 'identityVerification' | 'allowBrowserTokens' | 'holdoutPercent' | 'requireConsent'>> & { rateLimit?: RateLimit | null }
 
 /** What is kept on disk: the settings and the identity secrets (sealed). Fields absent from older records take safe defaults. */
 interface StoredAccount {
@@ -67,6 +69,7 @@ interface StoredAccount {
   identitySecrets?: IdentitySecrets
   rateLimit?: RateLimit
   holdoutPercent?: number
+  requireConsent?: boolean
   /** The rate last set with the admin key: an owner may lower the account's rate below it, never raise it. */
   operatorRateLimit?: RateLimit
 }
@@ -115,6 +118,11 @@ export class AccountCatalog {
 
   /** Whether the account exists (suspended or not): not deleted. */
   knows (account: string): boolean { return this.accounts.has(account) }
+
+  /** Whether the account's destinations send only for people who consented to their purpose (false for an unknown account). */
+  requiresConsent (account: string): boolean {
+    return this.accounts.get(account)?.requireConsent === true
+  }
 
   get (account: string): Account {
     const found = this.accounts.get(account)
@@ -247,6 +255,7 @@ export class AccountCatalog {
       allowedOrigins: stored.allowedOrigins ?? [],
       identityVerification: verification,
       allowBrowserTokens: stored.allowBrowserTokens ?? false,
+      requireConsent: stored.requireConsent ?? false,
       identitySecretSince: secrets?.currentSince ?? null,
       previousIdentitySecretUntil: secrets?.previousUntil ?? null,
     }

@@ -47,7 +47,7 @@ export class DestinationCatalog implements ConfigCatalog {
   private readonly accounts: AccountCatalog
   private readonly changed: Listeners<WebhookChanged>
   private readonly allowPrivate: boolean
-  private readonly deps: { http: ProviderHttp, clock: Clock, observe: DestinationObserver | null }
+  private readonly deps: { http: ProviderHttp, clock: Clock, observe: DestinationObserver | null, accountRequiresConsent: (account: string) => boolean }
   private readonly rows: ConfigRows<CompiledDestination>
   private readonly indexes = new Map<string, DestinationIndex>()
   writer: ConfigWriter | null = null
@@ -57,7 +57,7 @@ export class DestinationCatalog implements ConfigCatalog {
     this.accounts = accounts
     this.changed = changed
     this.allowPrivate = allowPrivate
-    this.deps = { http, clock, observe }
+    this.deps = { http, clock, observe, accountRequiresConsent: account => accounts.requiresConsent(account) }
     this.rows = new ConfigRows({
       store, kind: 'destination', max: DESTINATIONS_MAX, limitMessage: 'An account has at most %d destinations; delete some first.', notFound: 'destination_not_found',
     })
@@ -95,7 +95,7 @@ export class DestinationCatalog implements ConfigCatalog {
     return this.indexes.get(account)?.wantedEvents.has(type) === true
   }
 
-  wantsChange (account: string, change: 'enter' | 'exit', segment: string): boolean {
+  wantsChange (account: string, change: 'enter' | 'exit' | 'erase', segment: string): boolean {
     return this.indexes.get(account)?.wantedChanges.has(change + ' ' + segment) === true
   }
 
@@ -188,11 +188,13 @@ export class DestinationCatalog implements ConfigCatalog {
       for (const segment of destination.config.audiences) {
         index.wantedChanges.add('enter ' + segment)
         index.wantedChanges.add('exit ' + segment)
+        index.wantedChanges.add('erase ' + segment)
       }
       const shared = destination.shared
       index.attributeNames.add(shared.emailAttribute)
       index.attributeNames.add(shared.phoneAttribute)
-      if (shared.requireConsent) index.attributeNames.add(shared.consentAttribute)
+      // Always: the account's requireConsent may be turned on at any time, and rows carry what it needs then.
+      index.attributeNames.add(shared.consentAttribute)
     }
     this.indexes.set(account, index)
   }

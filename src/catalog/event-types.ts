@@ -22,6 +22,8 @@ export const BUILT_IN_EVENTS: ReadonlyMap<string, EventType> = new Map([
   // Impressions and clicks of a campaign, as the browser SDK reports them (reports and caps count them).
   ['campaignView', { name: 'campaignView', required: ['campaignId'] }],
   ['campaignClick', { name: 'campaignClick', required: ['campaignId'] }],
+  // The browser SDK's consent call: its purposes become the visitor's `consent` attribute (destinations read it).
+  ['consent', { name: 'consent', required: ['purposes'] }],
 ])
 
 export class EventTypeCatalog implements ConfigCatalog {

@@ -123,7 +123,7 @@ export class WebhookCatalog implements ConfigCatalog, WebhookLookup {
   }
 
   /** Whether an enabled audience webhook of the account selects this change ('enter' or 'exit') of this segment. */
-  wantsChange (account: string, change: 'enter' | 'exit', segment: string): boolean {
+  wantsChange (account: string, change: 'enter' | 'exit' | 'erase', segment: string): boolean {
     const wanted = this.indexes.get(account)?.wantedChanges
     return wanted !== undefined && wanted.size > 0 && wanted.has(change + ' ' + segment)
   }

@@ -23,7 +23,7 @@ export const EXPORT_FORMAT = 1
 type Item = Record<string, unknown>
 
 /** The account's settings an import carries over (not its name, suspension or identity secret). */
-const SETTINGS = ['allowedOrigins', 'identityVerification', 'allowBrowserTokens', 'rateLimit'] as const
+const SETTINGS = ['allowedOrigins', 'identityVerification', 'allowBrowserTokens', 'requireConsent', 'rateLimit'] as const
 
 export interface ExportDocument {
   beacon: { format: number, version: string }

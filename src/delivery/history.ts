@@ -138,6 +138,8 @@ export class DeliveryHistory {
    * letters) of the account that carry one of these profile or visitor ids, a bounded page at a time
    * with the event loop free between pages. A record already handed to a worker may still be sent
    * once; what its attempt writes afterwards carries no personal data. Resolves with how many went.
+   * Spared: the 'erase' rows and records the erasure itself made (actors/entity.ts outboxErased), the
+   * removes sent to the audience destinations the person was added to.
    */
   async forget (account: string, profileIds: ReadonlySet<string>, visitorIds: ReadonlySet<string>): Promise<number> {
     const carries = (who: { profileId?: string, visitorId?: string }): boolean =>
@@ -149,7 +151,7 @@ export class DeliveryHistory {
     let last: Promise<boolean> | null = null
     for (const key of this.store.outbox.getKeys() as Iterable<number>) {
       const row = storedRow(key, this.store.outbox.get(key)).value
-      if (row.account === account && carries(row)) {
+      if (row.account === account && row.change !== 'erase' && carries(row)) {
         last = this.store.removeOutbox(key, true)
         removed++
       }
@@ -166,7 +168,7 @@ export class DeliveryHistory {
         page.push(record)
       }
       for (const record of page) {
-        if (!carries(record.item.context)) continue
+        if (record.item.context.change === 'erase' || !carries(record.item.context)) continue
         last = removeRecord(this.store, account, record.webhookId, record.seq, this.onFailure)
         removed++
       }

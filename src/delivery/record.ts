@@ -64,7 +64,8 @@ export function selects (webhook: CompiledWebhook, row: OutboxRow): boolean {
   if (webhook.native !== undefined) return webhook.native.selects(row)
   const trigger = webhook.trigger
   if (row.kind === 'event') return trigger.kind === 'event' && trigger.events.has(row.event!)
-  if (trigger.kind !== 'audience' || !trigger.segments.has(row.segment!)) return false
+  // An erased member's row is for audience destinations only (webhooks heard of erasure never before).
+  if (trigger.kind !== 'audience' || row.change === 'erase' || !trigger.segments.has(row.segment!)) return false
   return row.change === 'enter' ? trigger.onEnter : trigger.onExit
 }
 

@@ -1,5 +1,5 @@
 // An audience batch as adds and removes: each person's last change in the batch wins (an enter then an
-// exit in one batch is a remove), people keyed by their external id.
+// exit in one batch is a remove), people keyed by their external id. An erased member ('erase') is a remove.
 
 import type { Prepared } from './provider.js'
 
@@ -18,7 +18,7 @@ export function audienceChanges (batch: readonly Prepared[]): AudienceChanges {
   const changes: AudienceChanges = { adds: new Map(), removes: new Map() }
   for (const prepared of last.values()) {
     const context = prepared.item.context
-    const into = context.change === 'exit' ? changes.removes : changes.adds
+    const into = context.change === 'enter' ? changes.adds : changes.removes
     const audience = context.audience ?? ''
     const list = into.get(audience)
     if (list === undefined) into.set(audience, [prepared])

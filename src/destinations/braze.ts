@@ -66,7 +66,7 @@ export function trackBody (batch: readonly Prepared[], settings: BrazeSettings):
       : { user_alias: { alias_name: context.visitorId ?? item.id, alias_label: 'beacon_visitor' } }
     const time = new Date(item.occurredAtMs).toISOString()
     if (context.audience !== undefined) {
-      const enter = context.change !== 'exit'
+      const enter = context.change === 'enter'
       const group = settings.subscriptionGroups?.[context.audience]
       const attribute: Record<string, unknown> = { ...who }
       if (group !== undefined) attribute.subscription_groups = [{ subscription_group_id: group, subscription_state: enter ? 'subscribed' : 'unsubscribed' }]

@@ -4,7 +4,7 @@
 // admin API reads of it (its configuration, its recent exchanges, its counters, a test send).
 //
 // Per batch, before the provider maps it: items whose person has not consented to the destination's
-// purpose (when it requires consent) and, for audience types, people with no email or phone are
+// purpose (when it or its account requires consent) and, for audience types, people with no email or phone are
 // skipped and counted; the rest go in one request of at most the provider's limit.
 
 import { performance } from 'node:perf_hooks'
@@ -53,6 +53,8 @@ export interface CompileDeps {
   http: ProviderHttp
   clock: Clock
   observe?: DestinationObserver | null
+  /** Whether the account requires consent of every destination (its `requireConsent` setting), read per batch. */
+  accountRequiresConsent?: (account: string) => boolean
 }
 
 export interface CompiledDestination {
@@ -82,6 +84,7 @@ export function compileDestination (id: string, account: string, config: Destina
   const counters: DestinationCounters = { sent: 0, delivered: 0, failed: 0, skippedNoIdentifier: 0, skippedNoConsent: 0, partialFailures: 0, lastStatus: null, lastError: null, lastAtMs: null }
   const exchanges = new Exchanges(DESTINATION_LIMITS.exchangesKept)
   const observe = deps.observe ?? null
+  const accountRequiresConsent = deps.accountRequiresConsent ?? noConsentRequired
   let destination: CompiledDestination | null = null
 
   async function attempt (items: readonly DeliveryItem[], test: boolean): Promise<SendResult & { exchange: Exchange | null }> {
@@ -91,8 +94,9 @@ export function compileDestination (id: string, account: string, config: Destina
     const batch: Prepared[] = []
     let noConsent = 0
     let noIdentifier = 0
+    const requireConsent = shared.requireConsent || accountRequiresConsent(account)
     for (const item of items) {
-      if (shared.requireConsent && !consents(item.context, shared.consentAttribute, config.purpose)) {
+      if (requireConsent && !consents(item.context, shared.consentAttribute, config.purpose)) {
         noConsent++
         continue
       }
@@ -192,6 +196,10 @@ export function consents (context: DeliveryContext, attribute: string, purpose: 
   if (Array.isArray(value)) return value.includes(purpose)
   if (typeof value === 'string') return value.split(',').some(part => part.trim() === purpose)
   if (typeof value === 'object' && value !== null) return (value as Record<string, unknown>)[purpose] === true
+  return false
+}
+
+function noConsentRequired (): boolean {
   return false
 }
 

@@ -219,7 +219,7 @@ function maskPerson (record: DeliveryRecord, destination: CompiledDestination): 
 /** The test event: a made-up person (the given attributes, or test@example.com) doing the first thing the destination takes. */
 function testItem (destination: CompiledDestination, body: { event?: string, audience?: string, attributes?: Record<string, unknown> }, nowMs: number): DeliveryItem {
   const attributes = body.attributes ?? { [destination.shared.emailAttribute]: 'test@example.com' }
-  if (destination.shared.requireConsent && attributes[destination.shared.consentAttribute] === undefined) attributes[destination.shared.consentAttribute] = [destination.config.purpose]
+  if (attributes[destination.shared.consentAttribute] === undefined) attributes[destination.shared.consentAttribute] = [destination.config.purpose]
   const id = `test-${nowMs}`
   const base = { account: destination.account, profileId: 'beacon-test', visitorId: '00000000-0000-4000-8000-000000000000', attributes }
   const audience = body.audience ?? destination.config.audiences[0]

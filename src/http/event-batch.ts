@@ -73,7 +73,7 @@ export interface EventBatchDeps {
   /** 404 unless the account exists and is active. */
   requireAccount: (account: string) => void
   /** The checks of /campaigns/query after the schema; the event to record. */
-  checkEvent: (event: EventBody) => EventBody
+  checkEvent: (event: EventBody, request: Request) => EventBody
   outboxMark: () => number
   afterWrite: (account: string, fromSeq: number) => Promise<void> | null
   countEvent: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
@@ -92,11 +92,18 @@ interface Accepted {
 const validateBatch = validator(S.EventBatch)
 const validateEvent = validator(S.BatchEvent)
 const NO_CAMPAIGNS: readonly Campaign[] = []
-const FORWARD_HEADERS = { 'content-type': 'application/json' }
+
+/** The headers of a group sent to its owner: JSON, and what the events' client stamps are made of. */
+function forwardHeaders (request: Request): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (request.forwardedFor !== '') headers['x-forwarded-for'] = request.forwardedFor
+  if (request.userAgent !== '') headers['user-agent'] = request.userAgent
+  return headers
+}
 
 export function eventBatch ({ runtime, visitors, clock, placement, requireAccount, checkEvent, outboxMark, afterWrite, countEvent }: EventBatchDeps): (body: unknown, request: Request) => Promise<Reply> {
   /** The event at `index`, checked, or its refusal. */
-  function accept (account: string, raw: unknown, index: number, nowMs: number, forwardedKey: string): Accepted | ErrorItem {
+  function accept (account: string, raw: unknown, index: number, nowMs: number, request: Request): Accepted | ErrorItem {
     try {
       if (typeof raw === 'object' && raw !== null && typeof (raw as { visitorId?: unknown }).visitorId === 'string') {
         // UUIDs have one spelling (as admit() does for a single event's body).
@@ -105,11 +112,11 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
       const element = validateEvent(raw)
       if (element.timestamp !== undefined) checkTimestamp(element.timestamp, nowMs)
       const { messageId, timestamp, ...fields } = element
-      const event = checkEvent({ ...fields, account } as EventBody)
+      const event = checkEvent({ ...fields, account } as EventBody, request)
       // Kept on the event (webhooks see it), beside its custom fields rather than among them.
       if (timestamp !== undefined) event.timestamp = timestamp
       const key = { account, id: event.visitorId }
-      return { index, raw: element, event, key, claim: claimOf(element, messageId, forwardedKey, index) }
+      return { index, raw: element, event, key, claim: claimOf(element, messageId, request.forwardedKey, index) }
     } catch (error) {
       if (error instanceof ApiError) return error.items[0]!
       throw error
@@ -149,8 +156,9 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
       url: BATCH_PATTERN,
       query: '',
       params: [],
-      // The origin was checked here; the owner answers this node, not a browser.
-      headers: FORWARD_HEADERS,
+      // The origin was checked here; the owner answers this node, not a browser. It sees the client as
+      // this node did (its address, X-Forwarded-For and user agent) for the events' stamps.
+      headers: forwardHeaders(request),
       remoteAddress: request.remoteAddress,
       body: Buffer.from(JSON.stringify({ account, events: events.map(one => one.raw) }), 'utf8'),
     }
@@ -181,7 +189,7 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
     const here: Accepted[] = []
     const elsewhere = new Map<number, Accepted[]>()
     for (let i = 0; i < batch.events.length; i++) {
-      const one = accept(account, batch.events[i], i, nowMs, request.forwardedKey)
+      const one = accept(account, batch.events[i], i, nowMs, request)
       if (!('index' in one)) {
         outcomes[i] = { status: ERRORS[one.code][0], error: one }
         continue

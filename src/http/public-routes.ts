@@ -25,6 +25,7 @@ import { errorReply, type EntityKey, type Reply, type Request } from './server.j
 import { EXAMPLE_ACCOUNT, EXAMPLE_TOKEN, EXAMPLE_VISITOR, json, type QueryParameter, type RouteDefinition, type RouteDoc } from './route.js'
 import * as R from './reply-schemas.js'
 import { answerOf, claimOf } from './idempotency-key.js'
+import { clientAddress } from './client-address.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { AccountLimits, AccountSlot } from './account-limits.js'
 import { BATCH_PATTERN, eventBatch, LOCAL_PLACEMENT, type EventPlacement } from './event-batch.js'
@@ -48,7 +49,25 @@ export interface PublicDeps {
   countEvent?: ((account: string, kind: string, visitorId: string, campaigns: readonly { id: string }[], campaignId: unknown, nowMs: number) => void) | null
   /** Where each event of a batch is applied (cluster mode: its partition's owner); default here. */
   placement?: EventPlacement
+  /** The proxies whose X-Forwarded-For names the client (trustedProxySet of BEACON_TRUSTED_PROXIES). */
+  trustedProxies?: ReadonlySet<string>
 }
+
+const NO_PROXIES: ReadonlySet<string> = new Set()
+
+/** The event with `clientIp` and `userAgent` of the request that brought it, where it has none of its own. */
+function withClient (event: EventBody, request: Request, trustedProxies: ReadonlySet<string>): EventBody {
+  const stamped: EventBody = { ...event }
+  if (typeof event.clientIp !== 'string') {
+    const address = clientAddress(request.remoteAddress, request.forwardedFor, trustedProxies)
+    if (address !== '') stamped.clientIp = address
+  }
+  if (typeof event.userAgent !== 'string' && request.userAgent !== '') stamped.userAgent = request.userAgent.slice(0, USER_AGENT_MAX)
+  return stamped
+}
+
+/** The longest user agent kept (real ones are a few hundred characters). */
+const USER_AGENT_MAX = 512
 
 const validateEvent = validator(S.EventRequest)
 const validateProfileQuery = validator(S.ProfileQuery)
@@ -94,7 +113,7 @@ function preflightDoc (tokens: boolean): RouteDoc {
   }
 }
 
-export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null, placement = LOCAL_PLACEMENT }: PublicDeps): RouteDefinition[] {
+export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null, placement = LOCAL_PLACEMENT, trustedProxies = NO_PROXIES }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
     if (catalogs.accounts.active(account) === undefined) throw new ApiError('account_not_found')
   }
@@ -192,9 +211,10 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
   /**
    * The checks of an event after its schema, shared by /campaigns/query and each event of /events/batch:
    * the verified identity (401), the event type and its required fields, the custom-field limit (400).
-   * Returns the event to record (without its profileIdSignature). The account exists (checked before).
+   * Returns the event to record (without its profileIdSignature, with the request's client address and
+   * user agent where a destination wants them). The account exists (checked before).
    */
-  function checkEvent (validated: EventBody): EventBody {
+  function checkEvent (validated: EventBody, request: Request): EventBody {
     let event = validated
     if (event.profileId !== undefined) verifyIdentity(catalogs.accounts.browserAccessOf(event.account)!, event)
     if (event.profileIdSignature !== undefined) {
@@ -213,6 +233,9 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (custom > S.LIMITS.customFieldsMax) {
       throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
     }
+    // For the destinations sent this event kind (Meta and TikTok match on them): the client's address and
+    // user agent, unless the event carries its own (a site's backend sending for the browser).
+    if (catalogs.destinations.wantsEvent(event.account, event.event)) event = withClient(event, request, trustedProxies)
     return event
   }
 
@@ -220,7 +243,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     const claim = claimOf(request, '/campaigns/query')
     const validated = validateEvent(body) as EventBody
     requireAccount(validated.account)
-    const event = checkEvent(validated)
+    const event = checkEvent(validated, request)
     const mark = outboxMark()
     const nowMs = clock.nowMs()
     const campaigns = await runtime.send(visitors, event.account, event.visitorId, { type: 'event', event, nowMs, idem: claim })

@@ -127,6 +127,7 @@ export const AccountRecord = Type.Object({
   allowedOrigins: Type.Array(Type.String(), { description: 'Browser origins allowed to call the public API (docs/sdk.md).' }),
   identityVerification: Type.Union([Type.Literal('required'), Type.Literal('off')]),
   allowBrowserTokens: Type.Boolean(),
+  requireConsent: Type.Boolean({ description: 'Destinations send only for people who consented to their purpose.' }),
   identitySecretSince: Type.Union([Iso, Type.Null()], { description: 'When the current identity secret was made; null: none yet.' }),
   previousIdentitySecretUntil: Type.Union([Iso, Type.Null()], { description: 'Until when the previous identity secret is accepted.' }),
   rateLimit: Type.Optional(RateLimit),

@@ -73,10 +73,13 @@ export const EventRequest = Type.Object({
   purchasedItems: Type.Optional(StringList),
   profileIdSignature: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'Hex HMAC-SHA256 of profileId under the account\'s identity secret (docs/sdk.md).' })),
   campaignId: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idLengthMax, description: 'The campaign of a campaignView or campaignClick event.' })),
+  purposes: Type.Optional(Type.Array(Type.Union([Type.Literal('ads'), Type.Literal('analytics')]), {
+    maxItems: 2, uniqueItems: true, description: 'The purposes a consent event grants (replacing those granted before; [] withdraws all): saved as the visitor\'s consent attribute, which destinations that require consent read (docs/destinations.md).',
+  })),
 }, {
   additionalProperties: CustomField,
   // The custom-field limit itself is checked by the route (schemas count all properties).
-  maxProperties: 19 + LIMITS.customFieldsMax,
+  maxProperties: 20 + LIMITS.customFieldsMax,
   propertyNames: { pattern: NAME_PATTERN },
 })
 
@@ -175,6 +178,7 @@ export const AccountPatch = Type.Object({
     description: '"required": a profileId on /campaigns/query needs a profileIdSignature.',
   })),
   allowBrowserTokens: Type.Optional(Type.Boolean({ description: 'Let allowed origins call the token endpoints too (default false).' })),
+  requireConsent: Type.Optional(Type.Boolean({ description: 'Destinations send only for people whose consent attribute holds their purpose, ads or analytics (default false; docs/destinations.md).' })),
   rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
   holdoutPercent: Type.Optional(Type.Number({ minimum: 0, maximum: HOLDOUT_PERCENT_MAX, description: 'A stable share of visitors that gets no campaign at all, to measure the lift of personalization (docs/experiments.md); 0: none.' })),
 }, { additionalProperties: false, minProperties: 1 })

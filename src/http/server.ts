@@ -28,6 +28,9 @@ export interface Request {
   readonly host: string
   readonly ifNoneMatch: string
   readonly forwardedProto: string
+  /** X-Forwarded-For (src/http/client-address.ts reads it behind a trusted proxy only). */
+  readonly forwardedFor: string
+  readonly userAgent: string
   readonly contentType: string
   /** The Idempotency-Key header of a public write ('' when absent or empty: src/http/idempotency-key.ts). */
   readonly idempotencyKey: string
@@ -178,6 +181,8 @@ class Exchange {
   readonly host: string
   readonly ifNoneMatch: string
   readonly forwardedProto: string
+  readonly forwardedFor: string
+  readonly userAgent: string
   readonly idempotencyKey: string
   readonly forwardedKey: string
   readonly remoteAddress: string
@@ -212,6 +217,8 @@ class Exchange {
       this.host = r.getHeader('host')
       this.ifNoneMatch = r.getHeader('if-none-match')
       this.forwardedProto = r.getHeader('x-forwarded-proto')
+      this.forwardedFor = r.getHeader('x-forwarded-for')
+      this.userAgent = r.getHeader('user-agent')
       this.idempotencyKey = r.getHeader('idempotency-key')
       this.forwardedKey = ''
       this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
@@ -231,6 +238,8 @@ class Exchange {
       this.host = h.host ?? ''
       this.ifNoneMatch = h['if-none-match'] ?? ''
       this.forwardedProto = h['x-forwarded-proto'] ?? ''
+      this.forwardedFor = h['x-forwarded-for'] ?? ''
+      this.userAgent = h['user-agent'] ?? ''
       this.idempotencyKey = h['idempotency-key'] ?? ''
       this.forwardedKey = forwardId === '' ? '' : FORWARDED_KEY_PREFIX + forwardId
       this.remoteAddress = f.remoteAddress
@@ -250,6 +259,8 @@ function forwardedHeaders (exchange: Exchange): Record<string, string> {
   if (exchange.host !== '') headers.host = exchange.host
   if (exchange.ifNoneMatch !== '') headers['if-none-match'] = exchange.ifNoneMatch
   if (exchange.forwardedProto !== '') headers['x-forwarded-proto'] = exchange.forwardedProto
+  if (exchange.forwardedFor !== '') headers['x-forwarded-for'] = exchange.forwardedFor
+  if (exchange.userAgent !== '') headers['user-agent'] = exchange.userAgent
   if (exchange.idempotencyKey !== '') headers['idempotency-key'] = exchange.idempotencyKey
   return headers
 }
@@ -510,6 +521,8 @@ export class HttpServer<R extends Route = Route> {
       host: exchange.host,
       ifNoneMatch: exchange.ifNoneMatch,
       forwardedProto: exchange.forwardedProto,
+      forwardedFor: exchange.forwardedFor,
+      userAgent: exchange.userAgent,
       contentType: exchange.contentType,
       idempotencyKey: exchange.idempotencyKey,
       forwardedKey: exchange.forwardedKey,

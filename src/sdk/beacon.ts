@@ -39,6 +39,8 @@ let batchUrl = ''
 let consented = false
 /** consent(false) was called: events are dropped, not kept for later. */
 let refused = false
+/** A consent event with purposes was sent for this visitor id. */
+let purposesSent = false
 let visitorId: string | null = null
 let identity: { profileId: string, profileIdSignature: string } | null = null
 const queue: Item[] = []
@@ -314,15 +316,35 @@ function onClick (event: MouseEvent): void {
   if (id !== undefined) void enqueue('campaignClick', { campaignId: id }, true)
 }
 
-function setConsent (granted: boolean): void {
+const PURPOSES = ['ads', 'analytics']
+
+/**
+ * consent(true) / consent(false); with purposes (`consent(true, ['ads'])`), a `consent` event tells
+ * Beacon which ones were granted (saved as the visitor's consent attribute, which destinations read).
+ * consent(false) after purposes were sent sends one last consent event withdrawing them all.
+ */
+function setConsent (granted: boolean, purposes?: readonly string[]): void {
+  if (purposes !== undefined && (!Array.isArray(purposes) || purposes.some(purpose => !PURPOSES.includes(purpose)))) {
+    report('invalid_consent', 'consent(granted, purposes): purposes is a list of "ads" and "analytics".')
+    purposes = undefined
+  }
   consented = granted
   refused = !granted
   if (granted) {
     visitorId ??= loadVisitorId()
+    if (purposes !== undefined) {
+      purposesSent = true
+      void enqueue('consent', { purposes: [...new Set(purposes)] })
+    }
     void pump()
     return
   }
   for (const item of queue.splice(0)) settle(item)
+  if (purposesSent && visitorId !== null && options !== null) {
+    // Withdrawn: the purposes go too (the visitor id is forgotten next, so this is its last event).
+    post({ event: 'consent', fields: { purposes: [] }, key: uuid4(), batched: false, body: null, done: noop }).catch(noop)
+  }
+  purposesSent = false
   visitorId = null
   identity = null
   forgetVisitorId()
@@ -370,6 +392,7 @@ export const Beacon = {
     listeners.push(listener)
     return () => { listeners.splice(listeners.indexOf(listener) >>> 0, 1) }
   }, () => noop),
+  /** consent(true | false); consent(true, ['ads', 'analytics']) also tells Beacon the purposes granted. */
   consent: guard(setConsent, noop),
   visitorId: (): string | null => visitorId,
   /** Send what is queued now instead of waiting for the next retry. */

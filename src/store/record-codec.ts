@@ -156,7 +156,8 @@ export interface OutboxRow {
   account: string
   event?: string
   segment?: string
-  change?: 'enter' | 'exit'
+  /** 'erase': the person was erased while a member; only audience destinations take it (as a remove). */
+  change?: 'enter' | 'exit' | 'erase'
   visitorId?: string
   profileId?: string
   fields?: Record<string, unknown>
@@ -182,7 +183,7 @@ export function decodeRow (bytes: Uint8Array): OutboxRow {
   if (!Array.isArray(t) || t[0] !== ROW) throw new Error('not an outbox row')
   const row: OutboxRow = t[5] !== null
     ? { kind: 'event', account: t[1] as string, event: t[5] as string, occurredAtMs: t[2] as number }
-    : { kind: 'audience', account: t[1] as string, segment: t[7] as string, change: t[8] as 'enter' | 'exit', occurredAtMs: t[2] as number }
+    : { kind: 'audience', account: t[1] as string, segment: t[7] as string, change: t[8] as 'enter' | 'exit' | 'erase', occurredAtMs: t[2] as number }
   if (t[3] !== null) row.visitorId = t[3] as string
   if (t[4] !== null) row.profileId = t[4] as string
   if (t[6] !== null) row.fields = t[6] as Record<string, unknown>

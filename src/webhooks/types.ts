@@ -8,7 +8,7 @@ export interface DeliveryContext {
   visitorId?: string
   event?: string
   audience?: string
-  change?: string // 'enter' | 'exit' for audience webhooks
+  change?: string // 'enter' | 'exit' for audience webhooks; 'erase' for audience destinations (an erased member)
   eventFields?: Record<string, unknown>
   attributes?: Record<string, unknown>
 }
@@ -71,7 +71,7 @@ export interface SendResult {
  */
 export interface NativeDelivery {
   /** Whether an outbox row (an event, or an enter or exit) goes to it. */
-  selects (row: { kind: 'event' | 'audience', event?: string, segment?: string, change?: 'enter' | 'exit' }): boolean
+  selects (row: { kind: 'event' | 'audience', event?: string, segment?: string, change?: 'enter' | 'exit' | 'erase' }): boolean
   /** One attempt of one batch; never throws. */
   send (items: readonly DeliveryItem[], timeoutMs: number): Promise<SendResult>
   /** Due times are rounded up to a multiple of this, so a batch waits at most this long for more items. */

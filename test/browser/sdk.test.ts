@@ -365,6 +365,24 @@ describe('browser SDK in Chromium', function () {
     await page.close()
   })
 
+  it('tells Beacon the purposes consented to, and withdraws them with consent(false)', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${shop.origin}/consent`)
+    await page.waitForFunction(() => typeof window.Beacon === 'object')
+    await page.evaluate(() => window.Beacon.consent(true, ['ads', 'analytics']))
+    const id = await page.evaluate(() => window.Beacon.visitorId() as string)
+    await until('the purposes saved', async () => (await visitor(id)).attributes?.consent?.length === 2)
+    expect((await visitor(id)).attributes.consent).to.deep.equal(['ads', 'analytics'])
+    const errors = await page.evaluate(() => {
+      window.Beacon.consent(true, ['marketing'])
+      return window.errors.map((error: { code: string }) => error.code)
+    })
+    expect(errors).to.deep.equal(['invalid_consent'])
+    await page.evaluate(() => window.Beacon.consent(false))
+    await until('withdrawn', async () => (await visitor(id)).attributes?.consent?.length === 0)
+    await page.close()
+  })
+
   it('never throws into the host page', async () => {
     const page = await openShop()
     const results = await page.evaluate(async () => {

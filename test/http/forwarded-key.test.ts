@@ -13,7 +13,7 @@ import { removeDir, tempDir } from '../helpers/beacon.js'
 
 const request = (idempotencyKey: string, forwardedKey: string): Request => ({
   method: 'post', url: '/visitors/attributes', params: [], authorization: '', query: '', origin: '', cookie: '', host: '', ifNoneMatch: '',
-  forwardedProto: '', contentType: 'application/json', idempotencyKey, forwardedKey, remoteAddress: '127.0.0.1', body: { account: 'a', attributes: { x: 1 } },
+  forwardedProto: '', forwardedFor: '', userAgent: '', contentType: 'application/json', idempotencyKey, forwardedKey, remoteAddress: '127.0.0.1', body: { account: 'a', attributes: { x: 1 } },
 })
 
 describe('The internal key of a forwarded keyless write (src/http/idempotency-key.ts)', () => {

@@ -264,7 +264,7 @@ describe('a route added without a role', () => {
       const guard = access.guardFor(route)
       const request = (cookie: string, authorization = ''): GuardRequest => ({
         method: 'post', url: '/admin/accounts/acc/something-new', params: ['acc'], authorization, query: '', origin: 'http://beacon.test', cookie,
-        host: 'beacon.test', ifNoneMatch: '', forwardedProto: '', contentType: 'application/json', idempotencyKey: '', forwardedKey: '', remoteAddress: '127.0.0.1',
+        host: 'beacon.test', ifNoneMatch: '', forwardedProto: '', forwardedFor: '', userAgent: '', contentType: 'application/json', idempotencyKey: '', forwardedKey: '', remoteAddress: '127.0.0.1',
       })
       const refused = (cookie: string): string => {
         try {

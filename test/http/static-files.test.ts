@@ -7,7 +7,7 @@ import type { Request } from '../../src/http/server.js'
 
 const request = (ifNoneMatch: string): Request => ({
   method: 'get', url: '/x', params: [], authorization: '', query: '', origin: '', cookie: '', host: '', ifNoneMatch,
-  forwardedProto: '', contentType: '', idempotencyKey: '', forwardedKey: '', remoteAddress: '', body: undefined,
+  forwardedProto: '', forwardedFor: '', userAgent: '', contentType: '', idempotencyKey: '', forwardedKey: '', remoteAddress: '', body: undefined,
 })
 
 describe('static files', () => {

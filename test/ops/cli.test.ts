@@ -249,7 +249,7 @@ describe('beacon (CLI)', () => {
     it('export writes the account\'s configuration; import recreates it in another account', async () => {
       const source = await createTenant(server.url, 'Source')
       const base = `/admin/accounts/${source.account}`
-      const settings = { allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'off', allowBrowserTokens: true, rateLimit: { perSecond: 50, burst: 100 } }
+      const settings = { allowedOrigins: ['https://shop.example', 'https://*.shop.example'], identityVerification: 'off', allowBrowserTokens: true, requireConsent: true, rateLimit: { perSecond: 50, burst: 100 } }
       expect((await admin(server.url, 'PATCH', base, settings)).status).to.equal(200)
       expect((await admin(server.url, 'PUT', `${base}/event-types/signup`, { required: ['plan'] })).status).to.equal(200)
       expect((await admin(server.url, 'PUT', `${base}/segments/vip`, { description: 'manual' })).status).to.equal(200)
