@@ -5,12 +5,14 @@
 // written with the writes it dates: no read writes) before the pass's cutoff. Each is erased through its
 // actor (`erase`), which checks again after every message queued before it: a visitor active since, or
 // linked to a profile meanwhile, is kept. The erase removes the row, its segment and expiry indexes and
-// member counts; then the outbox rows and delivery records carrying the erased ids (`forget`). A visitor
+// member counts; then the outbox rows and delivery records carrying the erased ids go (`forget`, for up
+// to RETENTION_FORGET_MAX erasures at once: it reads all of the account's records). A visitor
 // linked to a profile is never erased here: it goes only with its profile (src/jobs/erasure.ts), and an
 // anonymous one has no links rows (a visitor's profileId never returns to null but by its erasure).
 //
-// The pass's record (in meta) carries its cursor and the batch under way: written before the batch's
-// erases, it lets a restart finish the batch (its delivery records too) and resume after it.
+// The pass's record (in meta) carries its cursor, the batch under way and the erased ids not yet
+// forgotten: written before the batch's erases, it lets a restart finish the batch, forget the delivery
+// records of those erased, and resume after it.
 //
 // Cluster mode (`owns`): a node erases only the visitors of partitions it owns, through their actors, so
 // the partition's changelog records the erasure and no recovery brings them back. Rows of partitions
@@ -24,6 +26,12 @@ import { log } from '../log.js'
 
 /** Visitor rows read per batch. */
 export const RETENTION_BATCH_MAX = 1000
+/**
+ * Erased visitors whose delivery records are forgotten together: forgetting reads every outbox row and
+ * every delivery record of the account (they are not indexed by visitor), so it runs once for this many
+ * erasures (and at the pass's end), not once a batch.
+ */
+export const RETENTION_FORGET_MAX = 4000
 /** Erases sent at once (each its own actor message and write). */
 const ERASE_CONCURRENCY = 32
 
@@ -49,8 +57,10 @@ export interface RetentionPass {
   startedAtMs: number
   /** The last key read. */
   after: Key | null
-  /** The batch being erased: [account, visitorId] pairs (a restart erases them again, then forgets them). */
+  /** The batch being erased: [account, visitorId] pairs (a restart erases them again). */
   batch: Array<[string, string]>
+  /** Visitors erased whose outbox rows and delivery records are not forgotten yet (a restart forgets them). */
+  unforgotten: Array<[string, string]>
   erased: number
   deliveries: number
 }
@@ -107,9 +117,10 @@ export class VisitorRetention {
     let pass = store.meta.get(PASS_KEY) as RetentionPass | undefined
     if (pass === undefined) {
       const nowMs = clock.nowMs()
-      pass = { cutoffMs: nowMs - retentionMs, startedAtMs: nowMs, after: null, batch: [], erased: 0, deliveries: 0 }
+      pass = { cutoffMs: nowMs - retentionMs, startedAtMs: nowMs, after: null, batch: [], unforgotten: [], erased: 0, deliveries: 0 }
     }
-    // A batch a restart interrupted: its erases again (done ones find nothing), then its delivery records.
+    pass.unforgotten ??= []
+    // A batch a restart interrupted: its erases again (done ones find nothing; their ids are kept to forget).
     if (pass.batch.length > 0) await this.eraseBatch(pass)
     while (!this.stopped) {
       const { candidates, cursor, exhausted } = this.read(pass)
@@ -120,6 +131,7 @@ export class VisitorRetention {
         await store.save(store.meta, PASS_KEY, pass)
         await this.eraseBatch(pass)
       }
+      if (exhausted || pass.unforgotten.length >= RETENTION_FORGET_MAX) await this.forget(pass)
       if (exhausted) {
         await store.durable(store.meta.remove(PASS_KEY))
         if (pass.erased > 0) log.info({ erased: pass.erased, deliveries: pass.deliveries, cutoff: new Date(pass.cutoffMs).toISOString() }, 'inactive anonymous visitors erased')
@@ -154,27 +166,35 @@ export class VisitorRetention {
     return { candidates, cursor, exhausted: read < RETENTION_BATCH_MAX }
   }
 
-  /** Erases the batch's visitors (those still inactive), then the delivery records of those erased, per account. */
+  /** Erases the batch's visitors (those still inactive); those erased are to be forgotten. */
   private async eraseBatch (pass: RetentionPass): Promise<void> {
-    const { erase, forget } = this.deps
-    const erased = new Map<string, Set<string>>()
+    const { erase } = this.deps
     for (let i = 0; i < pass.batch.length; i += ERASE_CONCURRENCY) {
       await Promise.all(pass.batch.slice(i, i + ERASE_CONCURRENCY).map(async ([account, id]) => {
         try {
           const result = await erase(account, id, pass.cutoffMs)
           if (result.kept) return
           if (result.existed) pass.erased++
-          let ids = erased.get(account)
-          if (ids === undefined) erased.set(account, ids = new Set())
-          ids.add(id)
+          pass.unforgotten.push([account, id])
         } catch (error) {
           // Refused (cluster mode: the partition moved meanwhile): its owner's pass decides.
           log.warn({ err: error, account }, 'erasing an inactive visitor failed')
         }
       }))
     }
-    for (const [account, ids] of erased) pass.deliveries += await forget(account, ids)
     pass.batch = []
+  }
+
+  /** Removes the outbox rows and delivery records of the visitors erased so far, once per account. */
+  private async forget (pass: RetentionPass): Promise<void> {
+    const byAccount = new Map<string, Set<string>>()
+    for (const [account, id] of pass.unforgotten) {
+      let ids = byAccount.get(account)
+      if (ids === undefined) byAccount.set(account, ids = new Set())
+      ids.add(id)
+    }
+    for (const [account, ids] of byAccount) pass.deliveries += await this.deps.forget(account, ids)
+    pass.unforgotten = []
   }
 }
 

@@ -45,9 +45,9 @@ describe('Beacon cluster mode: retention of inactive anonymous visitors (3 nodes
     for (const [i, id] of linked.entries()) await event(i, id, identified(cluster.tenant, `person-${i}`))
     // One visitor keeps coming back, every second, while the others expire.
     let views = 0
-    let keepActive = true
+    const comingBack = { yes: true }
     const activity = (async () => {
-      while (keepActive) {
+      while (comingBack.yes) {
         await event(views, active)
         views++
         await new Promise(resolve => setTimeout(resolve, 1000))
@@ -59,7 +59,7 @@ describe('Beacon cluster mode: retention of inactive anonymous visitors (3 nodes
         return true
       }, 120_000, 250)
     } finally {
-      keepActive = false
+      comingBack.yes = false
       await activity
     }
     console.log(`      ${anonymous.length} erased ${((Date.now() - startedMs) / 1000).toFixed(1)} s after their events (retention 8.64 s)`)

@@ -154,7 +154,7 @@ describe('retention of inactive anonymous visitors (BEACON_VISITOR_RETENTION_DAY
       clock.advance(31 * DAY_MS)
       const root = open({ path: dataDir })
       await root.openDB('meta', {}).put('visitor-retention', {
-        cutoffMs: clock.nowMs() - 30 * DAY_MS, startedAtMs: clock.nowMs(), after: [tenant.account, idle], batch: [[tenant.account, idle]], erased: 0, deliveries: 0,
+        cutoffMs: clock.nowMs() - 30 * DAY_MS, startedAtMs: clock.nowMs(), after: [tenant.account, idle], batch: [[tenant.account, idle]], unforgotten: [], erased: 0, deliveries: 0,
       })
       await root.close()
       // A long sweep interval: only the resumed pass runs.
