@@ -211,6 +211,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     erase: (account, id, idleBefore) => runtime.send(visitors, account, id, { type: 'erase', idleBefore }),
     forget: (account, ids) => (clusterErasures ?? deliveries).forget(account, NO_IDS, ids),
     owns: cluster?.ownsKey ?? null,
+    onErased: metrics?.countVisitorsExpired ?? null,
   })
   visitorRetention.start()
   const audit = new AuditLog(store, clock)

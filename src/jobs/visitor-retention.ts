@@ -48,6 +48,8 @@ export interface VisitorRetentionDeps {
   forget: (account: string, visitorIds: ReadonlySet<string>) => Promise<number>
   /** Cluster mode: whether this node owns (account, id)'s partition now; null in embedded mode (every key). */
   owns: ((account: string, id: string) => boolean) | null
+  /** Told of each visitor erased (metrics); absent: nobody. */
+  onErased?: ((count: number) => void) | null
 }
 
 /** The pass under way, as kept in meta. */
@@ -174,7 +176,10 @@ export class VisitorRetention {
         try {
           const result = await erase(account, id, pass.cutoffMs)
           if (result.kept) return
-          if (result.existed) pass.erased++
+          if (result.existed) {
+            pass.erased++
+            this.deps.onErased?.(1)
+          }
           pass.unforgotten.push([account, id])
         } catch (error) {
           // Refused (cluster mode: the partition moved meanwhile): its owner's pass decides.

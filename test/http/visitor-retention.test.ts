@@ -109,6 +109,7 @@ describe('retention of inactive anonymous visitors (BEACON_VISITOR_RETENTION_DAY
     expect(traces(store, tenant.account, active)).to.deep.equal([])
     expect(store.visitors.get([tenant.account, queriedOnly])).to.equal(undefined)
     expect(traces(store, tenant.account, linked)).to.include('visitors')
+    expect(await (await fetch(`${url}/metrics`)).text()).to.match(/^beacon_visitors_expired_total 4$/m)
     // An erased visitor that comes back starts afresh.
     await view(url, tenant, idle)
     expect((await admin(url, 'GET', `/admin/accounts/${tenant.account}/visitors/${idle}`)).body.counts).to.deep.equal({ pageView: 1 })
