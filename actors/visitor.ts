@@ -52,6 +52,12 @@ export interface VisitorState extends EntityState {
   profileSeq: number
   /** Experiments the visitor was exposed to, by campaign id (and the account's holdout): actors/experiments.ts. */
   experiments: Record<string, Exposure>
+  /**
+   * When the site or the API last wrote to the visitor (an event, attributes, segments), or when its row
+   * was first written otherwise (0: a row of an earlier release, not written since): what the retention
+   * of inactive visitors reads (src/jobs/visitor-retention.ts). Set with the write it dates: no read writes.
+   */
+  activeMs: number
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -113,11 +119,12 @@ export type VisitorMessage =
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
   | { type: 'evaluate', nowMs: number }
-  | { type: 'erase', ofProfile?: string }
+  | { type: 'erase', ofProfile?: string, idleBefore?: number }
 
 /**
  * What an erase did: `kept` when it was asked for a profile's devices and this one belongs to another
- * profile now (it is that person's); otherwise erased, with the profile it was linked to.
+ * profile now (it is that person's), or asked for an inactive visitor (`idleBefore`, the retention) and
+ * this one is linked to a profile or was active since; otherwise erased, with the profile it was linked to.
  */
 export interface VisitorErased {
   existed: boolean
@@ -163,6 +170,7 @@ export function emptyVisitor (): VisitorState {
     attributeTimes: {},
     profileSeq: 0,
     experiments: {},
+    activeMs: 0,
     computed: [],
     segmentsVersion: 0,
     expiresAtMs: 0,
@@ -234,6 +242,8 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   /** Write the state; with a claim, the request's Idempotency-Key answer too (same transaction, same changelog entry). */
   function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown): void {
     const idem = claim === null ? null : remember(idempotency, actor.account, 'v', actor.id, claim, answer, clock.nowMs())
+    // A row first written by something other than activity (a query's re-evaluation) is dated by it, so that it can expire.
+    if (actor.state.activeMs === 0) actor.state.activeMs = clock.nowMs()
     // Evicted while it ran (cluster mode: its partition lost, maybe recovered since): its state may be older than the partition's.
     const write = writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : actor.broken ? writes.refuse(actor.account, actor.id) : writes.write('visitor', actor.account, actor.id, actor.state, idem)
     actor.track(withRecord(idempotency, actor.account, idem, write))
@@ -394,12 +404,14 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           // A retry of an event sent with this Idempotency-Key: the first answer, nothing counted again.
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
           if (first !== null) return first.r as Campaign[]
+          state.activeMs = message.nowMs
           return onEvent(actor, message.event, message.nowMs, message.idem ?? null, message.track === true)
         }
         case 'attributes': {
           if (message.idem !== undefined && recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs()) !== null) return undefined
           applyAttributes(state.attributes, message.attributes)
           const nowMs = clock.nowMs()
+          state.activeMs = nowMs
           for (const name in message.attributes) {
             if (message.attributes[name] === null) delete state.attributeTimes[name]
             else state.attributeTimes[name] = nowMs
@@ -409,6 +421,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
         case 'segments': {
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
           if (first !== null) return first.r as string[]
+          state.activeMs = clock.nowMs()
           applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
           return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove }, message.idem ?? null)
         }
@@ -433,6 +446,13 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           // A row of an earlier release under an upper-case key was moved by load, not committed yet: its state tells.
           const existed = actor.pending !== null || db.get([actor.account, actor.id]) !== undefined ||
             state.firstSeenMs !== 0 || profileId !== null || Object.keys(state.attributes).length > 0 || state.segments.length > 0
+          if (message.idleBefore !== undefined) {
+            // The retention's erase: an anonymous visitor inactive since before `idleBefore` only (checked
+            // here, after every message queued before it); one never seen is left as it is (nothing written).
+            if (!existed) return { existed, kept: false, profileId } satisfies VisitorErased
+            const activeMs = lastActiveMs(state)
+            if (profileId !== null || activeMs === 0 || activeMs >= message.idleBefore) return { existed, kept: true, profileId } satisfies VisitorErased
+          }
           if (message.ofProfile !== undefined && profileId !== null && profileId !== message.ofProfile) {
             // Linked to another person since: kept, and no longer found as a device of the erased one.
             store.ignoreFailure(store.links.remove([actor.account, message.ofProfile, actor.id]))
@@ -515,6 +535,18 @@ function variantOf (state: VisitorState, experiment: Experiment, event: EventBod
 }
 
 function noExperiment (): undefined { return undefined }
+
+/**
+ * When the visitor was last active, as far as its row tells: its activity time, or for a row of an
+ * earlier release the latest of its events and attribute writes; 0 when nothing dates it.
+ */
+export function lastActiveMs (state: Pick<VisitorState, 'activeMs' | 'lastSeenMs' | 'firstSeenMs' | 'attributeTimes'>): number {
+  let latest = Math.max(state.activeMs ?? 0, state.lastSeenMs ?? 0, state.firstSeenMs ?? 0)
+  if (state.activeMs === undefined || state.activeMs === 0) {
+    for (const name in state.attributeTimes) latest = Math.max(latest, state.attributeTimes[name]!)
+  }
+  return latest
+}
 
 export function metricsOf (state: VisitorState): VisitorMetrics {
   const counts = state.counts

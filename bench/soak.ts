@@ -34,6 +34,9 @@
 //   SOAK_VISITORS        visitors in the pool (default 20000)
 //   SOAK_VISITOR_MINUTES a visitor's mean time in the pool (default 5)
 //   SOAK_PROFILE_MINUTES a known person's mean time in the pool of 2,000 (default 10)
+//   SOAK_VISITOR_RETENTION_DAYS  Beacon's BEACON_VISITOR_RETENTION_DAYS (default unset: visitors kept),
+//                        e.g. 0.005 (7.2 min) to see data.mdb level off as churned visitors expire
+//   SOAK_VISITOR_RETENTION_SWEEP_MS  Beacon's BEACON_VISITOR_RETENTION_SWEEP_MS (default 60000 with a retention)
 //   SOAK_NODE_ARGS       extra node flags for Beacon, e.g. "--heapsnapshot-signal=SIGUSR2" to take heap
 //                        snapshots (kill -USR2 <pid>; written to the current folder) and compare them
 
@@ -56,6 +59,8 @@ const INFLIGHT_MAX = 256
 const RSS_GROWTH_MAX = 0.10
 const LOOP_P99_MAX_MS = 50
 const ADMIN_KEY = 'soak-admin-key-0123456789'
+const RETENTION_DAYS = process.env.SOAK_VISITOR_RETENTION_DAYS ?? ''
+const RETENTION_SWEEP_MS = process.env.SOAK_VISITOR_RETENTION_SWEEP_MS ?? '60000'
 const MAIN = new URL('../dist/src/main.js', import.meta.url).pathname
 
 for (const [name, value] of [['SOAK_MINUTES', MINUTES], ['SOAK_WARMUP_MINUTES', WARMUP_MINUTES], ['SOAK_RATE', RATE], ['SOAK_VISITORS', VISITORS], ['SOAK_VISITOR_MINUTES', VISITOR_MINUTES], ['SOAK_PROFILE_MINUTES', PROFILE_MINUTES]] as const) {
@@ -89,14 +94,18 @@ const child = spawn(process.execPath, [...NODE_ARGS, MAIN], {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('BEACON_'))),
     BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY,
     BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_SEGMENT_SWEEP_MS: '1000', BEACON_LOG_LEVEL: 'info',
+    ...(RETENTION_DAYS === '' ? {} : { BEACON_VISITOR_RETENTION_DAYS: RETENTION_DAYS, BEACON_VISITOR_RETENTION_SWEEP_MS: RETENTION_SWEEP_MS }),
   },
   stdio: ['ignore', 'pipe', 'inherit'],
 })
+const retentionPasses: string[] = []
 const port = await new Promise<number>((resolve, reject) => {
   let output = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    // The `beacon started` line says the port; later lines are dropped (the log level is info for it).
+    // The `beacon started` line says the port; later lines are dropped (the log level is info for it),
+    // but for the retention's passes (with SOAK_VISITOR_RETENTION_DAYS).
     if (output.length < 1 << 16) output += chunk
+    for (const line of chunk.split('\n')) if (line.includes('"msg":"inactive anonymous visitors erased"')) retentionPasses.push(line)
     const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
     if (match !== null) resolve(Number(match[1]))
   })
@@ -208,13 +217,17 @@ async function sample (minute: number): Promise<Sample> {
   }
 }
 
-console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors (each ~${VISITOR_MINUTES} min) and ${PROFILES} people (each ~${PROFILE_MINUTES} min), beacon pid ${child.pid}`)
+console.log(`soak: ${MINUTES} min (warm-up ${WARMUP_MINUTES}), ${RATE} req/s over ${VISITORS} visitors (each ~${VISITOR_MINUTES} min) and ${PROFILES} people (each ~${PROFILE_MINUTES} min), visitor retention ${RETENTION_DAYS === '' ? 'off' : `${RETENTION_DAYS} days`}, beacon pid ${child.pid}`)
 await sample(0) // resets the loop-delay histogram: the first minute starts clean
 for (let minute = 1; minute <= MINUTES; minute++) {
   await new Promise(resolve => setTimeout(resolve, 60_000))
   const s = await sample(minute)
   samples.push(s)
   const fails = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
+  for (const line of retentionPasses.splice(0)) {
+    const pass = JSON.parse(line) as { erased: number, deliveries: number }
+    console.log(`retention pass: ${pass.erased} visitors erased, ${pass.deliveries} delivery records`)
+  }
   console.log(`minute ${String(minute).padStart(3)}: memory ${s.anonMb.toFixed(1)} MB (JS heap ${s.heapMb.toFixed(1)} MB, live ${s.liveMb.toFixed(1)} MB; ${s.actors} actors) + file pages ${s.fileMb.toFixed(1)} MB (data.mdb ${s.dataMb.toFixed(0)} MB), loop p99 ${s.loopP99Ms.toFixed(1)} ms, sent ${sent}, skipped ${skipped}, 5xx/failed ${fails}, webhook requests ${received}${minute <= WARMUP_MINUTES ? ' (warm-up)' : ''}`)
 }
 clearInterval(tick)

@@ -36,6 +36,7 @@ import { ClusterErasures } from './delivery/cluster-erasures.js'
 import { Erasure } from './jobs/erasure.js'
 import { ProfileLinks } from './store/profile-links.js'
 import { AccountDeletions } from './jobs/account-deletion.js'
+import { VisitorRetention, type RetentionOutcome } from './jobs/visitor-retention.js'
 import type { SegmentSet } from './segments/segment-set.js'
 import { JetStreamQueue } from './delivery/jetstream/queue.js'
 import type { JetStreamQueueOptions } from './delivery/jetstream/options.js'
@@ -79,6 +80,8 @@ export interface Beacon {
   reweightBandits (): Promise<void>
   /** Delete the delivered records past their retention (the periodic pass, on demand: tests). */
   pruneDeliveries (): Promise<number>
+  /** Erase the anonymous visitors inactive past their retention (the periodic pass, on demand: tests). */
+  sweepInactiveVisitors (): Promise<RetentionOutcome>
   stop (): Promise<void>
 }
 
@@ -202,6 +205,16 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     cluster.owned.add(eraseDeleted)
     for (const partition of cluster.node.status().owned) eraseDeleted(partition)
   }
+  // BEACON_VISITOR_RETENTION_DAYS: anonymous visitors inactive that long are erased in the background;
+  // cluster mode: each node those of the partitions it owns, through their actors (the changelog knows).
+  const visitorRetention = new VisitorRetention({
+    store, clock, retentionMs: config.visitorRetentionMs, sweepMs: config.visitorRetentionSweepMs,
+    erase: (account, id, idleBefore) => runtime.send(visitors, account, id, { type: 'erase', idleBefore }),
+    forget: (account, ids) => (clusterErasures ?? deliveries).forget(account, NO_IDS, ids),
+    owns: cluster?.ownsKey ?? null,
+    onErased: metrics?.countVisitorsExpired ?? null,
+  })
+  visitorRetention.start()
   const audit = new AuditLog(store, clock)
   // Cluster mode: images in the cluster's JetStream, served by every node (src/media/cluster-media-store.ts).
   const media: MediaStore = cluster?.media ?? new LocalMediaStore(store, clock, config.mediaPerAccountMax)
@@ -289,6 +302,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     sweepSegments: () => maintenance.sweep(),
     runSchedules: () => deliveries.runSchedules(),
     pruneDeliveries: () => deliveries.prune(),
+    sweepInactiveVisitors: () => visitorRetention.sweep(),
     foldReports: () => reports.fold(),
     reweightBandits: () => bandits.run(),
     stop () {
@@ -297,6 +311,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         stopIdempotencySweep()
         await bandits.stop()
         await server.drain()
+        // Its erases write through the partitions' owners: done before they are handed over.
+        await visitorRetention.stop()
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
         if (cluster !== null) await cluster.stop()
         await accountDeletions.stop()
@@ -313,6 +329,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     },
   }
 }
+
+const NO_IDS: ReadonlySet<string> = new Set()
 
 const unions = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, ReadonlySet<string>>>()
 

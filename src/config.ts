@@ -29,6 +29,14 @@ export interface Config {
   segmentSweepMs: number
   /** BEACON_DELIVERY_RETENTION_MS: delivered webhook delivery records older than this are deleted; 0 keeps them. */
   deliveryRetentionMs: number
+  /**
+   * BEACON_VISITOR_RETENTION_DAYS: an anonymous visitor (linked to no profile) inactive this long is
+   * erased, with its outbox rows and delivery records (src/jobs/visitor-retention.ts); 0 keeps them.
+   * Held here in milliseconds.
+   */
+  visitorRetentionMs: number
+  /** BEACON_VISITOR_RETENTION_SWEEP_MS: how often the visitors are swept for inactive ones (with a retention set). */
+  visitorRetentionSweepMs: number
   webhookAllowPrivate: boolean
   /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
   trustedProxies: string[]
@@ -140,6 +148,18 @@ function fraction (env: Env, name: string, fallback: number, problems: string[])
     return fallback
   }
   return n
+}
+
+/** A number of days, decimals allowed (0.5: 12 hours), from 0 to `max`: milliseconds. */
+function days (env: Env, name: string, max: number, problems: string[]): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return 0
+  const n = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > max) {
+    problems.push(`${name}=${JSON.stringify(raw)}: expected a number of days from 0 to ${max} (decimals allowed; 0: kept)`)
+    return 0
+  }
+  return Math.round(n * 86_400_000)
 }
 
 export const NATS_PROTOCOLS = ['nats:', 'tls:'] as const
@@ -291,6 +311,8 @@ export function loadConfig (env: Env = process.env): Config {
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
+    visitorRetentionMs: days(env, 'BEACON_VISITOR_RETENTION_DAYS', 36_500, problems),
+    visitorRetentionSweepMs: integer(env, 'BEACON_VISITOR_RETENTION_SWEEP_MS', 3_600_000, 1000, 86_400_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),

@@ -11,6 +11,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ BEACON_DELIVERY_RETENTION_MS: '-5' })).to.throw(ConfigError, 'BEACON_DELIVERY_RETENTION_MS="-5": expected a whole number')
   })
 
+  it('reads BEACON_VISITOR_RETENTION_DAYS in days (decimals allowed), 0 by default (kept), and its sweep interval', () => {
+    expect(loadConfig({})).to.include({ visitorRetentionMs: 0, visitorRetentionSweepMs: 3_600_000 })
+    expect(loadConfig({ BEACON_VISITOR_RETENTION_DAYS: '395', BEACON_VISITOR_RETENTION_SWEEP_MS: '60000' })).to.include({ visitorRetentionMs: 395 * 86_400_000, visitorRetentionSweepMs: 60_000 })
+    expect(loadConfig({ BEACON_VISITOR_RETENTION_DAYS: '0.5' }).visitorRetentionMs).to.equal(43_200_000)
+    for (const bad of ['-1', 'thirty', ' ', '36501', 'Infinity']) {
+      expect(() => loadConfig({ BEACON_VISITOR_RETENTION_DAYS: bad }), bad).to.throw(ConfigError, `BEACON_VISITOR_RETENTION_DAYS=${JSON.stringify(bad)}: expected a number of days from 0 to 36500`)
+    }
+    expect(() => loadConfig({ BEACON_VISITOR_RETENTION_SWEEP_MS: '10' })).to.throw(ConfigError, 'BEACON_VISITOR_RETENTION_SWEEP_MS="10": expected a whole number from 1000 to 86400000')
+  })
+
   it('reads every BEACON_* setting', () => {
     const config = loadConfig({ BEACON_HOST: '0.0.0.0', BEACON_PORT: '9000', BEACON_DATA_DIR: '/tmp/x', BEACON_ADMIN_KEY: 'k'.repeat(16), BEACON_MAX_BODY_BYTES: '1024', BEACON_DURABILITY: 'committed' })
     expect(config).to.include({ host: '0.0.0.0', port: 9000, dataDir: '/tmp/x', adminKey: 'k'.repeat(16), bodySizeMaxBytes: 1024, durability: 'committed' })

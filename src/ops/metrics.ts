@@ -97,6 +97,7 @@ export class Metrics {
   readonly clusterTakeoverDuration: Histogram
   readonly clusterAppendDuration: Histogram
   readonly clusterForwarded: Counter
+  readonly visitorsExpired: Counter
 
   constructor ({ runtime, store, dataDir }: MetricsSources) {
     const registry = this.registry = new Registry()
@@ -170,6 +171,7 @@ export class Metrics {
       name: 'beacon_webhook_delivery_duration_seconds', help: 'Webhook request latency by outcome.',
       labelNames: ['outcome'], buckets: DELIVERY_DURATION_BUCKETS_S, registers: [],
     })
+    this.visitorsExpired = new Counter({ name: 'beacon_visitors_expired_total', help: 'Anonymous visitors erased for inactivity (BEACON_VISITOR_RETENTION_DAYS).', registers })
     this.natsConnected = new Gauge({ name: 'beacon_nats_connected', help: '1 while connected to NATS, else 0.', registers: [] })
     this.clusterTakeovers = new Counter({ name: 'beacon_cluster_takeovers_total', help: 'Takeovers: partitions whose lease this node took after it saw an earlier lease of the partition (another node\'s, or its own) released or lapsed, counted once the partition is recovered and owned here (a recovery that failed is not counted, nor a partition\'s first lease in a new cluster).', registers: [] })
     this.clusterTakeoverDuration = new Histogram({
@@ -254,6 +256,11 @@ export class Metrics {
   /** Cluster mode: one changelog message acknowledged this long after it was sent. */
   readonly observeChangelogAppendMs = (durationMs: number): void => {
     this.clusterAppendDuration.observe(durationMs / 1000)
+  }
+
+  /** Anonymous visitors erased by the retention. */
+  readonly countVisitorsExpired = (count: number): void => {
+    this.visitorsExpired.inc(count)
   }
 
   /** Cluster mode: one request forwarded to its partition's owner. */

@@ -272,7 +272,7 @@ const RECORD_FIELDS = new Set([
   'attributes', 'segments', 'computed', 'segmentsVersion', 'expiresAtMs', 'indexed', 'profileId', 'firstSeenMs',
   'lastSeenMs', 'counts', 'lastPlatform', 'lastDevice', 'lastPath', 'viewedSkus', 'viewedCategories', 'purchasedSkus',
   'purchases', 'totalSpent', 'orderIds', 'impressions', 'windows', 'attributeTimes', 'visitors', 'devices', 'moves',
-  'metrics', 'n', 't', 'profileSeq', 'applied', 'assignments',
+  'metrics', 'n', 't', 'profileSeq', 'applied', 'assignments', 'activeMs',
   // Experiments: VisitorState.experiments (keyed by campaign: a plain map) holds Exposure records
   'experiments', 'r', 'v', 'x', 'y',
   // VisitorMetrics
