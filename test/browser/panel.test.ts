@@ -132,7 +132,7 @@ describe('panel in a browser', function () {
     await page.getByRole('heading', { level: 1, name: 'Shoe banner' }).waitFor()
     expect(await page.getByLabel('Name', { exact: true }).inputValue()).to.equal('Shoe banner')
     await page.getByLabel('Priority').fill('10')
-    await page.getByLabel('Trigger events').fill('productView')
+    await page.getByRole('group', { name: 'Trigger events' }).getByRole('checkbox', { name: 'productView' }).check()
     await page.getByRole('button', { name: 'Add a condition' }).click()
     await page.getByLabel('Condition Rule.1: fact').fill('event.category')
     await page.getByLabel('Condition Rule.1: value').fill('shoes')
