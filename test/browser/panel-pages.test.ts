@@ -68,7 +68,7 @@ describe('panel pages: no console error, desktop and phone width', function () {
     await put('/event-types/signup', { required: ['plan'] })
     await put('/campaigns/spring-sale', {
       name: 'Spring sale', status: 'active', priority: 5, trigger: { events: ['pageView'] },
-      rule: { all: [{ fact: 'attribute.plan', op: 'eq', value: 'pro' }] }, content: { title: 'Spring sale', body: '20 % off every shoe', cta: 'Shop now', url: '/sale' },
+      rule: { all: [{ fact: 'attribute.plan', op: 'eq', value: 'pro' }] }, content: { slot: 'hero', title: 'Spring sale', text: '20 % off every shoe', href: '/sale' },
     })
     await put('/campaigns/hero-test', {
       name: 'Hero test', status: 'active', priority: 1, trigger: { events: ['productView'] }, content: { title: 'New trail shoes' },
@@ -79,6 +79,11 @@ describe('panel pages: no console error, desktop and phone width', function () {
     await put('/webhooks/crm', {
       name: 'Orders to the CRM', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
       request: { method: 'POST', url: `http://127.0.0.1:${port}/hooks` }, delivery: { mode: 'async', timeoutMs: 5000, batchSize: 1 },
+    })
+    // A receiver that is never there: its one attempt fails, the delivery is dead.
+    await put('/webhooks/erp', {
+      name: 'Orders to the ERP', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: 'http://127.0.0.1:1/orders' }, delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1, maxAttempts: 1 },
     })
     const token = (await admin(beacon.url, 'POST', at('/tokens'), { name: 'backend', attributes: ['*'], access: 'read-write' })).body
     for (let i = 0; i < 4; i++) {
@@ -95,6 +100,9 @@ describe('panel pages: no console error, desktop and phone width', function () {
       const report = await admin(beacon.url, 'GET', at(`/reports?from=${new Date(Date.now() - 86_400_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`))
       return report.body.rows.some((row: { campaigns: Record<string, { clicks: number }> }) => row.campaigns['spring-sale']?.clicks === 2)
     }, 30_000, 100)
+    for (const [id, status] of [['crm', 'delivered'], ['erp', 'dead']]) {
+      await until(`the ${id} delivery is ${status}`, async () => (await admin(beacon.url, 'GET', at(`/webhooks/${id}/deliveries?status=${status}`))).body.deliveries.length === 1, 30_000, 100)
+    }
     browser = await launchBrowser()
   })
   after(async () => {
@@ -147,22 +155,101 @@ describe('panel pages: no console error, desktop and phone width', function () {
     })
   }
 
-  it('lists the campaigns with their numbers and the account name', async () => {
+  /** A signed-in owner's page at desktop width, its console watched. */
+  async function ownerPage (what: string): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+    context.setDefaultTimeout(15_000)
     const page = await context.newPage()
-    watch(page, () => 'campaigns list')
+    watch(page, () => what)
     await page.goto(`${beacon.url}/panel/`)
     await page.getByLabel('Email').fill(OWNER.email)
     await page.getByLabel('Password').fill(OWNER.password)
     await page.getByRole('button', { name: 'Sign in' }).click()
-    const row = page.getByRole('table', { name: 'Campaigns' }).getByRole('row').filter({ hasText: 'Spring sale' })
-    await row.waitFor()
-    const cells = await row.getByRole('cell').allTextContents()
-    const heads = await page.getByRole('table', { name: 'Campaigns' }).getByRole('columnheader').allTextContents()
-    const byHead = Object.fromEntries(heads.map((head, i) => [head, cells[i]]))
-    expect(byHead).to.deep.include({ Impressions: '4', Views: '4', Clicks: '2', CTR: '50.0 %' })
+    await page.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor()
+    return page
+  }
+
+  /** A table's rows as objects keyed by its column heads. */
+  async function rowsOf (page: Page, table: string): Promise<Record<string, string>[]> {
+    const heads = await page.getByRole('table', { name: table }).getByRole('columnheader').allTextContents()
+    const rows = page.getByRole('table', { name: table }).locator('tbody tr')
+    const out: Record<string, string>[] = []
+    for (let i = 0; i < await rows.count(); i++) {
+      const cells = await rows.nth(i).getByRole('cell').allTextContents()
+      out.push(Object.fromEntries(heads.map((head, j) => [head, cells[j]!])))
+    }
+    return out
+  }
+
+  it('lists the campaigns with their numbers, and the account name in the header', async () => {
+    const page = await ownerPage('campaigns list')
+    await page.getByRole('table', { name: 'Campaigns' }).waitFor()
+    const rows = await rowsOf(page, 'Campaigns')
+    expect(rows.find(r => r.Name === 'Spring sale')).to.deep.include({ Impressions: '4', Views: '4', Clicks: '2', CTR: '50.0 %', Conversions: '—' })
+    // The experiment's conversions: one purchase by a visitor it was shown to.
+    expect(rows.find(r => r.Name === 'Hero test')).to.deep.include({ Impressions: '4', Conversions: '1' })
     expect(await page.locator('.top .account').textContent()).to.equal('Shoe shop')
-    await context.close()
+    await page.context().close()
+    expect(errors).to.deep.equal([])
+  })
+
+  it('previews the content as the SDK renders it, ticks trigger events, and says what is wrong in plain words', async () => {
+    const page = await ownerPage('campaign editor')
+    await page.goto(`${beacon.url}/panel/campaigns/spring-sale`)
+    const preview = page.getByTestId('preview')
+    await preview.getByRole('link').filter({ hasText: 'Spring sale' }).waitFor()
+    expect(await preview.locator('p').textContent()).to.equal('20 % off every shoe')
+    await page.getByLabel('Content (JSON)').fill(JSON.stringify({ slot: 'hero', title: 'Summer sale', text: 'Sandals too' }))
+    await preview.locator('strong', { hasText: 'Summer sale' }).waitFor()
+    await page.getByText('Shown when attribute plan is “pro”.').waitFor()
+    const events = page.getByRole('group', { name: 'Trigger events' })
+    expect(await events.getByRole('checkbox', { name: 'pageView' }).isChecked()).to.equal(true)
+    await events.getByRole('checkbox', { name: 'signup' }).check()
+    // The event type goes away behind the page's back: the save is refused, in the form's words.
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${account}/event-types/signup`)).status).to.equal(200)
+    await page.getByRole('button', { name: 'Save campaign' }).click()
+    const alert = page.getByRole('alert').filter({ hasText: 'signup' })
+    await alert.waitFor()
+    expect(await alert.textContent()).to.equal('Trigger event #2: The event type "signup" is not defined: add it on the Events page first.')
+    await page.screenshot({ path: artifactPath('panel-pages', 'desktop-campaign-editor-preview.png'), fullPage: true })
+    expect((await admin(beacon.url, 'PUT', `/admin/accounts/${account}/event-types/signup`, { required: ['plan'] })).status).to.equal(200)
+    await page.context().close()
+    // The refused save is the one failed request expected here.
+    expect(errors.filter(e => !/: 400 for .*\/campaigns\/spring-sale$|status of 400/.test(e))).to.deep.equal([])
+    errors.length = 0
+  })
+
+  it('reads segment rules as sentences and lists manual segments apart', async () => {
+    const page = await ownerPage('audiences')
+    await page.goto(`${beacon.url}/panel/audiences`)
+    const computed = await (async () => { await page.getByRole('table', { name: 'Computed segments' }).waitFor(); return await rowsOf(page, 'Computed segments') })()
+    expect(computed.map(r => [r.Segment, r.Who])).to.deep.equal([['shoe-browsers', 'Visitors who viewed a product at least 1 time in the last 7 days']])
+    const manual = await rowsOf(page, 'Manual segments')
+    expect(manual.map(r => r.Segment)).to.deep.equal(['vip'])
+    await page.context().close()
+    expect(errors).to.deep.equal([])
+  })
+
+  it('shows each webhook\'s health, and the reports\' totals with dead deliveries in red and campaigns by name', async () => {
+    const page = await ownerPage('webhooks and reports')
+    await page.goto(`${beacon.url}/panel/webhooks`)
+    await page.getByRole('table', { name: 'Webhooks' }).waitFor()
+    const health = Object.fromEntries((await rowsOf(page, 'Webhooks')).map(r => [r.Name, r['Health (24 h)']]))
+    expect(health).to.deep.equal({ 'Orders to the CRM': 'healthy1 delivered · 0 failing · 0 dead', 'Orders to the ERP': 'dead deliveries0 delivered · 0 failing · 1 dead' })
+    await page.goto(`${beacon.url}/panel/reports`)
+    const dead = page.locator('.tile-kpi', { hasText: 'Dead deliveries' })
+    await until('the dead delivery is in the report', async () => {
+      if (await dead.locator('.kpi-value').textContent() === '1') return true
+      await page.getByRole('button', { name: 'Refresh' }).click()
+      return false
+    }, 30_000, 250)
+    expect(await dead.getAttribute('class')).to.equal('tile-kpi bad')
+    expect(await dead.locator('.kpi-value').evaluate((e: unknown) => (globalThis as any).getComputedStyle(e).color)).to.equal('rgb(180, 35, 24)')
+    expect(await page.locator('.tile-kpi', { hasText: 'Impressions' }).locator('.kpi-value').textContent()).to.equal('8')
+    expect((await rowsOf(page, 'Campaign totals')).map(r => r.Campaign).sort()).to.deep.equal(['Hero test', 'Spring sale'])
+    const legend = page.getByRole('list', { name: 'Webhook deliveries: total per series' })
+    expect(await legend.getByRole('listitem').allTextContents()).to.deep.equal(['delivered 1', 'failed 0', 'dead 1'])
+    await page.context().close()
     expect(errors).to.deep.equal([])
   })
 })

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
 import { ConditionBuilder, type Condition } from '../condition'
 import { navigate } from '../router'
+import { ruleText } from '../rule-text'
 import { ErrorNote, Field, Link, Loading, Outcome, Page, Table, fromList, toList, useAction, useLoad } from '../ui'
 import { MediaPicker } from './media'
 import { Preview } from './campaign-preview'
@@ -119,7 +120,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
           </div>
           <h2>Trigger</h2>
           <EventPicker chosen={campaign.trigger.events ?? []} onChange={events => set({ trigger: withList(campaign.trigger, 'events', events) })} />
-          <p class='note'>Comma-separated; an empty list means any.</p>
+          <p class='note'>Platforms, devices and paths: comma-separated; an empty list means any.</p>
           <div class='grid'>
             {TRIGGER_LISTS.map(([key, label, example]) => (
               <Field key={key} label={`Trigger ${label.toLowerCase()}`} hint={`For example ${example}`}>
@@ -129,6 +130,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
           </div>
           <h2>Condition</h2>
           <ConditionBuilder name='Rule' rule={campaign.rule} onChange={rule => set({ rule })} />
+          <p class='rule-text' aria-live='polite'>{campaign.rule === undefined ? 'Shown on every event the trigger lets through.' : `Shown when ${ruleText(campaign.rule)}.`}</p>
           <h2>Frequency cap</h2>
           <div class='grid'>
             <Field label='Impressions at most' hint='Empty: no cap.'>
