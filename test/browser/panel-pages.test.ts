@@ -199,6 +199,9 @@ describe('panel pages: no console error, desktop and phone width', function () {
     const preview = page.getByTestId('preview')
     await preview.getByRole('link').filter({ hasText: 'Spring sale' }).waitFor()
     expect(await preview.locator('p').textContent()).to.equal('20 % off every shoe')
+    // docs/panel.md's picture: the content and its preview.
+    await page.getByRole('heading', { level: 2, name: 'Content', exact: true }).evaluate((e: any) => e.scrollIntoView())
+    await page.screenshot({ path: artifactPath('panel-pages', 'desktop-campaign-editor.png') })
     await page.getByLabel('Content (JSON)').fill(JSON.stringify({ slot: 'hero', title: 'Summer sale', text: 'Sandals too' }))
     await preview.locator('strong', { hasText: 'Summer sale' }).waitFor()
     await page.getByText('Shown when attribute plan is “pro”.').waitFor()
