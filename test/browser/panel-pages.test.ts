@@ -226,7 +226,7 @@ describe('panel pages: no console error, desktop and phone width', function () {
     const page = await ownerPage('audiences')
     await page.goto(`${beacon.url}/panel/audiences`)
     const computed = await (async () => { await page.getByRole('table', { name: 'Computed segments' }).waitFor(); return await rowsOf(page, 'Computed segments') })()
-    expect(computed.map(r => [r.Segment, r.Who])).to.deep.equal([['shoe-browsers', 'Visitors who viewed a product at least 1 time in the last 7 days']])
+    expect(computed.map(r => [r.Segment, r.Rule])).to.deep.equal([['shoe-browsers', 'Visitors who viewed a product at least 1 time in the last 7 days']])
     const manual = await rowsOf(page, 'Manual segments')
     expect(manual.map(r => r.Segment)).to.deep.equal(['vip'])
     await page.context().close()

@@ -40,8 +40,8 @@ export function Audiences (): JSX.Element {
           { head: 'Members', num: true, cell: s => <span class='members' data-segment={s.name}>{s.members?.toLocaleString('en-US') ?? '—'}</span> },
           { head: 'Description', cell: s => s.description ?? '' },
           kind === 'computed'
-            ? { head: 'Who', cell: s => <span class='rule-text'>Visitors who {ruleText(s.rule)}</span> }
-            : { head: 'Who', cell: () => 'Visitors your site or backend assigns (POST /visitors/segments)' },
+            ? { head: 'Rule', cell: s => <span class='rule-text'>Visitors who {ruleText(s.rule)}</span> }
+            : { head: 'Rule', cell: () => 'None: your site or backend adds and removes its members' },
           {
             head: 'Actions', cell: s => editable && <span class='row'>
               <button type='button' class='secondary' onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
