@@ -350,6 +350,7 @@ export const User = Type.Object({
   role: Type.Union([Type.Literal('owner'), Type.Literal('editor'), Type.Literal('viewer')]), createdAt: Iso,
 })
 export const SessionAnswer = Type.Object({ user: User })
+export const SessionState = Type.Object({ signedIn: Type.Boolean(), user: Type.Optional(User) })
 export const UserList = Type.Object({ users: Type.Array(User) })
 
 const AuditEntry = Type.Object({

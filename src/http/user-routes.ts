@@ -90,6 +90,19 @@ export function userRoutes ({ catalogs, users, sessions, clock, signInLimit = ne
       },
     },
     {
+      method: 'get', pattern: '/admin/session/state', body: false, role: 'public',
+      doc: {
+        summary: 'Whether anyone is signed in',
+        description: 'The panel\'s first call: 200 either way (a signed-out browser is not an error), `signedIn` false without a live session.',
+        tag: 'Panel',
+        ok: json(200, 'Signed in (with the user) or not.', R.SessionState), errors: [],
+      },
+      handler (request) {
+        const principal = principalOf(request)
+        return { status: 200, body: principal?.type === 'user' ? { signedIn: true, user: Users.public(principal.user) } : { signedIn: false } }
+      },
+    },
+    {
       method: 'del', pattern: '/admin/session', body: false, role: 'public', audit: { action: 'revoke', entity: 'user' },
       doc: {
         summary: 'Sign out', description: 'The session ends on the server at once; the cookie is cleared.', tag: 'Panel',

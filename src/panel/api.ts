@@ -3,6 +3,7 @@
 // the pages show as is.
 
 import { signal } from '@preact/signals'
+import { plainErrors } from './plain-errors'
 
 export type Role = 'owner' | 'editor' | 'viewer'
 
@@ -17,6 +18,9 @@ export interface User {
 
 /** The signed-in user: undefined while the session is being checked, null when signed out. */
 export const user = signal<User | null | undefined>(undefined)
+
+/** The signed-in user's account name, shown in the header (null until it is read). */
+export const accountName = signal<string | null>(null)
 
 export const TIMEOUT_MS = 15_000
 
@@ -60,11 +64,12 @@ export async function call<T = any> (method: string, path: string, body?: unknow
   let parsed: ErrorBody = {}
   try { parsed = JSON.parse(text) as ErrorBody } catch { /* not JSON: the status line says enough */ }
   const first = parsed.errors?.[0]
-  const detail = parsed.errors !== undefined && parsed.errors.length > 1
-    ? parsed.errors.map(e => e.field !== undefined && e.field !== '' ? `${e.field}: ${e.message ?? ''}` : e.message).join('; ')
-    : first?.message ?? parsed.message ?? `${res.status} ${res.statusText}`
+  // In the forms' words: the field's label, never an API path (plain-errors.ts).
+  const detail = parsed.errors !== undefined && parsed.errors.length > 0
+    ? plainErrors(parsed.errors)
+    : parsed.message ?? `${res.status} ${res.statusText}`
   const failure = new ApiFailure(detail, res.status, first?.code ?? 'http_error', first?.field)
-  if (res.status === 401 && failure.code === 'admin_unauthorized' && path !== '/admin/session') user.value = null
+  if (res.status === 401 && failure.code === 'admin_unauthorized' && !path.startsWith('/admin/session')) user.value = null
   return Promise.reject(failure)
 }
 

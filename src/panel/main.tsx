@@ -5,7 +5,7 @@ import './styles.css'
 import 'uplot/dist/uPlot.min.css'
 import { render, type JSX } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { call, can, user, type Role } from './api'
+import { accountName, accountPath, call, can, user, type Role, type User } from './api'
 import { route } from './router'
 import { decodeRest } from './route-path'
 import { Link, Loading } from './ui'
@@ -42,11 +42,18 @@ const SECTIONS: Section[] = [
 ]
 
 function App (): JSX.Element {
+  // The probe answers 200 signed in or not: a signed-out visit logs no failed request in the console.
   useEffect(() => {
-    call<{ user: typeof user.value }>('GET', '/admin/session')
-      .then(answer => { user.value = answer.user }, () => { user.value = null })
+    call<{ signedIn: boolean, user?: User }>('GET', '/admin/session/state')
+      .then(answer => { user.value = answer.user ?? null }, () => { user.value = null })
   }, [])
   const current = user.value
+  const account = current?.account
+  useEffect(() => {
+    accountName.value = null
+    if (account === undefined) return
+    call<{ name: string }>('GET', accountPath()).then(answer => { accountName.value = answer.name }, () => { accountName.value = null })
+  }, [account])
   if (current === undefined) return <main id='main'><Loading what='the panel' /></main>
   if (current === null) return <SignIn />
   const [head = '', ...tail] = route.value.split('/')
@@ -74,7 +81,7 @@ function Nav ({ current }: { current: string }): JSX.Element {
   }
   return (
     <header class='top'>
-      <div class='brand'>Beacon</div>
+      <div class='brand'>Beacon{accountName.value !== null && <span class='account' title='Account'>{accountName.value}</span>}</div>
       <button type='button' class='menu secondary' aria-expanded={open} aria-controls='nav' onClick={() => setOpen(!open)}>Menu</button>
       <nav id='nav' aria-label='Sections' class={open ? 'open' : ''}>
         <ul>

@@ -41,6 +41,8 @@ export function Field ({ label, hint, children, wide }: { label: string, hint?: 
 export interface Column<T> {
   head: string
   cell: (row: T) => ComponentChildren
+  /** A number: right-aligned, digits of equal width. */
+  num?: boolean
 }
 
 export function Table<T> ({ caption, columns, rows, empty }: { caption: string, columns: Column<T>[], rows: T[], empty: string }): JSX.Element {
@@ -49,9 +51,9 @@ export function Table<T> ({ caption, columns, rows, empty }: { caption: string, 
     <div class='table-wrap'>
       <table>
         <caption class='sr-only'>{caption}</caption>
-        <thead><tr>{columns.map(c => <th scope='col' key={c.head}>{c.head}</th>)}</tr></thead>
+        <thead><tr>{columns.map(c => <th scope='col' key={c.head} class={c.num === true ? 'num' : undefined}>{c.head}</th>)}</tr></thead>
         <tbody>
-          {rows.map((row, i) => <tr key={i}>{columns.map(c => <td key={c.head} data-head={c.head}>{c.cell(row)}</td>)}</tr>)}
+          {rows.map((row, i) => <tr key={i}>{columns.map(c => <td key={c.head} data-head={c.head} class={c.num === true ? 'num' : undefined}>{c.cell(row)}</td>)}</tr>)}
         </tbody>
       </table>
     </div>

@@ -132,7 +132,7 @@ describe('panel in a browser', function () {
     await page.getByRole('heading', { level: 1, name: 'Shoe banner' }).waitFor()
     expect(await page.getByLabel('Name', { exact: true }).inputValue()).to.equal('Shoe banner')
     await page.getByLabel('Priority').fill('10')
-    await page.getByLabel('Trigger events').fill('productView')
+    await page.getByRole('group', { name: 'Trigger events' }).getByRole('checkbox', { name: 'productView' }).check()
     await page.getByRole('button', { name: 'Add a condition' }).click()
     await page.getByLabel('Condition Rule.1: fact').fill('event.category')
     await page.getByLabel('Condition Rule.1: value').fill('shoes')
@@ -182,7 +182,7 @@ describe('panel in a browser', function () {
     const answer = await event({ event: 'productView', sku: 'trail-1', category: 'shoes', price: 90 })
     expect(answer.body.campaigns.map((c: { id: string }) => c.id)).to.deep.equal(['shoe-banner'])
     await open('Reports')
-    const row = page.getByRole('table', { name: 'Campaign totals' }).getByRole('row').filter({ hasText: 'shoe-banner' })
+    const row = page.getByRole('table', { name: 'Campaign totals' }).getByRole('row').filter({ hasText: 'Shoe banner' })
     await until('the impression is in the report', async () => {
       if (await row.count() === 1 && (await row.getByRole('cell').nth(1).textContent()) === '1') return true
       await page.getByRole('button', { name: 'Refresh' }).click()
@@ -293,7 +293,7 @@ describe('panel in a browser', function () {
     await shot('phone-campaigns', viewer)
     await viewer.getByRole('button', { name: 'Menu' }).click()
     await nav.getByRole('link', { name: 'Reports' }).click()
-    await viewer.getByRole('cell', { name: 'shoe-banner' }).waitFor()
+    await viewer.getByRole('table', { name: 'Campaign totals' }).getByRole('cell', { name: 'Shoe banner' }).waitFor()
     await shot('phone-reports', viewer)
     // The server refuses what the page hides: the viewer's own session cannot change a campaign.
     const status = await viewer.evaluate(async (path: string) => (await fetch(path, {

@@ -4,7 +4,8 @@ import { accountPath, call, can, enc } from '../api'
 import { Chart } from '../chart'
 import { ConditionBuilder, type Condition } from '../condition'
 import { lagNote, loadReport, seriesOf, timesOf } from '../report-data'
-import { Field, Loaded, Outcome, Page, Table, useAction, useLoad } from '../ui'
+import { Field, Loaded, Outcome, Page, Table, useAction, useLoad, type Column } from '../ui'
+import { ruleText } from '../rule-text'
 
 interface Segment { name: string, description?: string, rule?: Condition, members?: number }
 
@@ -33,24 +34,32 @@ export function Audiences (): JSX.Element {
     <Page title='Audiences' actions={editable && <button type='button' onClick={() => setEditing({ name: '', rule: { fact: 'count', op: 'gte', value: 1, event: 'pageView', within: '7d' } })}>New segment</button>}>
       {editing !== null && <SegmentForm key={editing.name} initial={editing} onDone={() => { setEditing(null); load.reload() }} />}
       <Outcome action={remove} />
-      <Loaded load={load} what='segments'>{({ segments }) => (
-        <Table
-          caption='Segments' rows={segments} empty='No segments yet.'
-          columns={[
-            { head: 'Segment', cell: s => <strong>{s.name}</strong> },
-            { head: 'Kind', cell: s => s.rule === undefined ? 'manual' : 'computed' },
-            { head: 'Members', cell: s => <span class='members' data-segment={s.name}>{s.members ?? '—'}</span> },
-            { head: 'Description', cell: s => s.description ?? '' },
-            { head: 'Rule', cell: s => s.rule === undefined ? 'assigned through the API' : <code class='rule'>{JSON.stringify(s.rule)}</code> },
-            {
-              head: 'Actions', cell: s => editable && <span class='row'>
-                <button type='button' class='secondary' onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
-                <button type='button' class='danger' onClick={() => remove.run(s.name)} aria-label={`Delete ${s.name}`}>Delete</button>
-              </span>
-            },
-          ]}
-        />
-      )}
+      <Loaded load={load} what='segments'>{({ segments }) => {
+        const columns = (kind: 'computed' | 'manual'): Column<Segment>[] => [
+          { head: 'Segment', cell: s => <strong>{s.name}</strong> },
+          { head: 'Members', num: true, cell: s => <span class='members' data-segment={s.name}>{s.members?.toLocaleString('en-US') ?? '—'}</span> },
+          { head: 'Description', cell: s => s.description ?? '' },
+          kind === 'computed'
+            ? { head: 'Rule', cell: s => <span class='rule-text'>Visitors who {ruleText(s.rule)}</span> }
+            : { head: 'Rule', cell: () => 'None: your site or backend adds and removes its members' },
+          {
+            head: 'Actions', cell: s => editable && <span class='row'>
+              <button type='button' class='secondary' onClick={() => setEditing(s)} aria-label={`Edit ${s.name}`}>Edit</button>
+              <button type='button' class='danger' onClick={() => remove.run(s.name)} aria-label={`Delete ${s.name}`}>Delete</button>
+            </span>
+          },
+        ]
+        return (
+          <>
+            <h2>Computed segments</h2>
+            <p class='note'>Beacon keeps their members up to date from each visitor's behaviour and attributes.</p>
+            <Table caption='Computed segments' rows={segments.filter(s => s.rule !== undefined)} empty='No computed segments yet.' columns={columns('computed')} />
+            <h2>Manual segments</h2>
+            <p class='note'>Members are assigned and removed through the public API (a segment without a rule).</p>
+            <Table caption='Manual segments' rows={segments.filter(s => s.rule === undefined)} empty='No manual segments yet: save a segment without a rule.' columns={columns('manual')} />
+          </>
+        )
+      }}
       </Loaded>
       <ChangesChart />
     </Page>
@@ -76,6 +85,7 @@ function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => voi
         Behaviour facts: <code>count</code> of an event or <code>sum</code> of a field within a window (Nm, Nh, Nd).
       </p>
       <ConditionBuilder name='Segment rule' rule={rule} onChange={setRule} />
+      <p class='rule-text' aria-live='polite'>{rule === undefined ? 'No rule: a manual segment.' : `Visitors who ${ruleText(rule)}.`}</p>
       <div class='row'>
         <button type='submit' disabled={save.busy}>Save segment</button>
         <button type='button' class='secondary' onClick={onDone}>Cancel</button>

@@ -3,8 +3,10 @@ import { useEffect, useState } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
 import { ConditionBuilder, type Condition } from '../condition'
 import { navigate } from '../router'
+import { ruleText } from '../rule-text'
 import { ErrorNote, Field, Link, Loading, Outcome, Page, Table, fromList, toList, useAction, useLoad } from '../ui'
 import { MediaPicker } from './media'
+import { Preview } from './campaign-preview'
 import { VariantsEditor, type ExperimentFields } from './experiment'
 
 export interface Campaign {
@@ -24,7 +26,7 @@ export interface Campaign {
 }
 
 const EMPTY: Campaign = { name: '', status: 'active', priority: 0, trigger: {}, content: {} }
-const TRIGGER_LISTS = [['events', 'Events', 'pageView, productView'], ['platforms', 'Platforms', 'web, ios'], ['devices', 'Devices', 'desktop, tablet, mobile'], ['paths', 'Paths', '/shoes/*']] as const
+const TRIGGER_LISTS = [['platforms', 'Platforms', 'web, ios'], ['devices', 'Devices', 'desktop, tablet, mobile'], ['paths', 'Paths', '/shoes/*']] as const
 
 /** An ISO time ⇄ the value of a datetime-local input (the browser's local time). */
 function toLocalInput (iso: string | undefined): string {
@@ -33,6 +35,36 @@ function toLocalInput (iso: string | undefined): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
 }
 const fromLocalInput = (value: string): string | undefined => value === '' ? undefined : new Date(value).toISOString()
+
+/** The trigger with `key` set to `list` (left out when empty: any). */
+function withList (trigger: Campaign['trigger'], key: string, list: string[]): Campaign['trigger'] {
+  const next: Record<string, string[]> = { ...trigger }
+  if (list.length === 0) delete next[key]
+  else next[key] = list
+  return next
+}
+
+/**
+ * The trigger's events, picked among the account's event types (built-in and defined on the Events
+ * page); none picked: any event. A saved event that is no longer defined stays listed, checked.
+ */
+function EventPicker ({ chosen, onChange }: { chosen: string[], onChange: (events: string[]) => void }): JSX.Element {
+  const load = useLoad(() => call<{ eventTypes: { name: string }[] }>('GET', accountPath('/event-types')), [])
+  const names = [...new Set([...(load.data?.eventTypes ?? []).map(t => t.name), ...chosen])]
+  const toggle = (name: string, on: boolean): void => onChange(on ? [...chosen, name] : chosen.filter(n => n !== name))
+  return (
+    <fieldset class='choices'>
+      <legend class='label'>Trigger events</legend>
+      <p class='hint'>The campaign is answered for these events; none ticked: every event. New kinds are defined on the <Link to='events'>Events</Link> page.</p>
+      {load.data === undefined && load.error == null ? <Loading what='event types' /> : <ErrorNote error={load.error} />}
+      <div class='choice-list'>
+        {names.map(name => (
+          <label key={name} class='choice'><input type='checkbox' checked={chosen.includes(name)} onChange={e => toggle(name, e.currentTarget.checked)} /> {name}</label>
+        ))}
+      </div>
+    </fieldset>
+  )
+}
 
 export function CampaignEditor ({ id }: { id: string }): JSX.Element {
   const isNew = id === 'new'
@@ -49,13 +81,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
   const [contentProblem, setContentProblem] = useState<string | null>(null)
   const editable = can('editor')
   const set = (patch: Partial<Campaign>): void => setCampaign(c => ({ ...c, ...patch }))
-  const setTrigger = (key: string, text: string): void => {
-    const trigger: Record<string, string[]> = { ...campaign.trigger }
-    const list = toList(text)
-    if (list.length === 0) delete trigger[key]
-    else trigger[key] = list
-    set({ trigger })
-  }
+  const setTrigger = (key: string, text: string): void => set({ trigger: withList(campaign.trigger, key, toList(text)) })
   const setContent = (text: string): void => {
     setContentText(text)
     try { set({ content: JSON.parse(text) }); setContentProblem(null) } catch (error) { setContentProblem(`Not applied: ${(error as Error).message}`) }
@@ -93,7 +119,8 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
             <Field label='Ends at' hint='Exclusive; empty: never.'><input type='datetime-local' value={toLocalInput(campaign.endsAt)} onInput={e => set({ endsAt: fromLocalInput(e.currentTarget.value) })} /></Field>
           </div>
           <h2>Trigger</h2>
-          <p class='note'>Comma-separated; an empty list means any.</p>
+          <EventPicker chosen={campaign.trigger.events ?? []} onChange={events => set({ trigger: withList(campaign.trigger, 'events', events) })} />
+          <p class='note'>Platforms, devices and paths: comma-separated; an empty list means any.</p>
           <div class='grid'>
             {TRIGGER_LISTS.map(([key, label, example]) => (
               <Field key={key} label={`Trigger ${label.toLowerCase()}`} hint={`For example ${example}`}>
@@ -103,6 +130,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
           </div>
           <h2>Condition</h2>
           <ConditionBuilder name='Rule' rule={campaign.rule} onChange={rule => set({ rule })} />
+          <p class='rule-text' aria-live='polite'>{campaign.rule === undefined ? 'Shown on every event the trigger lets through.' : `Shown when ${ruleText(campaign.rule)}.`}</p>
           <h2>Frequency cap</h2>
           <div class='grid'>
             <Field label='Impressions at most' hint='Empty: no cap.'>
@@ -125,6 +153,7 @@ function Editor ({ id, initial }: { id: string | null, initial: Campaign }): JSX
             <textarea rows={6} spellcheck={false} value={contentText} onInput={e => setContent(e.currentTarget.value)} aria-invalid={contentProblem !== null} />
           </Field>
           {contentProblem !== null && <p class='error' role='alert'>{contentProblem}</p>}
+          <Preview campaign={campaign} />
           <MediaPicker onPick={url => {
             const content = typeof campaign.content === 'object' && campaign.content !== null && !Array.isArray(campaign.content) ? campaign.content : {}
             setContent(JSON.stringify({ ...content, image: url }, null, 2))
