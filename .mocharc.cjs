@@ -42,6 +42,11 @@ const SLOWEST_FIRST = [
   'test/store/data-folder.test.ts',
   'test/cluster/balancer-churn.test.ts',
   'test/http/startup.test.ts',
+  'test/cluster/destination-takeover.test.ts',
+  'test/browser/panel-pages.test.ts',
+  'test/cluster/visitor-retention.test.ts',
+  'test/browser/sdk.test.ts',
+  'test/cluster/event-batch.test.ts',
 ]
 
 /** Every test file, the slowest first. */
