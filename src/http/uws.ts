@@ -54,6 +54,14 @@ export interface Runtime {
   readonly node: string
 }
 
+/**
+ * The most a request's line and headers may take, in bytes: 16 KiB, Node's own HTTP default. 20.57's
+ * default is 4 KiB (a longer request head is answered 431); 20.30 takes up to about 64 KiB whatever
+ * this says. uWebSockets.js reads it from the environment once, when its binary loads; an operator's
+ * UWS_HTTP_MAX_HEADERS_SIZE wins.
+ */
+const MAX_HEADERS_BYTES = '16384'
+
 const require = createRequire(import.meta.url)
 let loaded: { binding: UwsBinding, build: UwsBuild } | null = null
 
@@ -74,6 +82,7 @@ export function thisRuntime (): Runtime {
 
 /** Load the first build with a binary for `runtime` that loads (exported for tests: any runtime may be asked). */
 export function pickUws (runtime: Runtime): { binding: UwsBinding, build: UwsBuild } {
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= MAX_HEADERS_BYTES
   const reasons: string[] = []
   for (const build of BUILDS) {
     const pkg = packageOf(build.alias)

@@ -2,6 +2,7 @@
 // or a refusal that says why on one line; never a build's JavaScript fallback server.
 
 import { expect } from 'chai'
+import net from 'node:net'
 import { loadUws, pickUws, thisRuntime, uwsBuild, UwsUnavailableError } from '../../src/http/uws.js'
 
 function refusal (abi: string): UwsUnavailableError {
@@ -44,4 +45,43 @@ describe('uWebSockets.js binding', () => {
     // Node's own words for it (e.g. "Module did not self-register: '…/uws_linux_x64_93.node'").
     expect(error.message).to.match(new RegExp(`@trufflesuite/uws-js-unofficial 20\\.30\\.0-unofficial\\.0: [^;]*uws_${process.platform}_${process.arch}_93\\.node`))
   })
+
+  it('takes a request line and headers of up to 16 KiB (20.57 answers 431 above; its own default is 4 KiB)', async () => {
+    const uws = loadUws()
+    const app = uws.App()
+    app.get('/*', res => { res.end('ok') })
+    const socket = await new Promise<uWSListenSocket>((resolve, reject) => app.listen('127.0.0.1', 0, s => s === false ? reject(new Error('no port')) : resolve(s)))
+    const port = uws.us_socket_local_port(socket)
+    try {
+      const under = await firstLine(port, `GET /?after=${'x'.repeat(12_000)} HTTP/1.1\r\nHost: x\r\nCookie: ${'c'.repeat(3_000)}\r\n\r\n`)
+      expect(under).to.equal('HTTP/1.1 200 OK')
+      if (Number(uwsBuild()!.version.split('.')[1]) >= 57) {
+        expect(await firstLine(port, `GET /?after=${'x'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`)).to.equal('HTTP/1.1 431 Request Header Fields Too Large')
+      }
+    } finally {
+      uws.us_listen_socket_close(socket)
+    }
+  })
 })
+
+type uWSListenSocket = Parameters<ReturnType<typeof loadUws>['us_listen_socket_close']>[0]
+
+/** The status line of the answer to `request`, written on a fresh connection. */
+function firstLine (port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => {
+      text += chunk
+      const end = text.indexOf('\r\n')
+      if (end >= 0) {
+        socket.destroy()
+        resolve(text.slice(0, end))
+      }
+    })
+    socket.on('close', () => resolve(text))
+    socket.on('error', reject)
+    socket.write(request)
+  })
+}
