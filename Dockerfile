@@ -1,5 +1,6 @@
-# Beacon: build with the dev toolchain, run on a slim image as a non-root user.
-FROM node:20-bookworm AS build
+# Beacon: build with the dev toolchain, run on a slim image as a non-root user. Node 24 on Debian 13:
+# the uWebSockets.js binary for Node 24 needs glibc 2.38 or newer (docs/operations.md).
+FROM node:24-trixie AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +11,7 @@ COPY actors ./actors
 # dependency: it runs before the prune, and the runtime image serves dist/web as built.
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 ENV NODE_ENV=production \
     BEACON_HOST=0.0.0.0 \
     BEACON_PORT=8080 \

@@ -10,7 +10,7 @@
 //
 //   BENCH_BARE_PORT=0 node --import tsx bench/bare-server.ts   → prints {"port":N} on stdout
 
-import uWS from 'uWebSockets.js'
+import { loadUws } from '../src/http/uws.js'
 import { open } from 'lmdb'
 
 const host = process.env.BENCH_BARE_HOST || '127.0.0.1'
@@ -20,6 +20,7 @@ const decoder = new TextDecoder()
 const dataDir = process.env.BENCH_BARE_DATA_DIR
 const db = dataDir ? open({ path: dataDir, noSubdir: false, separateFlushed: true }) : null
 
+const uWS = loadUws()
 const app = uWS.App()
 
 app.post('/*', (res) => {

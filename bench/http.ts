@@ -336,9 +336,6 @@ async function startServer (scenario: Scenario): Promise<Server> {
     child.stdout!.on('data', onData)
     child.once('exit', code => { clearTimeout(timer); reject(new Error(`${scenario.server} server exited with ${code} before starting:\n${output}`)) })
   })
-  if (/fall(ing)? ?back/i.test(output)) {
-    process.stderr.write(`warning: uWebSockets.js is using its slow Node.js fallback in the ${scenario.server} server:\n${output}\n`)
-  }
   return {
     kind: scenario.server,
     url: `http://127.0.0.1:${port}`,

@@ -8,11 +8,12 @@ import { startBeacon } from './app.js'
 import { log } from './log.js'
 import { DataFolderLockedError } from './store/data-lock.js'
 import { SecretsKeyError } from './auth/secret-keys.js'
+import { loadUws, uwsBuild, UwsUnavailableError } from './http/uws.js'
 
 /** Start Beacon as this process's job; a failure to start is one line on stderr (and logged), exit code 1. */
 export function runServer (): void {
   start().catch((error: unknown) => {
-    if (error instanceof DataFolderLockedError || error instanceof SecretsKeyError) {
+    if (error instanceof DataFolderLockedError || error instanceof SecretsKeyError || error instanceof UwsUnavailableError) {
       process.stderr.write(`beacon: ${error.message}\n`)
       process.exit(1)
     }
@@ -37,10 +38,13 @@ export async function start (): Promise<void> {
     process.stderr.write(`beacon: ${error.message}\n`)
     process.exit(1)
   }
+  // The HTTP server's native binding first: on a Node it has no binary for, Beacon stops here, before
+  // it opens anything, with one line saying so (src/http/uws.ts).
+  loadUws()
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const admin = resolveAdminKey(config.dataDir, config.adminKey)
   const beacon = await startBeacon({ config, adminKey: admin.key })
-  log.info({ host: config.host, port: beacon.port, dataDir: config.dataDir, durability: config.durability, settings: settingsOf(config) }, 'beacon started')
+  log.info({ host: config.host, port: beacon.port, dataDir: config.dataDir, durability: config.durability, node: process.version, uws: describeUws(), settings: settingsOf(config) }, 'beacon started')
   if (admin.unshown) {
     // Printed once, by the first start that listens; it stays in the file for later starts.
     process.stdout.write(`\nGenerated an admin key (kept in ${admin.file}):\n\n  ${admin.key}\n\n` +
@@ -62,6 +66,12 @@ export async function start (): Promise<void> {
   }
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
+}
+
+/** The uWebSockets.js build in use, e.g. "@btc-vision/uwebsockets.js 20.57.0". */
+function describeUws (): string | null {
+  const build = uwsBuild()
+  return build === null ? null : `${build.package} ${build.version}`
 }
 
 /** The settings as they may be logged: no admin key, no metrics token, no credentials in the NATS URL. */

@@ -35,6 +35,7 @@ const UNIT = [
   'test/http/forwarded-key.test.ts',
   'test/http/server.test.ts',
   'test/http/static-files.test.ts',
+  'test/http/uws.test.ts',
   'test/matching/campaigns.test.ts',
   'test/matching/caps.test.ts',
   'test/matching/conditions.test.ts',

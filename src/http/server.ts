@@ -10,11 +10,12 @@
 // a request made from the forwarded one, its answer captured instead of written. Without `cluster`
 // the cost is a null check when the handler is called and one when the answer is written, no allocation.
 
-import uWS from 'uWebSockets.js'
+import type * as uWS from 'uWebSockets.js'
 import { ApiError, type ErrorItem } from '../errors.js'
 import type { ForwardedReply, ForwardedRequest } from '../cluster/forwarder.js'
 import { FORWARDED_KEY_PREFIX } from '../store/idempotency.js'
 import { checkForbiddenKeys } from './validate.js'
+import { loadUws, type UwsBinding } from './uws.js'
 
 export interface Request {
   readonly method: string
@@ -307,6 +308,8 @@ function onAbort (this: Exchange): void {
 
 /** `R`: the routes' own type (src/http/route.ts adds their documentation), handed back by routes(). */
 export class HttpServer<R extends Route = Route> {
+  /** The native binding (src/http/uws.ts picks it by the running Node's ABI). */
+  private readonly uws: UwsBinding
   private readonly app: uWS.TemplatedApp
   private readonly options: ServerOptions<R>
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
@@ -324,7 +327,8 @@ export class HttpServer<R extends Route = Route> {
     this.options = options
     this.cluster = options.cluster ?? null
     this.discardMaxBytes = Math.max(1 << 20, 4 * options.bodySizeMaxBytes)
-    this.app = uWS.App()
+    this.uws = loadUws()
+    this.app = this.uws.App()
     const observe = options.observe ?? null
     const allowed = new Map<string, string[]>()
     for (const route of options.routes) {
@@ -362,11 +366,11 @@ export class HttpServer<R extends Route = Route> {
       // would start "fine" and take half the connections (with registries of its own).
       // (The typings have no host + options overload and no value for ListenOptions; both exist at runtime.)
       const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (socket: uWS.us_listen_socket | false) => void) => void
-      const { LIBUS_LISTEN_EXCLUSIVE_PORT } = uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }
+      const { LIBUS_LISTEN_EXCLUSIVE_PORT } = this.uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }
       listen.call(this.app, this.options.host, this.options.port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) return reject(new Error(`cannot listen on ${this.options.host}:${this.options.port} (in use by another process, or not permitted)`))
         this.listenSocket = socket
-        resolve(uWS.us_socket_local_port(socket))
+        resolve(this.uws.us_socket_local_port(socket))
       })
     })
   }
@@ -375,7 +379,7 @@ export class HttpServer<R extends Route = Route> {
   drain (): Promise<void> {
     this.draining = true
     if (this.listenSocket !== null) {
-      uWS.us_listen_socket_close(this.listenSocket)
+      this.uws.us_listen_socket_close(this.listenSocket)
       this.listenSocket = null
     }
     if (this.inflight === 0) return Promise.resolve()

@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type AddressInfo } from 'node:net'
-import { readFileSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { admin, createTenant, post, removeDir, startBeacon, tempDir, visitorId } from '../helpers/beacon.js'
 import { until } from '../helpers/until.js'
@@ -89,6 +89,26 @@ describe('start and stop', () => {
       expect(second.output()).to.not.include(key)
     } finally {
       busy.close()
+      removeDir(dataDir)
+    }
+  })
+
+  it('refuses to start on a Node no uWebSockets.js binding loads on: one stderr line, exit code 1, nothing written', () => {
+    const dataDir = tempDir()
+    try {
+      // A Node whose ABI no installed build has a binary for: this one, told so before Beacon starts.
+      const otherAbi = "data:text/javascript,Object.defineProperty(process.versions,'modules',{value:'999'})"
+      const failed = spawnSync(process.execPath, ['--import', otherAbi, MAIN], {
+        env: { PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir },
+        encoding: 'utf8', timeout: 10_000, killSignal: 'SIGKILL',
+      })
+      expect(failed.status).to.equal(1)
+      const lines = failed.stderr.trim().split('\n')
+      expect(lines, failed.stderr).to.have.length(1)
+      expect(lines[0]).to.match(/^beacon: no uWebSockets\.js native binding loads on Node v[\d.]+ \(ABI 999, [^)]*\): /)
+      expect(failed.stdout).to.equal('')
+      expect(existsSync(join(dataDir, 'admin.key'))).to.equal(false)
+    } finally {
       removeDir(dataDir)
     }
   })
