@@ -28,6 +28,10 @@ export interface Config {
   segmentSweepMs: number
   /** BEACON_DELIVERY_RETENTION_MS: delivered webhook delivery records older than this are deleted; 0 keeps them. */
   deliveryRetentionMs: number
+  /** BEACON_EVENT_RETENTION_DAYS: how long the retained event log keeps an event (docs/event-log.md); 0: no log kept. */
+  eventRetentionDays: number
+  /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size). */
+  eventLogMaxBytes: number
   webhookAllowPrivate: boolean
   /** BEACON_METRICS: whether requests and internals are counted for GET /metrics. */
   metrics: boolean
@@ -272,6 +276,8 @@ export function loadConfig (env: Env = process.env): Config {
     mapSizeBytes: integer(env, 'BEACON_MAP_SIZE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     segmentSweepMs: integer(env, 'BEACON_SEGMENT_SWEEP_MS', 1000, 10, 3_600_000, problems),
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
+    eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
+    eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
     metricsToken,
