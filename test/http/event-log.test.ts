@@ -169,6 +169,16 @@ describe('the retained event log', () => {
     expect((await readAll('limit=100')).map(e => e.fields.path)).to.deep.equal(['/laptop-lee', '/b'])
   })
 
+  it('keeps none with BEACON_EVENT_RETENTION_DAYS=0: events still accepted, both endpoints 501 event_log_not_kept', async () => {
+    await beacon.close()
+    beacon = await startInProcess(tempDir(), { BEACON_EVENT_RETENTION_DAYS: '0' })
+    tenant = await createTenant(beacon.url)
+    expect((await send(visitorId())).status).to.equal(200)
+    expect(beacon.beacon.events).to.equal(null)
+    expectError(await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/events`), 'event_log_not_kept')
+    expectError(await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/events/export`), 'event_log_not_kept')
+  })
+
   it('exports a range as NDJSON, oldest first, streamed', async () => {
     const a = visitorId()
     for (let i = 0; i < 25; i++) {
