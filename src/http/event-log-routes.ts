@@ -78,12 +78,17 @@ export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): Route
   }]
 }
 
-/** The lines of an export: one chunk per step of the walk (each one read transaction). */
+/** Events per chunk written (a few hundred kB): what the server holds beyond the socket's buffer. */
+const EXPORT_CHUNK_EVENTS = 1000
+
+/** The lines of an export, in chunks of EXPORT_CHUNK_EVENTS (each step of the walk is one read transaction). */
 async function * ndjson (steps: Generator<LoggedEvent[]>): AsyncGenerator<string> {
   for (const batch of steps) {
-    let chunk = ''
-    for (const event of batch) chunk += JSON.stringify(event) + '\n'
-    yield chunk
+    for (let at = 0; at < batch.length; at += EXPORT_CHUNK_EVENTS) {
+      let chunk = ''
+      for (const event of batch.slice(at, at + EXPORT_CHUNK_EVENTS)) chunk += JSON.stringify(event) + '\n'
+      yield chunk
+    }
   }
 }
 

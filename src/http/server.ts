@@ -640,6 +640,16 @@ export class HttpServer<R extends Route = Route> {
       if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
     })
     const chunks = body[Symbol.asyncIterator]()
+    // With a writable handler registered, uWS no longer drains what it buffered on its own when the
+    // socket can take more: the handler does (an empty cork's uncork writes it out), then wakes the pump.
+    res.onWritable(() => {
+      if (exchange.aborted) return true
+      res.cork(noop)
+      const wake = exchange.wake
+      exchange.wake = null
+      if (wake !== null) wake()
+      return true
+    })
     const pump = async (): Promise<void> => {
       for (;;) {
         const next = await chunks.next()
@@ -647,14 +657,9 @@ export class HttpServer<R extends Route = Route> {
         if (next.done === true) break
         let drained = true
         res.cork(() => { drained = res.write(next.value) })
-        if (!drained) {
-          await new Promise<void>(resolve => {
-            exchange.wake = resolve
-            res.onWritable(() => { resolve(); return true })
-          })
-          exchange.wake = null
-          if (exchange.aborted) return
-        }
+        // Buffered past what the socket took: wait until it takes more (or the client goes away).
+        if (!drained) await new Promise<void>(resolve => { exchange.wake = resolve })
+        if (exchange.aborted) return
       }
       res.cork(() => res.end())
     }

@@ -6,7 +6,7 @@ import { expect } from 'chai'
 import { admin, createTenant, identified, post, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { expectError } from '../helpers/errors.js'
-import { EVENT_CAP_STEP_MS } from '../../src/store/event-log.js'
+import { EVENT_CAP_STEP_MS, EVENT_SCAN_MAX } from '../../src/store/event-log.js'
 
 const DAY_MS = 86_400_000
 
@@ -195,5 +195,33 @@ describe('the retained event log', () => {
     expect(events).to.deep.equal([...await readAll('limit=7')].reverse())
     const filtered = await fetch(`${beacon.url}/admin/accounts/${tenant.account}/events/export?visitorId=${a}&from=${encodeURIComponent(new Date(beacon.clock.ms - 20_000).toISOString())}`, { headers: { authorization: 'Bearer test-admin-key-0123456789' } })
     expect((await filtered.text()).trim().split('\n').map(line => (JSON.parse(line) as Logged).fields.path)).to.deep.equal(['/5', '/10', '/15', '/20'])
+  })
+
+  it('streams an export longer than one read step with backpressure, and stops it when the client goes away', async () => {
+    const log = beacon.beacon.events!
+    const total = EVENT_SCAN_MAX + 5000
+    const visitor = visitorId()
+    const padding = 'p'.repeat(200)
+    for (let i = 0; i < total; i++) log.append(tenant.account, visitor, null, { event: 'pageView', platform: 'web', path: `/${i}`, padding }, beacon.clock.ms + i)
+    await beacon.beacon.store.events.committed
+    const url = `${beacon.url}/admin/accounts/${tenant.account}/events/export`
+    const headers = { authorization: 'Bearer test-admin-key-0123456789' }
+    // Read slowly at first, so the server's writes meet a full socket.
+    const res = await fetch(url, { headers })
+    const reader = res.body!.getReader()
+    await new Promise(resolve => setTimeout(resolve, 200))
+    let text = ''
+    const decoder = new TextDecoder()
+    for (let chunk = await reader.read(); chunk.done !== true; chunk = await reader.read()) text += decoder.decode(chunk.value, { stream: true })
+    const lines = text.trim().split('\n')
+    expect(lines).to.have.length(total)
+    expect((JSON.parse(lines[0]!) as Logged).fields.path).to.equal('/0')
+    expect((JSON.parse(lines[total - 1]!) as Logged).fields.path).to.equal(`/${total - 1}`)
+    // A client that leaves after the first bytes: the server frees the request (it still answers, and stops cleanly).
+    const controller = new AbortController()
+    const cut = await fetch(url, { headers, signal: controller.signal })
+    await cut.body!.getReader().read()
+    controller.abort()
+    expect((await read('?limit=1')).events).to.have.length(1)
   })
 })
