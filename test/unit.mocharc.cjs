@@ -27,6 +27,7 @@ const UNIT = [
   'test/delivery/worker.test.ts',
   'test/destinations/normalize.test.ts',
   'test/http/browser-access.test.ts',
+  'test/http/event-log.test.ts',
   'test/http/forwarded-key.test.ts',
   'test/http/server.test.ts',
   'test/http/static-files.test.ts',

@@ -6,6 +6,8 @@ import { expect } from 'chai'
 import { admin, createTenant, identified, post, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { expectError } from '../helpers/errors.js'
+import { addUser, asUser, signIn } from '../helpers/panel.js'
+import { until } from '../helpers/until.js'
 import { EVENT_CAP_STEP_MS, EVENT_SCAN_MAX } from '../../src/store/event-log.js'
 
 const DAY_MS = 86_400_000
@@ -109,6 +111,38 @@ describe('the retained event log', () => {
     expectError(await admin(beacon.url, 'GET', `${base}/export?from=nope`), 'invalid_field', '/from')
     expectError(await admin(beacon.url, 'GET', '/admin/accounts/6f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f/events'), 'account_not_found')
     expect((await admin(beacon.url, 'GET', base, undefined, 'wrong-key')).status).to.equal(401)
+  })
+
+  it('lets a viewer read the log, only an owner export it, and no one another account\'s', async () => {
+    expect((await send(visitorId())).status).to.equal(200)
+    const cookieOf = async (email: string, role: string, account = tenant.account): Promise<string> => {
+      await addUser(beacon.url, account, email, role)
+      return (await signIn(beacon.url, email)).signedIn!.cookie
+    }
+    const viewer = await cookieOf('vi@example.com', 'viewer')
+    const owner = await cookieOf('ow@example.com', 'owner')
+    const base = `/admin/accounts/${tenant.account}/events`
+    expect((await asUser(beacon.url, viewer, 'GET', base)).body.events).to.have.length(1)
+    expectError(await asUser(beacon.url, viewer, 'GET', `${base}/export`), 'role_forbidden')
+    const exported = await asUser(beacon.url, owner, 'GET', `${base}/export`)
+    expect(exported.status).to.equal(200)
+    expect(String(exported.body).trim().split('\n')).to.have.length(1)
+    const other = await createTenant(beacon.url, 'Other')
+    const outsider = await cookieOf('out@example.com', 'owner', other.account)
+    expectError(await asUser(beacon.url, outsider, 'GET', base), 'role_forbidden')
+  })
+
+  it('empties the deleted account\'s log with the rest of its data', async () => {
+    for (let i = 0; i < 3; i++) expect((await send(visitorId())).status).to.equal(200)
+    const other = await createTenant(beacon.url, 'Other')
+    expect((await post(beacon.url, '/campaigns/query', { account: other.account, visitorId: visitorId(), platform: 'web', event: 'pageView' })).status).to.equal(200)
+    expect(beacon.beacon.events!.count()).to.equal(4)
+    expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}`)).status).to.equal(202)
+    await until('the deletion done', async () => (await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/deletion`)).body.state === 'done')
+    const job = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/deletion`)
+    expect(job.body.removed.events).to.equal(3)
+    expect(beacon.beacon.events!.count()).to.equal(1)
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${other.account}/events`)).body.events).to.have.length(1)
   })
 
   it('trims events past BEACON_EVENT_RETENTION_DAYS and keeps the rest', async () => {
