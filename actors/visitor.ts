@@ -18,6 +18,7 @@ import type { EntityWrites } from './entity-writes.js'
 import type { ActorSender } from './actor-router.js'
 import { recall, remember, withRecord, type IdempotencyClaim } from './idempotent.js'
 import { IdempotencyRecords } from '../src/store/idempotency.js'
+import type { EventAppender } from '../src/store/event-log.js'
 
 /** Bounds on the behaviour kept per visitor, whatever the traffic. */
 export const VIEWED_SKUS_MAX = 50
@@ -201,6 +202,11 @@ export interface VisitorDeps {
   experiments?: ExperimentCounter | null
   /** The account's global holdout; default none. */
   holdout?: HoldoutSource
+  /**
+   * The retained event log (src/store/event-log.ts): told of every event applied, in the event turn of
+   * the state write (one transaction). Default none (cluster mode keeps no log yet).
+   */
+  eventLog?: EventAppender | null
 }
 
 const NO_CAMPAIGNS: Campaign[] = []
@@ -208,7 +214,7 @@ const NO_HOLDOUT: HoldoutSource = () => null
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
-export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store), experiments = null, holdout = NO_HOLDOUT }: VisitorDeps): VisitorKind {
+export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store), experiments = null, holdout = NO_HOLDOUT, eventLog = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
   const profilesAt: ActorSender = peers ?? runtime
 
@@ -279,6 +285,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
       announce(actor, event.event, nowMs, event)
+      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, nowMs)
       persist(actor, claim, matched)
       return matched
     }
@@ -286,6 +293,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs, view.attributes)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       announce(actor, event.event, nowMs, event, view.attributes)
+      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, nowMs)
       persist(actor, claim, matched)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))

@@ -145,6 +145,26 @@ const SCENARIOS: Scenario[] = [
     script: 'pageview.lua',
     path: '/campaigns/query',
   },
+  // The retained event log (one put per event in the state write's transaction, docs/event-log.md): at
+  // most 10% of the same load without it. The pair differs only in BEACON_EVENT_RETENTION_DAYS (0: no log).
+  {
+    name: '/campaigns/query pageView, event log on (metrics off)',
+    server: 'beacon',
+    env: { BEACON_METRICS: 'false' },
+    setup: tenant,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+    reference: '/campaigns/query pageView, event log off (metrics off)',
+    minOfReference: 0.9,
+  },
+  {
+    name: '/campaigns/query pageView, event log off (metrics off)',
+    server: 'beacon',
+    env: { BEACON_METRICS: 'false', BEACON_EVENT_RETENTION_DAYS: '0' },
+    setup: tenant,
+    script: 'pageview.lua',
+    path: '/campaigns/query',
+  },
   {
     name: '/visitors/attributes',
     server: 'beacon',

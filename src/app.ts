@@ -62,6 +62,8 @@ import { ClusterAudit } from './audit/cluster-audit.js'
 import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
+import { EventLog, trimEventLog } from './store/event-log.js'
+import { eventLogRoutes } from './http/event-log-routes.js'
 
 export interface Beacon {
   port: number
@@ -82,6 +84,8 @@ export interface Beacon {
   pruneDeliveries (): Promise<number>
   /** Erase the anonymous visitors inactive past their retention (the periodic pass, on demand: tests). */
   sweepInactiveVisitors (): Promise<RetentionOutcome>
+  /** The retained event log (docs/event-log.md); null when none is kept (cluster mode, or retention 0). */
+  events: EventLog | null
   stop (): Promise<void>
 }
 
@@ -138,10 +142,16 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // Idempotency-Key answers, written with the writes they answer; expired ones swept in the background.
   const idempotency = new IdempotencyRecords(store, idempotencySwept)
   const stopIdempotencySweep = sweepIdempotency(idempotency, () => clock.nowMs(), error => log.error({ err: error }, 'Idempotency-Key sweep failed'))
+  // The retained event log (src/store/event-log.ts): embedded mode only, for now (docs/event-log.md,
+  // "Cluster mode"); trimmed in the background to its retention and size cap.
+  const events = cluster !== null || config.eventRetentionDays === 0
+    ? null
+    : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
+  const stopEventTrim = events === null ? null : trimEventLog(events, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency })
   const visitors = visitorKind({
     store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null,
-    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account),
+    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account), eventLog: events?.append ?? null,
   })
   cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
@@ -272,11 +282,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
         defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
-        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null }),
+        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null, events }),
       }),
       ...destinationRoutes({ catalogs, clock, deliveries, clusterDeliveries }),
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
+      ...eventLogRoutes({ catalogs, events }),
       ...mediaRoutes({ catalogs, media }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
       ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports, counters: reports }),
@@ -303,12 +314,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     runSchedules: () => deliveries.runSchedules(),
     pruneDeliveries: () => deliveries.prune(),
     sweepInactiveVisitors: () => visitorRetention.sweep(),
+    events,
     foldReports: () => reports.fold(),
     reweightBandits: () => bandits.run(),
     stop () {
       stopping ??= (async () => {
         maintenance.stop()
         stopIdempotencySweep()
+        stopEventTrim?.()
         await bandits.stop()
         await server.drain()
         // Its erases write through the partitions' owners: done before they are handed over.

@@ -11,6 +11,7 @@ import { AdminClient, resolveConnection } from './cli/client.js'
 import { CliError, EXIT, UsageError } from './cli/errors.js'
 import { tokensCreate, tokensList, tokensRevoke } from './cli/tokens.js'
 import { exportAccount, importAccount } from './cli/transfer.js'
+import { exportEvents } from './cli/export-events.js'
 import { usersAdd } from './cli/users.js'
 import { USAGE } from './cli/usage.js'
 import { VERSION } from './ops/version.js'
@@ -84,6 +85,10 @@ const COMMANDS: Record<string, Command> = {
   export: {
     options: { account: str, out: str }, required: ['account'], http: true,
     run: (values, output, client) => exportAccount(client!, text(values.account)!, text(values.out), output),
+  },
+  'export-events': {
+    options: { account: str, from: str, to: str, out: str }, required: ['account', 'from', 'to'], http: true,
+    run: (values, output, client) => exportEvents(client!, { account: text(values.account)!, from: text(values.from)!, to: text(values.to)!, out: text(values.out) }, output),
   },
   import: {
     options: { account: str, file: str }, required: ['account', 'file'], http: true,

@@ -37,6 +37,10 @@ export interface Config {
   visitorRetentionMs: number
   /** BEACON_VISITOR_RETENTION_SWEEP_MS: how often the visitors are swept for inactive ones (with a retention set). */
   visitorRetentionSweepMs: number
+  /** BEACON_EVENT_RETENTION_DAYS: how long the retained event log keeps an event (docs/event-log.md); 0: no log kept. */
+  eventRetentionDays: number
+  /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size). */
+  eventLogMaxBytes: number
   webhookAllowPrivate: boolean
   /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
   trustedProxies: string[]
@@ -313,6 +317,8 @@ export function loadConfig (env: Env = process.env): Config {
     deliveryRetentionMs: integer(env, 'BEACON_DELIVERY_RETENTION_MS', 7 * 86_400_000, 0, 3650 * 86_400_000, problems),
     visitorRetentionMs: days(env, 'BEACON_VISITOR_RETENTION_DAYS', 36_500, problems),
     visitorRetentionSweepMs: integer(env, 'BEACON_VISITOR_RETENTION_SWEEP_MS', 3_600_000, 1000, 86_400_000, problems),
+    eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
+    eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),

@@ -59,6 +59,8 @@ export const ERRORS = {
   media_type_unsupported: [415, 'Only PNG, JPEG, GIF and WebP images are accepted (decided by their bytes).'],
   // 429
   rate_limited: [429, 'The token sent more requests than its rate allows.'],
+  // 501
+  event_log_not_kept: [501, 'This server keeps no event log: cluster mode does not keep one yet, and BEACON_EVENT_RETENTION_DAYS=0 turns it off (docs/event-log.md).'],
   // 503
   overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],
   shutting_down: [503, 'The server is shutting down.'],

@@ -21,6 +21,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ BEACON_VISITOR_RETENTION_SWEEP_MS: '10' })).to.throw(ConfigError, 'BEACON_VISITOR_RETENTION_SWEEP_MS="10": expected a whole number from 1000 to 86400000')
   })
 
+  it('reads BEACON_EVENT_RETENTION_DAYS (default 30, 0: no log) and BEACON_EVENT_LOG_MAX_BYTES (default 0: no cap)', () => {
+    expect(loadConfig({})).to.include({ eventRetentionDays: 30, eventLogMaxBytes: 0 })
+    expect(loadConfig({ BEACON_EVENT_RETENTION_DAYS: '0', BEACON_EVENT_LOG_MAX_BYTES: '1073741824' })).to.include({ eventRetentionDays: 0, eventLogMaxBytes: 1_073_741_824 })
+    expect(() => loadConfig({ BEACON_EVENT_RETENTION_DAYS: '3651' })).to.throw(ConfigError, 'BEACON_EVENT_RETENTION_DAYS="3651"')
+    expect(() => loadConfig({ BEACON_EVENT_LOG_MAX_BYTES: 'lots' })).to.throw(ConfigError, 'BEACON_EVENT_LOG_MAX_BYTES="lots"')
+  })
+
   it('reads every BEACON_* setting', () => {
     const config = loadConfig({ BEACON_HOST: '0.0.0.0', BEACON_PORT: '9000', BEACON_DATA_DIR: '/tmp/x', BEACON_ADMIN_KEY: 'k'.repeat(16), BEACON_MAX_BODY_BYTES: '1024', BEACON_DURABILITY: 'committed' })
     expect(config).to.include({ host: '0.0.0.0', port: 9000, dataDir: '/tmp/x', adminKey: 'k'.repeat(16), bodySizeMaxBytes: 1024, durability: 'committed' })

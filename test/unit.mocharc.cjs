@@ -32,6 +32,7 @@ const UNIT = [
   'test/http/browser-access.test.ts',
   'test/http/client-address.test.ts',
   'test/http/event-batch.test.ts',
+  'test/http/event-log.test.ts',
   'test/http/forwarded-key.test.ts',
   'test/http/server.test.ts',
   'test/http/static-files.test.ts',

@@ -126,6 +126,29 @@ export class AdminClient {
     if (!res.ok) throw new RefusedError(`${method} ${path}`, res.status, isErrorBody(parsed) ? parsed : null)
     return parsed as T
   }
+
+  /**
+   * GET a streamed answer (an export): its body as it arrives, or RefusedError / CliError. No overall
+   * timeout: an export of a month may take a while; the server's own limits end a stalled one.
+   */
+  async stream (path: string): Promise<ReadableStream<Uint8Array>> {
+    let res: Response
+    try {
+      res = await fetch(this.connection.url + path, { headers: { authorization: `Bearer ${this.connection.adminKey}` } })
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string, message?: string } }).cause
+      throw new CliError(`cannot reach Beacon at ${this.connection.url} (${cause?.code ?? cause?.message ?? (error as Error).message}); is it running? Set --url or BEACON_URL.`)
+    }
+    if (!res.ok || res.body === null) {
+      const text = await res.text()
+      let parsed: unknown = null
+      try {
+        parsed = text === '' ? null : JSON.parse(text)
+      } catch {}
+      throw new RefusedError(`GET ${path}`, res.status, isErrorBody(parsed) ? parsed : null)
+    }
+    return res.body
+  }
 }
 
 /** Every item of an admin listing, walking its pages (`?cursor=` the previous page's `next`). */

@@ -22,6 +22,9 @@ Admin API (talks to a running Beacon)
   export --account <id> [--out <file>]
                                  The account's configuration (event types, campaigns, segments,
                                  webhooks with secrets redacted) as one JSON document.
+  export-events --account <id> --from <time> --to <time> [--out <file.ndjson[.gz]>]
+                                 The account's retained events of [from, to), oldest first, one JSON
+                                 object a line (gzip when --out ends in .gz; no --out: stdout).
   import --account <id> --file <file>
                                  Check every item of an export against the account (all problems at once,
                                  nothing written), then PUT each into it.

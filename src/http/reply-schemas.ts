@@ -365,6 +365,15 @@ const AuditEntry = Type.Object({
   entityId: Type.String(),
   summary: Type.String({ description: 'What changed, shortly: `field: before → after` for updates; secrets never appear.' }),
 })
+export const LoggedEvent = Type.Object({
+  id: Type.String({ description: '`<timeMs>-<seq>`: unique in the log.' }),
+  time: Iso,
+  visitorId: Type.String(),
+  profileId: Type.Optional(Type.String({ description: 'The profile the visitor was linked to when the event was applied.' })),
+  kind: Type.String({ description: 'The event type.' }),
+  fields: Type.Record(Type.String(), Type.Unknown(), { description: 'Every other field the event carried (never its token).' }),
+})
+export const EventLogPage = Type.Object({ events: Type.Array(LoggedEvent), next: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next (older) page; null: the range is done.' }) })
 export const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Union([Type.String(), Type.Null()]) })
 
 export const Media = Type.Object({

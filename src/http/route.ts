@@ -28,6 +28,7 @@ export const TAGS = {
   Media: 'Images for campaign content: uploaded by editors, served publicly at a stable URL.',
   Try: 'Trying configuration without changing anything: a campaign against an event, a webhook\'s test delivery.',
   Cluster: 'Cluster mode: its nodes and who owns which partition (admin key; served only with BEACON_CLUSTER); see docs/cluster.md.',
+  'Event log': 'The retained event log of an account: read, filter, export (admin); see docs/event-log.md.',
   Reports: 'Events, unique visitors, campaign impressions, views and clicks, segment changes and deliveries per hour or day.',
 } as const
 export type Tag = keyof typeof TAGS

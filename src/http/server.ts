@@ -58,6 +58,12 @@ export interface Reply {
   headers?: Record<string, string>
   /** A body that is already text or bytes (metrics, a cached document, a file), written as is with this type. */
   contentType?: string
+  /**
+   * A body written as it is produced (an export), chunk by chunk with the client's backpressure, with
+   * `contentType`; `body` is ignored. A failure once the status is sent closes the connection (the
+   * client sees a cut answer, never a complete-looking one). Not for routes answered by another node.
+   */
+  stream?: AsyncIterable<string | Buffer>
 }
 
 export type Handler = (request: Request) => Reply | Promise<Reply>
@@ -155,7 +161,7 @@ const STATUS_LINES: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 301: '301 Moved Permanently', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict',
   413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 429: '429 Too Many Requests',
-  500: '500 Internal Server Error', 503: '503 Service Unavailable',
+  500: '500 Internal Server Error', 501: '501 Not Implemented', 503: '503 Service Unavailable',
 }
 
 // Fatal: invalid UTF-8 is refused (400), never silently turned into U+FFFD.
@@ -165,6 +171,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true })
 class Exchange {
   aborted = false
   done = false
+  /** A streamed answer waiting for the socket to drain: woken by onWritable, or by an abort. */
+  wake: (() => void) | null = null
   /** Counted in `inflight` (requests turned away at the door are not). */
   counted = false
   readonly server: HttpServer
@@ -298,6 +306,7 @@ function framingError (req: uWS.HttpRequest): string | null {
 
 function onAbort (this: Exchange): void {
   this.aborted = true
+  if (this.wake !== null) this.wake()
   // A client gone mid-body (or a connection uWS dropped for bad framing) must free its slot.
   if (!this.done) {
     this.done = true
@@ -622,6 +631,10 @@ export class HttpServer<R extends Route = Route> {
 
   private finish (exchange: Exchange, reply: Reply, closeConnection: boolean): void {
     if (exchange.done) return
+    if (reply.stream !== undefined && exchange.res !== null && !exchange.aborted) {
+      this.stream(exchange, exchange.res, reply, reply.stream)
+      return
+    }
     exchange.done = true
     if (exchange.sink !== null) exchange.sink(reply)
     else if (!exchange.aborted) {
@@ -630,6 +643,59 @@ export class HttpServer<R extends Route = Route> {
     }
     if (exchange.observer !== null) exchange.observer(reply.status, performance.now() - exchange.startMs, exchange.params)
     if (exchange.counted) this.settled()
+  }
+
+  /**
+   * Write a streamed answer: each chunk corked, waiting for the socket to drain when uWS buffers it.
+   * The exchange stays in flight (and its slot taken) until the last chunk or an abort, which stops
+   * the producer (its `return`).
+   */
+  private stream (exchange: Exchange, res: uWS.HttpResponse, reply: Reply, body: AsyncIterable<string | Buffer>): void {
+    res.cork(() => {
+      res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
+      res.writeHeader('Content-Type', reply.contentType ?? 'application/octet-stream')
+      if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
+    })
+    const chunks = body[Symbol.asyncIterator]()
+    // With a writable handler registered, uWS no longer drains what it buffered on its own when the
+    // socket can take more: the handler does (an empty cork's uncork writes it out), then wakes the pump.
+    res.onWritable(() => {
+      if (exchange.aborted) return true
+      res.cork(noop)
+      const wake = exchange.wake
+      exchange.wake = null
+      if (wake !== null) wake()
+      return true
+    })
+    const pump = async (): Promise<void> => {
+      for (;;) {
+        const next = await chunks.next()
+        if (exchange.aborted) return
+        if (next.done === true) break
+        let drained = true
+        res.cork(() => { drained = res.write(next.value) })
+        // Buffered past what the socket took: wait until it takes more (or the client goes away).
+        if (!drained) await new Promise<void>(resolve => { exchange.wake = resolve })
+        if (exchange.aborted) return
+      }
+      res.cork(() => res.end())
+    }
+    const done = (): void => {
+      if (exchange.aborted) {
+        chunks.return?.(undefined).catch(noop)
+        return
+      }
+      if (exchange.done) return
+      exchange.done = true
+      if (exchange.observer !== null) exchange.observer(reply.status, performance.now() - exchange.startMs, exchange.params)
+      if (exchange.counted) this.settled()
+    }
+    pump().then(done, (error: unknown) => {
+      this.options.onError(error, exchange.method, 'stream')
+      if (!exchange.aborted) res.close()
+      exchange.aborted = true
+      done()
+    })
   }
 
   settled (): void {

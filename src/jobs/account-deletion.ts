@@ -22,7 +22,7 @@ import { log } from '../log.js'
 export const DELETION_BATCH_MAX = 1000
 
 /** The dbs emptied of the account, in order: indexes before the entities they point at. */
-export const DELETION_PHASES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports'] as const
+export const DELETION_PHASES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports', 'events'] as const
 export type DeletionPhase = typeof DELETION_PHASES[number]
 
 export interface DeletionJob {
@@ -201,7 +201,8 @@ export class AccountDeletions {
       } else {
         for (const key of remove) store.ignoreFailure(db.remove(key))
       }
-      job.removed[phase] += remove.length
+      // A job started by an earlier release has no count yet for the phases added since.
+      job.removed[phase] = (job.removed[phase] ?? 0) + remove.length
       job.after = exhausted ? null : cursor
       if (exhausted) job.phase++
       if (job.phase === DELETION_PHASES.length) {
@@ -238,7 +239,7 @@ export class AccountDeletions {
 }
 
 /** Phases whose db keys start with the account. */
-const PREFIXED: ReadonlySet<DeletionPhase> = new Set(['members', 'config', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports'])
+const PREFIXED: ReadonlySet<DeletionPhase> = new Set(['members', 'config', 'deliveries', 'links', 'visitors', 'profiles', 'audit', 'media', 'reports', 'events'])
 
 const JOB_PREFIX = 'account-deletion'
 
@@ -278,6 +279,6 @@ function view (job: DeletionJob): DeletionView {
     startedAt: new Date(job.startedAtMs).toISOString(),
     finishedAt: job.finishedAtMs === null ? null : new Date(job.finishedAtMs).toISOString(),
     phase: job.state === 'done' ? null : DELETION_PHASES[job.phase]!,
-    removed: { ...job.removed },
+    removed: { ...zeroCounts(), ...job.removed },
   }
 }

@@ -23,6 +23,7 @@ import type { VisitorKind, VisitorState } from '../../actors/visitor.js'
 import type { ProfileKind, ProfileState } from '../../actors/profile.js'
 import type { DeliveryHub } from '../delivery/hub.js'
 import type { ProfileLinks } from '../store/profile-links.js'
+import type { EventLog } from '../store/event-log.js'
 
 /** Devices erased at once (each its own actor message and write). */
 const ERASE_CONCURRENCY = 32
@@ -39,6 +40,8 @@ export interface ErasureDeps {
   links: Pick<ProfileLinks, 'of'>
   /** Cluster mode: the actor router (messages run at their key's owner). Absent: the runtime. */
   peers?: ActorSender | null
+  /** The retained event log, whose events of the person go too (src/store/event-log.ts); null: none kept. */
+  events?: Pick<EventLog, 'forget'> | null
 }
 
 export interface ProfileErased {
@@ -50,6 +53,8 @@ export interface ProfileErased {
   /** Devices once linked that belong to another profile now: kept. */
   keptVisitors: number
   deliveries: number
+  /** Events removed from the retained event log. */
+  events: number
 }
 
 export class Erasure {
@@ -97,27 +102,36 @@ export class Erasure {
     }
     const had = await runtime.send(profiles, account, profileId, { type: 'erase' })
     const removed = await deliveries.forget(account, new Set([profileId]), new Set(ids.filter(id => !kept.has(id))))
+    // The person's events: those of the devices erased, and those a kept device sent while linked to this profile.
+    const events = await this.forgetEvents(account, new Set(ids.filter(id => !kept.has(id))), new Set([profileId]))
     let last: Promise<boolean> | null = null
     for (const id of ids) last = store.links.remove([account, profileId, id])
     if (last !== null) await store.durable(last)
-    return { found: had !== null || erased.size > 0 || kept.size > 0, profile: had !== null, visitors: erased.size, keptVisitors: kept.size, deliveries: removed }
+    return { found: had !== null || erased.size > 0 || kept.size > 0, profile: had !== null, visitors: erased.size, keptVisitors: kept.size, deliveries: removed, events }
+  }
+
+  private forgetEvents (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): Promise<number> {
+    const log = this.deps.events ?? null
+    return log === null ? Promise.resolve(0) : log.forget(account, visitors, profiles)
   }
 
   /** Erase one device; a linked one is also dropped from its profile's copy. Null: never seen. */
-  async eraseVisitor (account: string, visitorId: string): Promise<{ profileId: string | null, deliveries: number } | null> {
+  async eraseVisitor (account: string, visitorId: string): Promise<{ profileId: string | null, deliveries: number, events: number } | null> {
     const { visitors, profiles, deliveries, clock } = this.deps
     const runtime = this.actors
     const result = await runtime.send(visitors, account, visitorId, { type: 'erase' })
     if (!result.existed) {
       // Erased already, perhaps by a request that failed after it (its delivery records not all erased): they go now.
       await deliveries.forget(account, NO_IDS, new Set([visitorId]))
+      await this.forgetEvents(account, new Set([visitorId]), NO_IDS)
       return null
     }
     if (result.profileId !== null) {
       await runtime.send(profiles, account, result.profileId, { type: 'unlink', visitorId, nowMs: clock.nowMs(), forget: true })
     }
     const removed = await deliveries.forget(account, NO_IDS, new Set([visitorId]))
-    return { profileId: result.profileId, deliveries: removed }
+    const events = await this.forgetEvents(account, new Set([visitorId]), NO_IDS)
+    return { profileId: result.profileId, deliveries: removed, events }
   }
 }
 

@@ -95,6 +95,11 @@ export class Store {
   readonly idempotency: Database
   /** When those answers expire: key [expiresAtMs, account, scope], value null (what the sweep walks). */
   readonly idempotencyExpiries: Database
+  /**
+   * The retained event log: key [account, timeMs, seq], one row per accepted event, put in the
+   * transaction of the visitor's state write (src/store/event-log.ts).
+   */
+  readonly events: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -156,6 +161,7 @@ export class Store {
     this.reports = this.root.openDB('reports', {})
     this.idempotency = this.root.openDB('idempotency', {})
     this.idempotencyExpiries = this.root.openDB('idempotency-expiries', {})
+    this.events = this.root.openDB('events', sharedStructures(this.meta, 'events'))
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.

@@ -1,0 +1,307 @@
+// The retained event log (docs/event-log.md): every event a visitor actor accepted, kept with its
+// account, visitor, profile, kind, fields and server time for BEACON_EVENT_RETENTION_DAYS.
+//
+// Embedded mode: the store's `events` db, key [account, timeMs, seq]. Account first, then time: a
+// per-account time range (the admin read, an export) is one contiguous walk of the B-tree, newest first
+// by walking it backwards; `seq` (this folder's own counter, reserved in blocks like the outbox's) makes
+// two events of one millisecond distinct and orders them as they were applied. The row is put in the
+// event turn of the visitor's state write, so it commits in the same LMDB transaction: one put per
+// event, no fsync of its own, and an answered event is a logged one. Values are msgpack records sharing
+// the db's structures (store.ts); the event's fields are a plain map.
+//
+// Trimming walks each account's oldest keys (retention), then, over the size cap, the oldest hour of
+// every account in turn; erasing a person walks the account's events (a visitor filter needs the
+// value: it is not in the key, which keeps keys short and the append a single put).
+
+import type { Database } from 'lmdb'
+import { KEY_PART_MAX, type Store } from './store.js'
+
+/** One logged event as stored (the key holds account, time and seq). */
+export interface StoredEvent {
+  visitorId: string
+  profileId?: string
+  kind: string
+  fields: Record<string, unknown>
+}
+
+/** One logged event as the admin API and exports show it. */
+export interface LoggedEvent {
+  /** `<timeMs>-<seq>`: unique within the data folder, and where a page's `next` resumes. */
+  id: string
+  time: string
+  visitorId: string
+  profileId?: string
+  kind: string
+  fields: Record<string, unknown>
+}
+
+/** A read of one account's log: the time range [fromMs, toMs) and optional filters. */
+export interface EventQuery {
+  fromMs: number
+  toMs: number
+  visitorId: string | null
+  profileId: string | null
+  kind: string | null
+}
+
+/** Appends an accepted event (the visitor actor calls it in the event turn of its state write). */
+export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number) => void
+
+/** Events per page of the admin read (default and most). */
+export const EVENT_PAGE_DEFAULT = 100
+export const EVENT_PAGE_MAX = 1000
+/**
+ * Rows a page (or an export step) reads at most before it answers: a filter that matches rarely then
+ * answers fewer events with a `next`, instead of walking the whole month in one request.
+ */
+export const EVENT_SCAN_MAX = 20_000
+/** Rows removed per trim or erasure turn (one transaction); the event loop is served between turns. */
+export const EVENT_TRIM_BATCH_MAX = 5_000
+/** Over the size cap, each step removes every account's events older than its oldest plus this. */
+export const EVENT_CAP_STEP_MS = 3_600_000
+/** How often the background trim runs. */
+export const EVENT_TRIM_EVERY_MS = 60_000
+
+const SEQ_RESERVED_KEY = 'event-seq-reserved'
+const SEQ_RESERVE_BLOCK = 100_000
+const CURSOR = /^(\d{1,16})-(\d{1,16})$/
+
+type EventKey = [string, number, number]
+
+export interface EventLogOptions {
+  /** BEACON_EVENT_RETENTION_DAYS, in ms. */
+  retentionMs: number
+  /** BEACON_EVENT_LOG_MAX_BYTES (0: no cap but the map size). */
+  sizeMaxBytes: number
+}
+
+export class EventLog {
+  private readonly store: Store
+  private readonly db: Database
+  private readonly retentionMs: number
+  private readonly sizeMaxBytes: number
+  private seq: number
+  private seqReserved: number
+
+  constructor (store: Store, { retentionMs, sizeMaxBytes }: EventLogOptions) {
+    this.store = store
+    this.db = store.events
+    this.retentionMs = retentionMs
+    this.sizeMaxBytes = sizeMaxBytes
+    // Numbers of a block reserved but not used before a restart are skipped: never given twice.
+    this.seq = this.seqReserved = (store.meta.get(SEQ_RESERVED_KEY) as number | undefined) ?? 0
+  }
+
+  /** For the visitor actor: bound once, so the hot path makes no closure. */
+  readonly append: EventAppender = (account, visitorId, profileId, event, nowMs) => {
+    // The token (browsers may send one) is never kept; account, visitor, profile and kind are columns.
+    const { token: _token, account: _account, visitorId: _visitor, profileId: _profile, event: kind, ...fields } = event
+    const value: StoredEvent = profileId === null ? { visitorId, kind: kind as string, fields } : { visitorId, profileId, kind: kind as string, fields }
+    // Its failure is the transaction's, reported through the state write it travels with.
+    this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
+  }
+
+  private nextSeq (): number {
+    const seq = ++this.seq
+    if (seq > this.seqReserved) {
+      this.seqReserved = seq + SEQ_RESERVE_BLOCK
+      this.store.ignoreFailure(this.store.meta.put(SEQ_RESERVED_KEY, this.seqReserved))
+    }
+    return seq
+  }
+
+  /**
+   * One page, newest first: at most `limit` events, reading at most EVENT_SCAN_MAX rows. `cursor`: the
+   * `next` of the previous page (null: from `toMs`). `next` is null once the range is walked.
+   */
+  page (account: string, query: EventQuery, limit: number, cursor: string | null): { events: LoggedEvent[], next: string | null } {
+    const after = cursor === null ? null : parseCursor(cursor)
+    // Reverse walks start at their start key, inclusive: [t, seq - 1] comes right after [t, seq].
+    const start = after === null || after[0] >= query.toMs ? [account, query.toMs] : [account, after[0], after[1] - 1]
+    const events: LoggedEvent[] = []
+    let scanned = 0
+    for (const { key, value } of this.db.getRange({ start, end: [account, query.fromMs], reverse: true })) {
+      const k = key as EventKey
+      const stored = value as StoredEvent
+      if (matches(stored, query)) events.push(view(k, stored))
+      if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) {
+        return { events, next: `${k[1]}-${k[2]}` }
+      }
+    }
+    return { events, next: null }
+  }
+
+  /**
+   * The account's events of [fromMs, toMs) matching the query, oldest first, in steps of at most
+   * EVENT_SCAN_MAX rows (each step one read transaction): what an export streams.
+   */
+  * range (account: string, query: EventQuery): Generator<LoggedEvent[]> {
+    let start: (string | number)[] = [account, query.fromMs]
+    for (;;) {
+      const batch: LoggedEvent[] = []
+      let last: EventKey | null = null
+      let scanned = 0
+      for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs], limit: EVENT_SCAN_MAX })) {
+        last = key as EventKey
+        scanned++
+        const stored = value as StoredEvent
+        if (matches(stored, query)) batch.push(view(last, stored))
+      }
+      if (batch.length > 0) yield batch
+      if (last === null || scanned < EVENT_SCAN_MAX) return
+      start = [account, last[1], last[2] + 1]
+    }
+  }
+
+  /**
+   * Remove the account's events of these visitors or profiles (erasure). Walks the account's log in
+   * turns of EVENT_TRIM_BATCH_MAX rows, each durable before the next. Returns how many were removed.
+   */
+  async forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): Promise<number> {
+    if (visitors.size === 0 && profiles.size === 0) return 0
+    let start: (string | number)[] = [account]
+    let removed = 0
+    for (;;) {
+      let last: EventKey | null = null
+      let scanned = 0
+      let write: Promise<boolean> | null = null
+      for (const { key, value } of this.db.getRange({ start, end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
+        last = key as EventKey
+        scanned++
+        const stored = value as StoredEvent
+        if (visitors.has(stored.visitorId) || (stored.profileId !== undefined && profiles.has(stored.profileId))) {
+          write = this.db.remove(last)
+          removed++
+        }
+      }
+      if (write !== null) await this.store.durable(write)
+      if (last === null || scanned < EVENT_TRIM_BATCH_MAX) return removed
+      start = [account, last[1], last[2] + 1]
+    }
+  }
+
+  /** Remove every event of an account (its deletion). Returns how many. */
+  async removeAccount (account: string): Promise<number> {
+    let removed = 0
+    for (;;) {
+      let write: Promise<boolean> | null = null
+      let n = 0
+      for (const key of this.db.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
+        write = this.db.remove(key)
+        n++
+      }
+      if (write !== null) await this.store.durable(write)
+      removed += n
+      if (n < EVENT_TRIM_BATCH_MAX) return removed
+    }
+  }
+
+  /**
+   * One trim turn (one transaction): events past retention, then, over the size cap, the oldest hour
+   * of every account. Removes at most `max` rows; returns how many it removed (`max`: call again).
+   */
+  trim (nowMs: number, max = EVENT_TRIM_BATCH_MAX): number {
+    let removed = this.removeBefore(() => nowMs - this.retentionMs, max)
+    if (removed < max && this.overCap()) {
+      removed += this.removeBefore(oldestMs => oldestMs + EVENT_CAP_STEP_MS, max - removed)
+    }
+    return removed
+  }
+
+  /** Trim turns until nothing is left to remove, each committed before the next (tests, tools). */
+  async trimAll (nowMs: number): Promise<number> {
+    let total = 0
+    for (;;) {
+      const removed = this.trim(nowMs)
+      total += removed
+      await this.db.committed
+      if (removed < EVENT_TRIM_BATCH_MAX && !(removed > 0 && this.overCap())) return total
+    }
+  }
+
+  /** Whether the log is larger than BEACON_EVENT_LOG_MAX_BYTES (as last committed). */
+  overCap (): boolean {
+    return this.sizeMaxBytes > 0 && this.sizeBytes() > this.sizeMaxBytes
+  }
+
+  /** The pages the log's B-tree holds, in bytes (what the size cap compares). */
+  sizeBytes (): number {
+    const stats = this.db.getStats() as { pageSize: number, treeBranchPageCount: number, treeLeafPageCount: number, overflowPages: number }
+    return stats.pageSize * (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages)
+  }
+
+  /** Events kept (all accounts). */
+  count (): number {
+    return (this.db.getStats() as { entryCount: number }).entryCount
+  }
+
+  /** For each account, remove its events older than cutoff(its oldest event's time); at most `max` rows. */
+  private removeBefore (cutoff: (oldestMs: number) => number, max: number): number {
+    let removed = 0
+    let from: (string | number)[] = ['']
+    while (removed < max) {
+      const first = firstKey(this.db, from)
+      if (first === null) break
+      const account = first[0]
+      const beforeMs = cutoff(first[1])
+      for (const key of this.db.getKeys({ start: [account], end: [account, beforeMs], limit: max - removed })) {
+        this.store.ignoreFailure(this.db.remove(key))
+        removed++
+      }
+      from = [account, KEY_PART_MAX]
+    }
+    return removed
+  }
+}
+
+function firstKey (db: Database, start: (string | number)[]): EventKey | null {
+  let first: EventKey | null = null
+  for (const key of db.getKeys({ start, limit: 1 })) first = key as EventKey
+  return first
+}
+
+function matches (stored: StoredEvent, query: EventQuery): boolean {
+  return (query.visitorId === null || stored.visitorId === query.visitorId) &&
+    (query.profileId === null || stored.profileId === query.profileId) &&
+    (query.kind === null || stored.kind === query.kind)
+}
+
+function view (key: EventKey, stored: StoredEvent): LoggedEvent {
+  const event: LoggedEvent = { id: `${key[1]}-${key[2]}`, time: new Date(key[1]).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
+  if (stored.profileId !== undefined) event.profileId = stored.profileId
+  return event
+}
+
+/** A page's `next` as [timeMs, seq], or null when it is not one (the route answers 400). */
+export function parseCursor (cursor: string): [number, number] | null {
+  const match = CURSOR.exec(cursor)
+  return match === null ? null : [Number(match[1]), Number(match[2])]
+}
+
+/**
+ * The background trim: every EVENT_TRIM_EVERY_MS, turns of at most EVENT_TRIM_BATCH_MAX rows until
+ * nothing is left to remove (the event loop served between them). Returns what stops it.
+ */
+export function trimEventLog (log: EventLog, nowMs: () => number, onError: (error: unknown) => void, everyMs = EVENT_TRIM_EVERY_MS): () => void {
+  let stopped = false
+  let timer: NodeJS.Timeout | null = null
+  const turn = (): void => {
+    timer = null
+    if (stopped) return
+    let removed = 0
+    try {
+      removed = log.trim(nowMs())
+    } catch (error) {
+      onError(error)
+    }
+    if (stopped) return
+    // A full turn, or a step under the size cap that left it still over: the next turn at once.
+    if (removed >= EVENT_TRIM_BATCH_MAX || (removed > 0 && log.overCap())) setImmediate(turn)
+    else timer = setTimeout(turn, everyMs).unref()
+  }
+  timer = setTimeout(turn, everyMs).unref()
+  return () => {
+    stopped = true
+    if (timer !== null) clearTimeout(timer)
+  }
+}
