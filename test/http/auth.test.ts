@@ -197,7 +197,7 @@ describe('admin API', () => {
     expect((await admin(beacon.url, 'PUT', `${base}/signup`, { required: ['plan'] })).body).to.deep.equal({ name: 'signup', required: ['plan'] })
     expect((await admin(beacon.url, 'GET', `${base}/signup`)).body).to.deep.equal({ name: 'signup', required: ['plan'] })
     const list = await admin(beacon.url, 'GET', base)
-    expect(list.body.eventTypes.map((t: { name: string }) => t.name)).to.deep.equal(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick', 'signup'])
+    expect(list.body.eventTypes.map((t: { name: string }) => t.name)).to.deep.equal(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick', 'consent', 'signup'])
     expect((await admin(beacon.url, 'PUT', `${base}/pageView`, { required: [] })).status).to.equal(409)
     expect((await admin(beacon.url, 'DELETE', `${base}/signup`)).status).to.equal(200)
     expect((await admin(beacon.url, 'GET', `${base}/signup`)).status).to.equal(404)

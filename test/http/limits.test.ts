@@ -112,7 +112,7 @@ describe('admin listings in pages', function () {
     expect(new Set(await walk(beacon.url, `${base}/segments`, 'segments', 4)).size).to.equal(23)
     const types = await walk(beacon.url, `${base}/event-types`, 'eventTypes', 5)
     // The built-in event types come first, on the first page.
-    expect(types.slice(0, BUILT_IN_EVENTS.size)).to.deep.equal(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick'])
+    expect(types.slice(0, BUILT_IN_EVENTS.size)).to.deep.equal(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick', 'consent'])
     expect(types.slice(BUILT_IN_EVENTS.size).sort()).to.deep.equal(Array.from({ length: 12 }, (_, i) => `e${i}`).sort())
 
     // A cursor is a key: a campaign created behind the walk's position is not seen, one ahead is, none twice.

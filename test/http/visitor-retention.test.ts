@@ -78,6 +78,8 @@ describe('retention of inactive anonymous visitors (BEACON_VISITOR_RETENTION_DAY
     await view(url, tenant, active)
     expect((await post(url, '/visitors/attributes', { account: tenant.account, token: tenant.token, visitorId: attributesOnly, attributes: { plan: 'free' } })).status).to.equal(200)
     await until('3 views delivered', () => receiver.requests.filter(r => r.url === '/in').length === 3)
+    // The receiver has the request before Beacon records its answer: wait for the record too.
+    await until('the idle view recorded as delivered', () => traces(store, tenant.account, idle).includes('delivery delivered'))
     expect(traces(store, tenant.account, idle)).to.include.members(['visitors', 'members', 'delivery delivered'])
 
     // 20 days on: one visitor comes back (an event), one is only read (a query writes nothing new).

@@ -1,29 +1,14 @@
 import type { JSX } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
-import { ConditionBuilder, type Condition } from '../condition'
+import { ConditionBuilder } from '../condition'
 import { navigate } from '../router'
 import { ruleText } from '../rule-text'
 import { ErrorNote, Field, Link, Loading, Outcome, Page, Table, fromList, toList, useAction, useLoad } from '../ui'
 import { MediaPicker } from './media'
 import { Preview } from './campaign-preview'
-import { VariantsEditor, type ExperimentFields } from './experiment'
-
-export interface Campaign {
-  name: string
-  status: 'active' | 'paused'
-  priority: number
-  startsAt?: string
-  endsAt?: string
-  trigger: { events?: string[], platforms?: string[], devices?: string[], paths?: string[] }
-  rule?: Condition
-  frequencyCap?: { max: number, per: string }
-  content: unknown
-  variants?: ExperimentFields['variants']
-  goals?: ExperimentFields['goals']
-  trafficPercent?: number
-  allocation?: 'fixed' | 'bandit'
-}
+import { VariantsEditor } from './experiment'
+import type { Campaign } from './campaign'
 
 const EMPTY: Campaign = { name: '', status: 'active', priority: 0, trigger: {}, content: {} }
 const TRIGGER_LISTS = [['platforms', 'Platforms', 'web, ios'], ['devices', 'Devices', 'desktop, tablet, mobile'], ['paths', 'Paths', '/shoes/*']] as const

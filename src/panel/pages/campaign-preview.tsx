@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { renderSlots } from '../../sdk/render'
-import type { Campaign } from './campaign-editor'
+import type { Campaign } from './campaign'
 
 interface SlotFields { slot?: unknown, title?: unknown, text?: unknown, image?: unknown, href?: unknown }
 

@@ -3,7 +3,7 @@ import { useMemo } from 'preact/hooks'
 import { accountPath, call, can, enc } from '../api'
 import { loadReport, totalsOf } from '../report-data'
 import { Link, Loaded, Page, Table, formatTime, useLoad } from '../ui'
-import type { Campaign } from './campaign-editor'
+import type { Campaign } from './campaign'
 
 const DAY_MS = 86_400_000
 /** The campaigns list counts the last 30 days (the Reports page picks any range). */

@@ -5,7 +5,7 @@ import { Field, Loaded, Outcome, Page, Table, fromList, toList, useAction, useLo
 
 interface EventType { name: string, required: string[] }
 
-const BUILT_IN = new Set(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick'])
+const BUILT_IN = new Set(['pageView', 'productView', 'purchase', 'campaignView', 'campaignClick', 'consent'])
 
 export function Events (): JSX.Element {
   const load = useLoad(() => call<{ eventTypes: EventType[] }>('GET', accountPath('/event-types')), [])
