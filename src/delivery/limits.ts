@@ -115,6 +115,8 @@ export const CONSUME_RUN_RESET_MS = 30_000
 export const ENSURE_RETRY_DELAY_MIN_MS = 250
 export const ENSURE_RETRY_DELAY_MAX_MS = 5_000
 export const ENSURE_INTERVAL_MIN_MS = 1000
+/** How long a start asks again when the delivery stream's setup times out (StreamSetup.ensureAtStart). */
+export const ENSURE_AT_START_MAX_MS = 30_000
 /**
  * Stopping waits this long at most for the consumes to close, for a stream check under way to end,
  * for the connection to drain, for its status loop to end.

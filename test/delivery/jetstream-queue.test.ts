@@ -11,6 +11,7 @@ import type { JetStreamQueueOptions } from '../../src/delivery/jetstream/options
 import { messageIdOf, subjectToken } from '../../src/delivery/jetstream/subjects.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { until } from '../helpers/until.js'
+import { pauseProcess } from '../helpers/pause.js'
 
 const quiet = { debug () {}, info () {}, warn () {}, error () {} }
 
@@ -81,6 +82,17 @@ describe('JetStreamQueue (real nats-server)', function () {
     expect(consumer.config.durable_name).to.equal('beacon-delivery')
     expect(consumer.config.ack_wait).to.equal(nanos(20_000))
     expect(consumer.config.max_ack_pending).to.equal(500)
+  })
+
+  it('starts when the stream setup times out at first (a server that answers after the 5 s request timeout)', async () => {
+    // As a stream or consumer whose leader election missed under load answers (nats-server 2.10): late.
+    const queue = await open()
+    await pauseProcess(nats.pid!)
+    const started = queue.start(collector().feed).then(() => 'started', (error: unknown) => `failed: ${String(error)}`)
+    await sleep(6000)
+    process.kill(nats.pid!, 'SIGCONT')
+    expect(await started).to.equal('started')
+    expect((await jsm.consumers.info('BEACON_DELIVERIES', 'beacon-delivery')).config.durable_name).to.equal('beacon-delivery')
   })
 
   it('reuses a stream and consumer that exist, with what they hold', async () => {

@@ -173,7 +173,7 @@ export class JetStreamQueue implements DeliveryQueue {
 
   async start (feed: Feed): Promise<void> {
     if (this.stopped) throw new Error('JetStreamQueue is stopped')
-    await this.setup.ensure()
+    await this.setup.ensureAtStart()
     this.consumer.start(feed)
   }
 

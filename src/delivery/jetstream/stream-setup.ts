@@ -9,7 +9,7 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiError, RetentionPolicy, ReplayPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream'
 import { nanos } from '@nats-io/transport-node'
 import type { Clock } from '../../clock.js'
-import { ENSURE_INTERVAL_MIN_MS, ENSURE_RETRY_DELAY_MAX_MS, ENSURE_RETRY_DELAY_MIN_MS } from '../limits.js'
+import { ENSURE_AT_START_MAX_MS, ENSURE_INTERVAL_MIN_MS, ENSURE_RETRY_DELAY_MAX_MS, ENSURE_RETRY_DELAY_MIN_MS } from '../limits.js'
 import type { QueueLogger } from './options.js'
 import { RETRY_TOKEN } from './subjects.js'
 import { sleep } from './wait.js'
@@ -101,6 +101,25 @@ export class StreamSetup {
     const created = stream || main || retry
     if (created) this.onCreated(stream)
     return created
+  }
+
+  /**
+   * ensure() at start: a request that timed out is made again, for up to ENSURE_AT_START_MAX_MS. A
+   * stream or consumer just created answers only once its leader is elected, and under load an election
+   * can miss and take 4–9 s more (nats-server 2.10), past the 5 s request timeout: a cluster node failed
+   * to start that way. Any other error fails the start at once.
+   */
+  async ensureAtStart (): Promise<boolean> {
+    const deadline = Date.now() + ENSURE_AT_START_MAX_MS
+    for (let waitMs = ENSURE_RETRY_DELAY_MIN_MS; ; waitMs = Math.min(waitMs * 2, ENSURE_RETRY_DELAY_MAX_MS)) {
+      try {
+        return await this.ensure()
+      } catch (error) {
+        if (!(error instanceof Error && error.name === 'TimeoutError') || Date.now() >= deadline) throw error
+        this.log.warn({ err: error }, 'the JetStream delivery stream or a consumer did not answer in time at start; asking again')
+      }
+      await sleep(waitMs)
+    }
   }
 
   /** ensure() in the background, retried until it succeeds (at most one at a time). */
