@@ -1,7 +1,8 @@
 // The panel's People and Audiences pages over many people, in Chromium against a real Beacon: the
 // recently active visitors latest first, a search by attribute value opening the person found, and a
 // segment's preview of who matches now (count and sample) before it is saved. Any console error (a
-// failed request included) or script error fails the test; screenshots under .artifacts/panel-people/.
+// failed request included) or script error fails the test; at phone width (390 px) the page stays within
+// the screen. Screenshots under .artifacts/panel-people/.
 
 import { expect } from 'chai'
 import type { Browser, Page } from 'playwright-core'
@@ -95,5 +96,22 @@ describe('panel in a browser: people search, recently active, segment preview', 
     expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/segments`)).body.segments).to.deep.equal([])
     await page.getByRole('button', { name: 'Save segment' }).click()
     await page.locator('[data-segment="pro-plan"]').waitFor()
+  })
+
+  it('fits a phone: the search results and the preview scroll inside their frame, the page no wider than the screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${beacon.url}/panel/people`)
+    await page.getByRole('table', { name: 'Recently active visitors' }).waitFor()
+    await page.getByRole('search', { name: 'Find people' }).getByLabel('Attribute').fill('plan')
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    await page.getByRole('table', { name: 'People found' }).waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390)
+    await shot('people-phone')
+    await page.goto(`${beacon.url}/panel/audiences`)
+    await page.getByRole('button', { name: 'Edit pro-plan' }).click()
+    await page.getByRole('button', { name: 'Preview matches' }).click()
+    await page.getByRole('table', { name: 'Sample of matching visitors' }).waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390)
+    await shot('audiences-preview-phone')
   })
 })
