@@ -6,6 +6,8 @@
 // With BEACON_CLUSTER the process is also a cluster node (src/cluster-mode.ts): it joins before it
 // listens, and hands its partitions over right after the requests in flight were answered.
 
+import { peopleRoutes } from './http/people-routes.js'
+import { PeopleScan } from './jobs/people-scan.js'
 import { redactUrl, type Config } from './config.js'
 import { systemClock, type Clock } from './clock.js'
 import { Store, type DurableObserved, type OutboxAppended } from './store/store.js'
@@ -289,6 +291,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...eventLogRoutes({ catalogs, events }),
       ...mediaRoutes({ catalogs, media }),
+      // Cluster mode: refused (501), a node holding only its own partitions' visitors.
+      ...peopleRoutes({ catalogs, people: cluster === null ? new PeopleScan({ store, clock, segments }) : null }),
       ...tryRoutes({ catalogs, runtime, visitors, profiles, deliveries, clock }),
       ...reportRoutes({ catalogs, store, clock, foldMs: config.reportFoldMs, clusterReports, counters: reports }),
       ...sdkRoutes(),

@@ -72,6 +72,10 @@ export const ERRORS = {
   // Cluster mode: no node answered for the key's partition within the routing budget (it is changing
   // owner, or its owner is unreachable); nothing was acknowledged. Sent with Retry-After.
   unavailable: [503, 'No node answers for this visitor or profile right now; retry.'],
+  // 501
+  // Cluster mode: a read that walks many visitors (people search, recently active, segment preview)
+  // is served in embedded mode only (src/jobs/people-scan.ts).
+  cluster_unsupported: [501, 'This read walks the stored visitors and is not available in cluster mode.'],
   // 500
   internal: [500, 'Unexpected server error.'],
 } as const satisfies Record<string, readonly [number, string]>

@@ -6,6 +6,7 @@
 const base = require('../.mocharc.cjs')
 
 const UNIT = [
+  'test/actors/people-scan.test.ts',
   'test/actors/runtime.test.ts',
   'test/actors/visitor.test.ts',
   'test/architecture/docs.test.ts',
@@ -34,6 +35,7 @@ const UNIT = [
   'test/http/event-batch.test.ts',
   'test/http/event-log.test.ts',
   'test/http/forwarded-key.test.ts',
+  'test/http/people-search.test.ts',
   'test/http/server.test.ts',
   'test/http/static-files.test.ts',
   'test/http/uws.test.ts',

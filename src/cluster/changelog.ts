@@ -22,12 +22,12 @@
 import { headers, nuid, type NatsConnection } from '@nats-io/transport-node'
 import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager,
-  type ApiError, type JetStreamClient, type JetStreamManager, type StoredMsg,
+  type ApiError, type JetStreamClient, type JetStreamManager, type StoredMsg, type StreamConfig,
 } from '@nats-io/jetstream'
 import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
 import { Requests } from './requests.js'
-import { retryWhileElecting } from './retry.js'
+import { isStreamNameInUse, isSubjectOverlap, retryWhileElecting } from './retry.js'
 
 export const RECORD_KIND = { entries: 1, snapshot: 2, claim: 3 } as const
 
@@ -150,14 +150,19 @@ export class Changelog {
       allow_rollup_hdrs: true,
       max_msg_size: changelog.batchSizeMaxBytes + 1,
     }
+    // Nodes started together open the stream at once. An update only when a setting differs (the usual
+    // start changes nothing), and a refusal another node's concurrent creation or update of this very
+    // stream explains is looked at again: nats-server 2.10 answers such an update "subjects overlap
+    // with an existing stream" (isSubjectOverlap), a creation racing another with other settings
+    // "stream name already in use". A real overlap with another stream still fails, after the retries.
     await retryWhileElecting(async () => {
       const existing = await jsm.streams.info(options.stream).catch((error: unknown) => {
         if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null
         throw error
       })
       if (existing === null) await jsm.streams.add(config)
-      else await jsm.streams.update(options.stream, { ...existing.config, ...config })
-    })
+      else if (!hasSettings(existing.config, config)) await jsm.streams.update(options.stream, { ...existing.config, ...config })
+    }, 30_000, error => isSubjectOverlap(error) || isStreamNameInUse(error))
     return changelog
   }
 
@@ -445,6 +450,12 @@ export class Changelog {
       await new Promise(resolve => setTimeout(resolve, 50))
     }
   }
+}
+
+/** Does the stream's configuration hold every setting of `wanted` (subjects in the same order)? */
+function hasSettings (actual: StreamConfig, wanted: Pick<StreamConfig, 'subjects' | 'num_replicas' | 'allow_rollup_hdrs' | 'max_msg_size'>): boolean {
+  return actual.num_replicas === wanted.num_replicas && actual.allow_rollup_hdrs === wanted.allow_rollup_hdrs &&
+    actual.max_msg_size === wanted.max_msg_size && JSON.stringify(actual.subjects ?? []) === JSON.stringify(wanted.subjects)
 }
 
 function withKind (kind: number, parts: readonly Uint8Array[]): Uint8Array {

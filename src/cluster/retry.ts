@@ -7,6 +7,8 @@ import { JetStreamApiError } from '@nats-io/jetstream'
 
 const TEMPORARILY_UNAVAILABLE = 10008
 const STREAM_NOT_FOUND = 10059
+const STREAM_NAME_IN_USE = 10058
+const SUBJECT_OVERLAP = 10065
 const PAUSE_MS = 100
 
 /**
@@ -38,4 +40,21 @@ export function isTransient (error: unknown): boolean {
  */
 export function isStreamNotFound (error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND
+}
+
+/**
+ * "subjects overlap with an existing stream" (10065) for a stream update racing another update (or an
+ * equal creation) of the same stream: nats-server 2.10.27's metadata leader releases its lock while it
+ * checks the new configuration (jsClusteredStreamUpdateRequest), and then compares the stream's
+ * assignment with the others by pointer, so a change of the same stream applied in between is taken
+ * for another stream with the same subjects (fixed after 2.10: nats-server commit cfbbd7b2a compares
+ * names). Transient only where the subjects are the stream's own: look the stream up again.
+ */
+export function isSubjectOverlap (error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.code === SUBJECT_OVERLAP
+}
+
+/** "stream name already in use" (10058): a creation racing another node's creation of the stream with other settings. */
+export function isStreamNameInUse (error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE
 }

@@ -28,13 +28,30 @@ export interface BeaconProcess {
 export interface StartOptions {
   dataDir?: string
   env?: Record<string, string>
+  /** How long the start may take before it is given up (the process killed). Default: by mode, below. */
+  startTimeoutMs?: number
 }
+
+/** An embedded Beacon: process start and opening its LMDB folder; a few seconds on this loaded machine. */
+export const EMBEDDED_START_MS = 15_000
+
+/**
+ * A cluster node (BEACON_CLUSTER set): on top of the process start, a node of a new cluster creates its
+ * replicated (R3) streams and buckets one after another, and nats-server 2.10 answers each creation from
+ * the new stream's leader once elected. A new group's preferred leader campaigns at once, but when its
+ * vote request reaches followers that have not applied the assignment yet (a loaded machine) the next
+ * campaign waits for the raft election timeout, 4–9 s (raft.go, minElectionTimeoutDefault and
+ * maxElectionTimeoutDefault): the embedded limit plus three such misses at the longest timeout. A start
+ * that hangs still fails. docs/internals/cluster.md, "Moving to nats-server 2.10".
+ */
+export const CLUSTER_NODE_START_MS = EMBEDDED_START_MS + 3 * 9_000 + 3_000
 
 export function tempDir (prefix = 'beacon-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
 
-export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptions = {}): Promise<BeaconProcess> {
+export async function startBeacon ({ dataDir = tempDir(), env = {}, startTimeoutMs }: StartOptions = {}): Promise<BeaconProcess> {
+  const limitMs = startTimeoutMs ?? (env.BEACON_CLUSTER === undefined ? EMBEDDED_START_MS : CLUSTER_NODE_START_MS)
   const child = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -53,7 +70,7 @@ export async function startBeacon ({ dataDir = tempDir(), env = {} }: StartOptio
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   const port = await new Promise<number>((resolve, reject) => {
     // A start given up is not left running: nothing would stop it.
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`beacon did not start within 15 s:\n${output}`)) }, 15_000)
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`beacon did not start within ${limitMs / 1000} s:\n${output}`)) }, limitMs)
     const onData = (): void => {
       const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
       if (match === null) return

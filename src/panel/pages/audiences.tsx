@@ -6,6 +6,7 @@ import { ConditionBuilder, type Condition } from '../condition'
 import { lagNote, loadReport, seriesOf, timesOf } from '../report-data'
 import { Field, Loaded, Outcome, Page, Table, useAction, useLoad, type Column } from '../ui'
 import { ruleText } from '../rule-text'
+import { PeopleTable, scanNote, type PersonRow, type ScanState } from '../people-list'
 
 interface Segment { name: string, description?: string, rule?: Condition, members?: number }
 
@@ -86,12 +87,45 @@ function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => voi
       </p>
       <ConditionBuilder name='Segment rule' rule={rule} onChange={setRule} />
       <p class='rule-text' aria-live='polite'>{rule === undefined ? 'No rule: a manual segment.' : `Visitors who ${ruleText(rule)}.`}</p>
+      {rule !== undefined && <MatchPreview rule={rule} description={description} />}
       <div class='row'>
         <button type='submit' disabled={save.busy}>Save segment</button>
         <button type='button' class='secondary' onClick={onDone}>Cancel</button>
       </div>
       <Outcome action={save} />
     </form>
+  )
+}
+
+interface PreviewPage extends ScanState { matches: number, sample: PersonRow[], windowsRecorded: boolean }
+
+/** Who the rule as it stands (unsaved) matches now: a count and a sample; "Count further" goes on where the scan stopped. */
+function MatchPreview ({ rule, description }: { rule: Condition, description: string }): JSX.Element {
+  const [shown, setShown] = useState<{ rule: Condition, page: PreviewPage } | null>(null)
+  const preview = useAction(async (more: boolean) => {
+    const cursor = more && shown !== null && shown.page.next !== null ? `?cursor=${enc(shown.page.next)}` : ''
+    const page = await call<PreviewPage>('POST', accountPath(`/segments-preview${cursor}`), { ...(description === '' ? {} : { description }), rule })
+    if (!more || shown === null) return setShown({ rule, page })
+    setShown({ rule, page: { ...page, matches: shown.page.matches + page.matches, scanned: shown.page.scanned + page.scanned, sample: [...shown.page.sample, ...page.sample].slice(0, 10) } })
+  })
+  const stale = shown !== null && shown.rule !== rule
+  return (
+    <section class='match-preview' aria-labelledby='match-preview-title'>
+      <h3 id='match-preview-title'>Who matches now</h3>
+      <div class='row'>
+        <button type='button' class='secondary' disabled={preview.busy} onClick={() => preview.run(false)}>Preview matches</button>
+        {shown !== null && !shown.page.complete && !stale && <button type='button' class='secondary' disabled={preview.busy} onClick={() => preview.run(true)}>Count further</button>}
+      </div>
+      <Outcome action={preview} />
+      {shown !== null && <>
+        <p class='preview-count' role='status'>
+          <strong>{shown.page.matches.toLocaleString('en-US')}</strong> visitor{shown.page.matches === 1 ? '' : 's'} match{shown.page.matches === 1 ? 'es' : ''}{shown.page.complete ? '' : ' so far'}. {scanNote(shown.page.scanned, shown.page.complete)}
+          {stale && ' The rule changed since: preview again.'}
+        </p>
+        {!shown.page.windowsRecorded && <p class='note'>This rule counts events over a window no saved segment records yet: past events are not counted, so those conditions read 0 until the segment is saved.</p>}
+        <PeopleTable caption='Sample of matching visitors' rows={shown.page.sample} empty='No visitor matches among those examined.' />
+      </>}
+    </section>
   )
 }
 

@@ -1,0 +1,44 @@
+// What cluster mode refuses, as a strategy chosen at start, never a crash nor half an answer: the
+// retained event log is not kept (docs/event-log.md, "Cluster mode": 501 event_log_not_kept), and the
+// reads that walk many stored visitors (people search, the recently active, the segment preview) answer
+// 501 cluster_unsupported, since each node holds only its own partitions' rows
+// (src/http/people-routes.ts). Real processes: a NATS JetStream cluster and one Beacon node
+// (test/helpers/beacon-cluster.ts).
+
+import { expect } from 'chai'
+import { admin, post, visitorId } from '../helpers/beacon.js'
+import { startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
+import { expectError } from '../helpers/errors.js'
+
+describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)', function () {
+  this.timeout(120_000)
+  let cluster: BeaconCluster
+
+  before(async () => {
+    cluster = await startBeaconCluster(1)
+    await cluster.settled()
+  })
+  after(async () => {
+    await cluster?.close()
+  })
+
+  it('accepts events and answers 501 event_log_not_kept on both event log endpoints', async () => {
+    const node = cluster.live()[0]!
+    const account = cluster.tenant.account
+    const sent = await post(node.url, '/campaigns/query', { account, visitorId: visitorId(), platform: 'web', event: 'pageView', path: '/' })
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(200)
+    expectError(await admin(node.url, 'GET', `/admin/accounts/${account}/events`), 'event_log_not_kept')
+    expectError(await admin(node.url, 'GET', `/admin/accounts/${account}/events/export?from=2026-01-01T00:00:00Z`), 'event_log_not_kept')
+    // Still serving after them.
+    expect((await admin(node.url, 'GET', `/admin/accounts/${account}`)).status).to.equal(200)
+  })
+
+  it('answers 501 cluster_unsupported to the people search, the recently active and the segment preview; 404 for an unknown account first', async () => {
+    const base = cluster.members[0]!.url
+    const account = cluster.tenant.account
+    expectError(await admin(base, 'GET', `/admin/accounts/${account}/people?attribute=email`), 'cluster_unsupported')
+    expectError(await admin(base, 'GET', `/admin/accounts/${account}/people/recent`), 'cluster_unsupported')
+    expectError(await admin(base, 'POST', `/admin/accounts/${account}/segments-preview`, { rule: { fact: 'attribute.plan', op: 'eq', value: 'pro' } }), 'cluster_unsupported')
+    expectError(await admin(base, 'GET', '/admin/accounts/00000000-0000-4000-8000-000000000000/people'), 'account_not_found')
+  })
+})
