@@ -70,6 +70,23 @@ describe('entity log: visitor and profile writes through the partition changelog
     }
   }
 
+  /**
+   * A recovery, made again when its read came up short, as a node's recovery is: the previous owner's
+   * background snapshot purging the partition during the read makes it refuse
+   * (CLUSTER_CHANGELOG_UNAVAILABLE; a Node 24 run of CI failed there once).
+   */
+  async function recoverAgainIfShort (n: EntityNode, partition: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await n.log.recover(partition)
+        return
+      } catch (error) {
+        if (!(error instanceof ClusterError) || error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE || attempt === 5) throw error
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
+    }
+  }
+
   it('acknowledges a write only once its entry is stored on a quorum', async () => {
     // Connected to the first server only, so that stopping the other two leaves it without a quorum.
     const a = await node('a', { servers: [cluster.urls[0]!] })
@@ -605,7 +622,7 @@ describe('entity log: visitor and profile writes through the partition changelog
     await b.log.recover(3)
     await b.event(ACCOUNT, visitorId!, { event: 'purchase', orderId: 'o-3', orderTotal: 1 })
     a.log.lost(3)
-    await a.log.recover(3)
+    await recoverAgainIfShort(a, 3)
     // The snapshot a recovery starts when it replayed entries, done before the handler resumes.
     await a.log.snapshot(3)
     answer()
@@ -614,7 +631,7 @@ describe('entity log: visitor and profile writes through the partition changelog
     // Nothing of a's stale copy (o-1 only) was written over b's purchase.
     expect((await stateOf(a, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
     const c = await node('c')
-    await c.log.recover(3)
+    await recoverAgainIfShort(c, 3)
     expect((await stateOf(c, visitorId!)).orderIds).to.deep.equal(['o-3', 'o-1'])
   })
 
