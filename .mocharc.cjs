@@ -71,6 +71,7 @@ function namesTests (args) {
 
 module.exports = {
   'node-option': ['import=tsx'],
+  require: [require.resolve('./test/helpers/file-times.cjs')],
   ...(namesTests(process.argv.slice(2)) ? {} : { spec: suite() }),
   timeout: 60000,
   exit: true,
