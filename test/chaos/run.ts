@@ -220,8 +220,8 @@ function deliveryOf (received: Received): Entry {
 
 /**
  * Check 5's evidence: within SETTLE_MS of the heal, every node answers GET /admin/cluster and a read
- * within ANSWER_MS each, has joined, and sees every partition owned by a running node and none
- * recovering. One health entry per node: its state when all held, or its last problem.
+ * within ANSWER_MS each, has joined, and sees every partition owned by a running node, none recovering
+ * and no node holding more than its share. One health entry per node: its state when all held, or its last problem.
  */
 async function healthCheck (cluster: BeaconCluster): Promise<void> {
   const deadline = Date.now() + SETTLE_MS
@@ -259,6 +259,11 @@ async function nodeProblem (cluster: BeaconCluster, member: BeaconCluster['membe
       }
     }
     if (owned.size !== CLUSTER_PARTITIONS) return `${CLUSTER_PARTITIONS - owned.size} partitions without a lease holder`
+    // The balancer's share (src/cluster/balancer.ts): a node holding more than it once the others are
+    // back (a survivor keeping every partition) has not given back what it took during the faults.
+    const share = Math.ceil(CLUSTER_PARTITIONS / running.size)
+    const heavy = body.nodes.find(node => node.partitions.length > share)
+    if (heavy !== undefined) return `${heavy.id} holds ${heavy.partitions.length} partitions, more than its share of ${share}`
     const { account, token } = cluster.tenant
     const read = await fetch(`${member.url}/visitors/query`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
