@@ -10,16 +10,15 @@ describeResendAfterTakeover('Beacon cluster mode: a row resent by a new owner ke
   start: async () => {
     const receiver = await startReceiver()
     return {
-      url: receiver.url,
+      config: {
+        name: 'purchases', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+        request: { method: 'POST', url: `${receiver.url}/purchases`, payload: '{"order": {{event.orderId}}, "who": {{visitorId}}}' },
+        delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+      },
       arrivals: () => receiver.requests.filter(r => r.url === '/purchases')
         .map(r => ({ order: String((JSON.parse(r.body) as { order: string }).order), id: String(r.headers['webhook-id']), body: r.body })),
       close: () => receiver.close(),
     }
   },
-  config: url => ({
-    name: 'purchases', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
-    request: { method: 'POST', url: `${url}/purchases`, payload: '{"order": {{event.orderId}}, "who": {{visitorId}}}' },
-    delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
-  }),
   purchase: { platform: 'web' },
 })

@@ -13,14 +13,10 @@ describeResendAfterTakeover('Beacon cluster mode: a meta-capi destination across
   start: async () => {
     const meta = await new MetaCapiDouble().start()
     return {
-      url: meta.url,
+      config: meta.destination({ timeoutMs: 2000 }),
       arrivals: () => meta.events.map(event => ({ order: String(event.custom_data?.order_id), id: String(event.event_id), body: JSON.stringify(event) })),
       close: () => meta.close(),
     }
   },
-  config: url => ({
-    type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase'], credentials: { accessToken: 'meta-token' },
-    settings: { pixelId: '1234567890', apiBaseUrl: url, siteUrl: 'https://shop.example', timeoutMs: 2000 },
-  }),
   purchase: { platform: 'web', orderTotal: 10, currency: 'eur', path: '/done', userAgent: 'Mozilla/5.0 (test)' },
 })

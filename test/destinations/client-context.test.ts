@@ -4,9 +4,10 @@
 // event's own clientIp / userAgent fields kept (a site's backend sending for the browser).
 
 import { expect } from 'chai'
-import { admin, createTenant, post, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
+import { createTenant, post, tempDir, visitorId, type Tenant } from '../helpers/beacon.js'
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { until } from '../helpers/until.js'
+import { putAll } from './setup.js'
 import { MetaCapiDouble } from './doubles/meta-capi-double.js'
 import { TiktokDouble } from './doubles/tiktok-double.js'
 
@@ -24,18 +25,7 @@ for (const trusted of [false, true]) {
       tenant = await createTenant(beacon.url)
       meta = await new MetaCapiDouble(() => beacon.clock.nowMs()).start()
       tiktok = await new TiktokDouble().start()
-      const put = async (id: string, body: Record<string, unknown>): Promise<void> => {
-        const res = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/destinations/${id}`, body)
-        expect(res.status, JSON.stringify(res.body)).to.equal(200)
-      }
-      await put('meta', {
-        type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase'], credentials: { accessToken: 'meta-token' },
-        settings: { pixelId: '1234567890', apiBaseUrl: meta.url, siteUrl: 'https://shop.example' },
-      })
-      await put('tiktok', {
-        type: 'tiktok-events', name: 'TikTok', enabled: true, events: ['purchase'], credentials: { accessToken: 'tt-token' },
-        settings: { pixelCode: 'C4ABCDEFGHIJ', apiBaseUrl: tiktok.url, siteUrl: 'https://shop.example' },
-      })
+      await putAll(beacon.url, tenant.account, { 'destinations/meta': meta.destination(), 'destinations/tiktok': tiktok.destination() })
     })
     afterEach(async () => {
       await beacon.close()

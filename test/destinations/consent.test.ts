@@ -7,6 +7,7 @@ import { admin, createTenant, post, visitorId, type Tenant } from '../helpers/be
 import { startInProcess, type InProcess } from '../helpers/in-process.js'
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
+import { putAll } from './setup.js'
 import { MetaCapiDouble } from './doubles/meta-capi-double.js'
 import { Ga4Double } from './doubles/ga4-double.js'
 
@@ -21,18 +22,7 @@ describe('consent to destinations (account setting, SDK consent event, attribute
     tenant = await createTenant(beacon.url)
     meta = await new MetaCapiDouble(() => beacon.clock.nowMs()).start()
     ga = await new Ga4Double(() => beacon.clock.nowMs()).start()
-    const put = async (id: string, body: Record<string, unknown>): Promise<void> => {
-      const res = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/destinations/${id}`, body)
-      expect(res.status, JSON.stringify(res.body)).to.equal(200)
-    }
-    await put('meta', {
-      type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase'], credentials: { accessToken: 'meta-token' },
-      settings: { pixelId: '1234567890', apiBaseUrl: meta.url, siteUrl: 'https://shop.example' },
-    })
-    await put('ga', {
-      type: 'ga4', name: 'GA4', enabled: true, events: ['purchase'], credentials: { apiSecret: 'ga-secret' },
-      settings: { measurementId: 'G-TEST1234', apiBaseUrl: ga.url },
-    })
+    await putAll(beacon.url, tenant.account, { 'destinations/meta': meta.destination(), 'destinations/ga': ga.destination() })
   })
   afterEach(async () => {
     await beacon.close()

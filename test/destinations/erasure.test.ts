@@ -6,6 +6,7 @@ import { expect } from 'chai'
 import { admin, createTenant, post, visitorId, type Tenant } from '../helpers/beacon.js'
 import { audienceSink, startInProcess, type InProcess } from '../helpers/in-process.js'
 import { until } from '../helpers/until.js'
+import { putAll } from './setup.js'
 import { sha256Hex } from '../../src/destinations/normalize.js'
 import { MetaAudienceDouble } from './doubles/meta-audience-double.js'
 import { GoogleAdsDouble } from './doubles/google-ads-double.js'
@@ -24,24 +25,22 @@ describe('audience destinations on erasure (Meta, Google Ads and Braze doubles)'
     meta = await new MetaAudienceDouble().start()
     google = await new GoogleAdsDouble(() => beacon.clock.nowMs()).start()
     braze = await new BrazeDouble().start()
-    const put = async (path: string, body: unknown): Promise<void> => {
-      const res = await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/${path}`, body)
-      expect(res.status, JSON.stringify(res.body)).to.equal(200)
-    }
-    await put('segments/vip', { rule: { fact: 'attribute.tier', op: 'eq', value: 'vip' } })
-    await put('segments/other', { rule: { fact: 'attribute.tier', op: 'eq', value: 'other' } })
-    await put('destinations/meta', {
-      type: 'meta-audience', name: 'VIPs', enabled: true, audiences: ['vip'],
-      credentials: { accessToken: 'meta-token' }, settings: { audienceId: '6000', apiBaseUrl: meta.url },
-    })
-    await put('destinations/gads', {
-      type: 'google-ads-customer-match', name: 'VIP list', enabled: true, audiences: ['vip'],
-      credentials: { developerToken: 'g-dev', clientId: 'g-client', clientSecret: 'g-secret', refreshToken: 'g-refresh' },
-      settings: { customerId: '1234567890', userListId: '555', apiBaseUrl: google.url, tokenUrl: `${google.url}/token` },
-    })
-    await put('destinations/braze', {
-      type: 'braze', name: 'Braze', enabled: true, audiences: ['vip'],
-      credentials: { apiKey: 'braze-key' }, settings: { apiBaseUrl: braze.url },
+    await putAll(beacon.url, tenant.account, {
+      'segments/vip': { rule: { fact: 'attribute.tier', op: 'eq', value: 'vip' } },
+      'segments/other': { rule: { fact: 'attribute.tier', op: 'eq', value: 'other' } },
+      'destinations/meta': {
+        type: 'meta-audience', name: 'VIPs', enabled: true, audiences: ['vip'],
+        credentials: { accessToken: 'meta-token' }, settings: { audienceId: '6000', apiBaseUrl: meta.url },
+      },
+      'destinations/gads': {
+        type: 'google-ads-customer-match', name: 'VIP list', enabled: true, audiences: ['vip'],
+        credentials: { developerToken: 'g-dev', clientId: 'g-client', clientSecret: 'g-secret', refreshToken: 'g-refresh' },
+        settings: { customerId: '1234567890', userListId: '555', apiBaseUrl: google.url, tokenUrl: `${google.url}/token` },
+      },
+      'destinations/braze': {
+        type: 'braze', name: 'Braze', enabled: true, audiences: ['vip'],
+        credentials: { apiKey: 'braze-key' }, settings: { apiBaseUrl: braze.url },
+      },
     })
   })
   afterEach(async () => {

@@ -30,10 +30,7 @@ describe('ga4 and tiktok-events destinations (contract doubles)', () => {
     let ga: Ga4Double
     beforeEach(async () => { ga = await new Ga4Double(() => beacon.clock.nowMs()).start() })
     afterEach(() => ga.close())
-    const ga4 = (settings: Record<string, unknown> = {}): Record<string, unknown> => ({
-      type: 'ga4', name: 'GA4', enabled: true, events: ['purchase', 'productView', 'signup_done'], credentials: { apiSecret: 'ga-secret' },
-      settings: { measurementId: 'G-TEST1234', apiBaseUrl: ga.url, ...settings },
-    })
+    const ga4 = (settings: Record<string, unknown> = {}): Record<string, unknown> => ga.destination(settings, { events: ['purchase', 'productView', 'signup_done'] })
 
     it('refuses a malformed measurement id naming it', async () => {
       expectError(await put('ga', ga4({ measurementId: 'UA-1' })), 'invalid_field', '/settings/measurementId')
@@ -73,10 +70,7 @@ describe('ga4 and tiktok-events destinations (contract doubles)', () => {
     let tt: TiktokDouble
     beforeEach(async () => { tt = await new TiktokDouble().start() })
     afterEach(() => tt.close())
-    const tiktok = (settings: Record<string, unknown> = {}): Record<string, unknown> => ({
-      type: 'tiktok-events', name: 'TikTok', enabled: true, events: ['purchase'], credentials: { accessToken: 'tt-token' },
-      settings: { pixelCode: 'C4ABCDEFGHIJ', apiBaseUrl: tt.url, siteUrl: 'https://shop.example', ...settings },
-    })
+    const tiktok = (settings: Record<string, unknown> = {}): Record<string, unknown> => tt.destination(settings)
 
     it('sends CompletePayment with hashed email, E.164 phone and external id, and the delivery id as event_id', async () => {
       expect((await put('tt', tiktok())).status).to.equal(200)

@@ -28,12 +28,8 @@ describe('meta-capi destination (Meta Conversions API double)', () => {
   })
 
   const path = (id = 'meta'): string => `/admin/accounts/${tenant.account}/destinations/${id}`
-  const destination = (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase', 'productView'],
-    credentials: { accessToken: 'meta-token' },
-    settings: { pixelId: '1234567890', apiBaseUrl: meta.url, siteUrl: 'https://shop.example', ...settings },
-    ...extra,
-  })
+  const destination = (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> =>
+    meta.destination(settings, { events: ['purchase', 'productView'], ...extra })
   async function save (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<void> {
     const saved = await admin(beacon.url, 'PUT', path(), destination(settings, extra))
     expect(saved.status, JSON.stringify(saved.body)).to.equal(200)

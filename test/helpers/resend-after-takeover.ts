@@ -25,10 +25,11 @@ export interface ResendTarget {
   idName: string
   /** The target's admin path below the account, e.g. 'webhooks/purchases'. */
   path: string
-  /** Starts the receiver; answers its arrivals so far (every one, in order) and how to close it. */
-  start (): Promise<{ url: string, arrivals (): Arrival[], close (): Promise<void> }>
-  /** The body of the PUT creating the target, sending to the receiver at `url`. */
-  config (url: string): unknown
+  /**
+   * Starts the receiver; answers the body of the PUT creating the target (sending to it), its arrivals
+   * so far (every one, in order) and how to close it.
+   */
+  start (): Promise<{ config: unknown, arrivals (): Arrival[], close (): Promise<void> }>
   /** Fields every purchase carries besides account, visitorId, event and orderId. */
   purchase: Record<string, unknown>
 }
@@ -51,7 +52,7 @@ export function describeResendAfterTakeover (title: string, target: ResendTarget
       receiver = await target.start()
       cluster = await startBeaconCluster(3, { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_NATS_ACK_WAIT_MS: String(ACK_WAIT_MS) })
       await cluster.settled()
-      const res = await admin(cluster.members[0]!.url, 'PUT', path(), target.config(receiver.url))
+      const res = await admin(cluster.members[0]!.url, 'PUT', path(), receiver.config)
       expect(res.status, JSON.stringify(res.body)).to.be.oneOf([200, 201])
       for (const member of cluster.live()) {
         await until(`the target on ${member.id}`, async () => (await admin(member.url, 'GET', path())).status === 200, 15_000, 10)

@@ -27,6 +27,15 @@ export class Ga4Double extends HttpDouble {
     super(request => this.answer(request), nowMs)
   }
 
+  /** A ga4 destination sending purchases to this double with the secret it takes; `settings` and `extra` change it. */
+  destination (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      type: 'ga4', name: 'GA4', enabled: true, events: ['purchase'], credentials: { apiSecret: 'ga-secret' },
+      settings: { measurementId: 'G-TEST1234', apiBaseUrl: this.url, ...settings },
+      ...extra,
+    }
+  }
+
   private answer (request: DoubleRequest): DoubleReply {
     const debug = request.path === '/debug/mp/collect'
     if (request.method !== 'POST' || (request.path !== '/mp/collect' && !debug)) return { status: 404 }

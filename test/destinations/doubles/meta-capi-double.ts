@@ -31,6 +31,15 @@ export class MetaCapiDouble extends HttpDouble {
     super(request => this.answer(request), nowMs)
   }
 
+  /** A meta-capi destination sending purchases to this double with the token it takes; `settings` and `extra` change it. */
+  destination (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      type: 'meta-capi', name: 'Meta', enabled: true, events: ['purchase'], credentials: { accessToken: 'meta-token' },
+      settings: { pixelId: '1234567890', apiBaseUrl: this.url, siteUrl: 'https://shop.example', ...settings },
+      ...extra,
+    }
+  }
+
   /** Meta's answer when a token expired. */
   static expiredToken (): DoubleReply {
     return { status: 401, body: { error: { message: 'Error validating access token: Session has expired.', type: 'OAuthException', code: 190, error_subcode: 463, fbtrace_id: 'Atrace' } } }

@@ -15,6 +15,15 @@ export class TiktokDouble extends HttpDouble {
     super(request => this.answer(request))
   }
 
+  /** A tiktok-events destination sending purchases to this double with the token it takes; `settings` and `extra` change it. */
+  destination (settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      type: 'tiktok-events', name: 'TikTok', enabled: true, events: ['purchase'], credentials: { accessToken: 'tt-token' },
+      settings: { pixelCode: 'C4ABCDEFGHIJ', apiBaseUrl: this.url, siteUrl: 'https://shop.example', ...settings },
+      ...extra,
+    }
+  }
+
   static rateLimited (): DoubleReply {
     return { status: 200, body: { code: 40100, message: 'Too many requests. Please retry in some time.', request_id: 'r', data: {} } }
   }
