@@ -11,24 +11,14 @@ package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. packa
 local common = require "common"
 local pageview = require "pageview-event"
 
-local ids = common.ids()
-local n_ids = #ids
-local account = common.require_env("BENCH_ACCOUNT")
+local ids, n_ids, account = common.json_post()
 local size = tonumber(common.env("BENCH_BATCH_SIZE", "100"))
 local PREFIX = '{"account":"' .. account .. '","events":['
-local next_random
-
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-
-function init (args)
-  next_random = common.thread_rng()
-end
 
 function request ()
   local events = {}
   for i = 1, size do
-    local r = next_random()
+    local r = common.random()
     events[i] = "{" .. pageview.fields(r, ids[r % n_ids + 1])
   end
   return wrk.format(nil, nil, nil, PREFIX .. table.concat(events, ",") .. "]}")

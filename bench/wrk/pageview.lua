@@ -11,20 +11,10 @@ package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. packa
 local common = require "common"
 local pageview = require "pageview-event"
 
-local ids = common.ids()
-local n_ids = #ids
-local account = common.require_env("BENCH_ACCOUNT")
+local ids, n_ids, account = common.json_post()
 local PREFIX = '{"account":"' .. account .. '",'
-local next_random
-
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-
-function init (args)
-  next_random = common.thread_rng()
-end
 
 function request ()
-  local r = next_random()
+  local r = common.random()
   return wrk.format(nil, nil, nil, PREFIX .. pageview.fields(r, ids[r % n_ids + 1]))
 end
