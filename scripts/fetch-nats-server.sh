@@ -12,23 +12,17 @@ want=2.10.27
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.cache/nats-server"
 bin="$dest/usr/sbin/nats-server"
+# shellcheck source=scripts/lib/trixie-apt.sh
+. "$root/scripts/lib/trixie-apt.sh"
 
 have () { [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -qx "nats-server: v$want"; }
 
 if ! have; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  mkdir -p "$tmp/lists/partial" "$tmp/parts" "$tmp/cache/archives/partial"
   # The machine's own Debian mirror, read from its apt sources (never written into the repository).
-  uri=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-  if [ -z "$uri" ]; then
-    uri=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-  fi
-  [ -n "$uri" ] || { echo "fetch-nats-server: no Debian mirror found in the apt sources" >&2; exit 1; }
-  printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" > "$tmp/parts/trixie.sources"
-  O=(-o APT::Sandbox::User=root -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts="$tmp/parts" -o Dir::State::Lists="$tmp/lists" -o Dir::Cache="$tmp/cache")
-  apt-get "${O[@]}" -qq update >&2
-  (cd "$tmp" && apt-get "${O[@]}" -qq download "nats-server=$want*" >&2 || apt-get "${O[@]}" -qq download nats-server >&2)
+  trixie_apt_setup fetch-nats-server "$tmp"
+  (cd "$tmp" && { trixie_apt download "nats-server=$want*" || trixie_apt download nats-server; })
   rm -rf "$dest"
   mkdir -p "$dest"
   dpkg-deb -x "$tmp"/nats-server_*.deb "$dest"

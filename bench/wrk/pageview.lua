@@ -9,27 +9,12 @@
 
 package.path = (os.getenv("BENCH_WRK_DIR") or "bench/wrk") .. "/?.lua;" .. package.path
 local common = require "common"
+local pageview = require "pageview-event"
 
-local ids = common.ids()
-local n_ids = #ids
-local account = common.require_env("BENCH_ACCOUNT")
-local DEVICES = { "desktop", "mobile", "tablet" }
-local REFERRERS = { "null", '"https://www.google.com/"', '"https://news.example.org/article/42"', "null" }
-local PREFIX = '{"account":"' .. account .. '","visitorId":"'
-local next_random
-
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-
-function init (args)
-  next_random = common.thread_rng()
-end
+local ids, n_ids, account = common.json_post()
+local PREFIX = '{"account":"' .. account .. '",'
 
 function request ()
-  local r = next_random()
-  local body = PREFIX .. ids[r % n_ids + 1] ..
-    '","platform":"web","device":"' .. DEVICES[r % 3 + 1] ..
-    '","event":"pageView","path":"/products/' .. (r % 997) ..
-    '","referrer":' .. REFERRERS[r % 4 + 1] .. '}'
-  return wrk.format(nil, nil, nil, body)
+  local r = common.random()
+  return wrk.format(nil, nil, nil, PREFIX .. pageview.fields(r, ids[r % n_ids + 1]))
 end

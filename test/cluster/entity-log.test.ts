@@ -50,19 +50,15 @@ describe('entity log: visitor and profile writes through the partition changelog
   }
 
   /**
-   * The write entries the partition's changelog holds. A background snapshot's purge running during the
-   * read makes it deliver fewer messages than were counted when it started: the read refuses
-   * (CLUSTER_CHANGELOG_UNAVAILABLE) and is made again, as a recovery does.
+   * Runs a read of the partition's changelog again (up to 5 times) when it came up short, as a node's
+   * recovery does: a background snapshot's purge running during the read (the previous owner's, after a
+   * move) makes it deliver fewer messages than were counted when it started, and the read refuses with
+   * CLUSTER_CHANGELOG_UNAVAILABLE (a Node 24 run of CI failed there once).
    */
-  async function writeEntries (n: EntityNode, partition: number): Promise<{ seq: number, entry: WriteEntry }[]> {
+  async function againIfShort<T> (read: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const out: { seq: number, entry: WriteEntry }[] = []
       try {
-        for await (const record of n.changelog.read(partition, 0)) {
-          if (record.kind !== 'entries') continue
-          for (const entry of record.entries as LogEntry[]) if (entry.t === 'e') out.push({ seq: record.seq, entry })
-        }
-        return out
+        return await read()
       } catch (error) {
         if (!(error instanceof ClusterError) || error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE || attempt === 5) throw error
         await new Promise(resolve => setTimeout(resolve, 100))
@@ -70,21 +66,21 @@ describe('entity log: visitor and profile writes through the partition changelog
     }
   }
 
-  /**
-   * A recovery, made again when its read came up short, as a node's recovery is: the previous owner's
-   * background snapshot purging the partition during the read makes it refuse
-   * (CLUSTER_CHANGELOG_UNAVAILABLE; a Node 24 run of CI failed there once).
-   */
-  async function recoverAgainIfShort (n: EntityNode, partition: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await n.log.recover(partition)
-        return
-      } catch (error) {
-        if (!(error instanceof ClusterError) || error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE || attempt === 5) throw error
-        await new Promise(resolve => setTimeout(resolve, 100))
+  /** The write entries the partition's changelog holds. */
+  async function writeEntries (n: EntityNode, partition: number): Promise<{ seq: number, entry: WriteEntry }[]> {
+    return await againIfShort(async () => {
+      const out: { seq: number, entry: WriteEntry }[] = []
+      for await (const record of n.changelog.read(partition, 0)) {
+        if (record.kind !== 'entries') continue
+        for (const entry of record.entries as LogEntry[]) if (entry.t === 'e') out.push({ seq: record.seq, entry })
       }
-    }
+      return out
+    })
+  }
+
+  /** A recovery of the partition, made again when its read came up short. */
+  async function recoverAgainIfShort (n: EntityNode, partition: number): Promise<void> {
+    await againIfShort(() => n.log.recover(partition))
   }
 
   it('acknowledges a write only once its entry is stored on a quorum', async () => {

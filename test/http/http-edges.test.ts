@@ -1,7 +1,7 @@
 // HTTP framing at the edges (RFC 9112) over raw sockets: what Beacon refuses itself, what
 // uWebSockets.js refuses (20.57: answered 400, or 505 for HTTP/1.0, and closed at once; 20.30: closed,
 // never answered and never left open), and the same requests through a real nginx with the
-// reverse-proxy settings of docs/operations.md.
+// reverse-proxy settings of docs/deploy.md.
 
 import { expect } from 'chai'
 import net from 'node:net'
@@ -112,7 +112,7 @@ describe('behind nginx with the documented proxy settings', function () {
   before(async () => {
     beacon = await startBeacon()
     account = (await createTenant(beacon.url)).account
-    // The directives of docs/operations.md.
+    // The directives of docs/deploy.md.
     nginx = await startNginx(`127.0.0.1:${beacon.port}`, `
       proxy_http_version 1.1;
       proxy_set_header Connection "";
