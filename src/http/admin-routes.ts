@@ -419,7 +419,7 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     })),
     keyed('profile', route('del', '/admin/accounts/:account/profiles/:profileId', 'owner', {
       summary: 'Erase a person', tag: 'People',
-      description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. In cluster mode the delivery records of every node go (the erasure is stored for them; `deliveries` counts the answering node\'s), and a 503 `unavailable` (Retry-After: 1) says it could not be stored: retry. See "Privacy" in docs/operations.md.',
+      description: 'The profile, every visitor ever linked to it (not only its latest devices) unless linked to another profile since, and the outbox rows and webhook delivery records (deliveries log, dead letters) carrying them. In cluster mode the delivery records of every node go (the erasure is stored for them; `deliveries` counts the answering node\'s), and a 503 `unavailable` (Retry-After: 1) says it could not be stored: retry. See docs/privacy.md.',
       ok: json(200, 'What was erased.', R.Erased), errors: ['account_not_found', 'profile_not_found', 'unavailable'],
     }, async request => {
       const account = knownAccount(request)
