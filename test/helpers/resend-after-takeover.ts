@@ -123,13 +123,13 @@ export function describeResendAfterTakeover (title: string, target: ResendTarget
       })
       const received = ids()
       const resent = records.filter(record => idOf(record).startsWith(`${dead.folderId}:`) && !record.id.startsWith(`${dead.folderId}:`))
-      expect(resent.filter(record => !received.has(idOf(record))).map(record => record.id), `resent records under a ${target.idName} the receiver never got`).to.deep.equal([])
+      expect(resent.filter(record => !received.has(idOf(record))).map(record => record.id), `resent records whose ${target.idName} the receiver never got`).to.deep.equal([])
       const shared = records.length - new Set(records.map(idOf)).size
       const statuses = new Map<string, number>()
       for (const record of records) statuses.set(record.status, (statuses.get(record.status) ?? 0) + 1)
       console.log(`      log through ${cluster.live().length} nodes: ${records.length} records once each ${JSON.stringify(Object.fromEntries(statuses))}, ` +
         `settled ${Date.now() - waitedMs} ms after the check began; ${resent.length} of ${dead.id}'s rows resent by the new owners under ${dead.id}'s ${target.idName}s; ` +
-        `${shared} records sharing a ${target.idName} with another`)
+        `${shared} records whose ${target.idName} another record has too`)
       return resent
     }
 
