@@ -14,6 +14,8 @@ export const NGINX = '/usr/sbin/nginx'
 export interface Nginx {
   url: string
   port: number
+  /** The nginx process (its CPU, in benchmarks). */
+  pid: number
   /** nginx's error log so far (what it said about refused requests or its upstream). */
   errors: () => string
   stop: () => Promise<void>
@@ -93,6 +95,7 @@ ${http(port)}
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid!,
     errors: () => readLog(errorLog),
     async stop () {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT')
