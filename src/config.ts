@@ -227,7 +227,8 @@ function publicUrl (env: Env, problems: string[]): string | null {
     url = new URL(raw.trim())
   } catch {}
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
-    problems.push(`BEACON_PUBLIC_URL=${JSON.stringify(raw.slice(0, 200))}: expected http://host[:port][/path] or https://… (no query, fragment or credentials)`)
+    // The value may carry credentials: never echo it.
+    problems.push(`BEACON_PUBLIC_URL: expected http://host[:port][/path] or https://… (no query, fragment or credentials); got ${describeUrl(raw.trim())}`)
     return null
   }
   return url.href.replace(/\/+$/, '')
