@@ -592,7 +592,7 @@ export class HttpServer<R extends Route = Route> {
   private dispatchOwned (cluster: ClusterRouting, exchange: Exchange, route: Route, request: Request, key: EntityKey, raw: string | Buffer | undefined): void {
     const settle = (reply: Reply): void => {
       if (isMoved(reply)) return this.forwardTo(cluster, exchange, route, request, key, raw)
-      exchange.hinted = true
+      exchange.hinted = this.routeHint !== null
       this.finish(exchange, reply, false)
     }
     let admitted: object | null = null
