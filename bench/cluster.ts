@@ -8,7 +8,9 @@
 // transport alone, no Beacon on either side: NATS request/reply between two processes connected to two
 // of the servers (bench/nats-hop.ts), as many in flight as (c) forwards; and the hop in isolation: one
 // wrk with ids node-2 owns, sent to node-2, then to node-1 (every request forwarded), each node's CPU
-// apart. For every row: the CPU per request of the Beacon processes and of the
+// apart; and (n) the three nodes behind a real nginx running deploy/nginx-cluster.conf, each wrk sending
+// the Beacon-Route hint its ids were answered with (a client keeping the hint: the SDK), nginx's CPU
+// counted apart (target: Beacon + NATS <= 1.15x (c2)). For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
 // the requests), and the share of requests forwarded to their partition's owner
 // (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
@@ -44,6 +46,7 @@ import { fileURLToPath } from 'node:url'
 import { partitionOf } from '../src/cluster/partition.js'
 import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
+import { clusterNginxConf, startNginxWith } from '../test/helpers/nginx.js'
 import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -80,6 +83,8 @@ const QUIET_WAIT_MS = 180_000
 /** The targets of issue 17. */
 const CLUSTER_RATIO_TARGET = 0.5
 const CPU_GROWTH_TARGET = 1.5
+/** Issue 32: three nodes behind nginx with the route config, CPU per request against (c2). */
+const ROUTED_TARGET = 1.15
 const TAKEOVER_TARGET_MS = 2000
 
 const WORKLOADS = [
@@ -237,11 +242,15 @@ interface WrkResult {
   check: { responses: number, non2xx: number, sample: string | null } | null
 }
 
-/** One wrk process per node, the connections split evenly, all at once; `idFiles` as measure()'s. */
-async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean, idFiles: string[] | null): Promise<{ runs: WrkResult[] }> {
+/**
+ * One wrk process per node, the connections split evenly, all at once; `idFiles` and `via` as measure()'s
+ * (`via`: wrk i sends to via[i].url with its header instead of to node i).
+ */
+async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean, idFiles: string[] | null, via: Via[] | null = null): Promise<{ runs: WrkResult[] }> {
   const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length))
   const runs = await Promise.all(nodes.map(async (node, i) => {
-    const args = ['-t', '1', '-c', String(per), '-d', `${seconds}s`, '-s', join(WRK_DIR, workload.script), node.url + workload.path]
+    const target = via?.[i] ?? null
+    const args = ['-t', '1', '-c', String(per), '-d', `${seconds}s`, ...(target === null ? [] : ['-H', target.header]), '-s', join(WRK_DIR, workload.script), (target?.url ?? node.url) + workload.path]
     const child = track(spawn(WRK, args, {
       cwd: ROOT,
       env: {
@@ -306,6 +315,8 @@ interface Row {
   wrkCores: number
   otherCores: number
   forwardedShare: number | null
+  /** CPU microseconds per request of the proxy in front ((n): nginx); null without one. */
+  proxyUs: number | null
   failed: string | null
   /** The nats-server it ran on: 'new' (the default binary) or 'old' (BENCH_NATS_OLD); 'new' for (a). */
   nats: NatsRun['tag']
@@ -319,16 +330,22 @@ const LABELS = {
   b3: '(b3) cluster, 1 node, 3 NATS (R3)',
   c: '(c) cluster, 3 nodes, 3 NATS (R3)',
   c2: '(c2) 3 nodes, R3, sent to the owner',
+  n: '(n) 3 nodes, R3, nginx + route config',
 }
 
+/** A proxy in front of the nodes: wrk i sends to `url` with `header` (`Name: value`). */
+interface Via { url: string, header: string }
+
 /** `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool). */
-async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null): Promise<Row> {
+/** `proxy`: wrk sends through it (via), and its process's CPU is counted apart (proxyUs). */
+async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null, proxy: { pid: number, via: Via[] } | null = null): Promise<Row> {
   const row: Row = {
     phase, label: phase !== 'a' && natsRun.tag === 'old' ? `${LABELS[phase]} [old NATS]` : LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
-    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag,
+    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag,
   }
+  const via = proxy?.via ?? null
   process.stderr.write(`  ${row.label} ${workload.name}: warm-up ${WARMUP_S} s`)
-  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true, idFiles)
+  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true, idFiles, via)
   const checked = warm.runs.reduce((sum, run) => sum + (run.check?.responses ?? 0), 0)
   const bad = warm.runs.reduce((sum, run) => sum + (run.check?.non2xx ?? 0) + socketErrors(run), 0)
   if (checked === 0 || bad > 0) {
@@ -340,12 +357,13 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   const clustered = phase !== 'a'
   const forwardedBefore = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
   const beaconPids = nodes.map(node => node.pid)
-  const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
+  const proxyPids = proxy === null ? [] : [proxy.pid]
+  const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
   const reapedBefore = reapedChildrenCpu()
-  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false, idFiles)
+  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false, idFiles, via)
   // wrk's CPU: the only children of this process that end during the run.
   const wrkCpu = reapedChildrenCpu() - reapedBefore
-  const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), machine: machineCpu(), at: performance.now() }
+  const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
   const forwardedAfter = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
   const requests = runs.reduce((sum, run) => sum + run.requests, 0)
   const seconds = Math.max(...runs.map(run => run.duration_us)) / 1e6
@@ -358,7 +376,8 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
     beaconUs: requests === 0 ? 0 : (after.beacon - before.beacon) / requests * 1e6,
     natsUs: requests === 0 ? 0 : (after.nats - before.nats) / requests * 1e6,
     wrkCores: wrkCpu / wall,
-    otherCores: Math.max(0, (after.machine - before.machine - (after.beacon - before.beacon) - (after.nats - before.nats) - wrkCpu) / wall),
+    proxyUs: proxy === null || requests === 0 ? null : (after.proxy - before.proxy) / requests * 1e6,
+    otherCores: Math.max(0, (after.machine - before.machine - (after.beacon - before.beacon) - (after.nats - before.nats) - (after.proxy - before.proxy) - wrkCpu) / wall),
     forwardedShare: clustered && requests > 0 ? (forwardedAfter - forwardedBefore) / requests : null,
   })
   const status = runs.reduce((sum, run) => sum + run.errors.status, 0)
@@ -544,6 +563,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
       const idFiles = await ownedIdFiles(nodes, tenant)
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
+      await measureRouted(rows, nodes, natsPids, tenant)
       isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles)
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
@@ -552,6 +572,46 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     // SIGTERM (a SIGKILLed node is already gone): a node started with --cpu-prof writes its profile.
     await Promise.all(nodes.map(node => node.stop()))
     await cluster.close()
+  }
+}
+
+/**
+ * (n): the three nodes behind a real nginx running deploy/nginx-cluster.conf. The ids' hints are learned
+ * as a client learns them: one read of each fresh id through nginx without a hint (any node answers,
+ * forwarding when it is not the owner), grouped by the Beacon-Route of its answer; then wrk i sends
+ * the ids of group i with that hint, as the SDK echoes it.
+ */
+async function measureRouted (rows: Row[], nodes: Node[], natsPids: number[], tenant: Tenant): Promise<void> {
+  const addresses = nodes.map(node => ({ id: node.id, address: node.url.slice('http://'.length) }))
+  const nginx = await startNginxWith(port => clusterNginxConf(addresses, port), 4 * CONNECTIONS + 256)
+  try {
+    process.stderr.write(`  (n) learning the route hints of ${VISITORS} visitors through nginx`)
+    const groups = new Map<string, string[]>(nodes.map(node => [node.id, []]))
+    let next = 0
+    const learn = async (): Promise<void> => {
+      while (next < VISITORS) {
+        next++
+        const id = randomUUID()
+        const res = await fetch(`${nginx.url}/visitors/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: tenant.account, token: tenant.token, visitorId: id }) })
+        await res.arrayBuffer()
+        const hint = res.headers.get('beacon-route')
+        if (res.status !== 200 || hint === null || !groups.has(hint)) throw new Error(`learning a hint through nginx: ${res.status}, Beacon-Route ${hint}`)
+        groups.get(hint)!.push(id)
+      }
+    }
+    await Promise.all(Array.from({ length: 32 }, learn))
+    process.stderr.write(` (${nodes.map(node => groups.get(node.id)!.length).join(' / ')})\n`)
+    const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-hinted-'))
+    tempDirs.add(dir)
+    const idFiles = nodes.map(node => {
+      const file = join(dir, `${node.id}.txt`)
+      writeFileSync(file, groups.get(node.id)!.join('\n') + '\n')
+      return file
+    })
+    const via = nodes.map(node => ({ url: nginx.url, header: `Beacon-Route: ${node.id}` }))
+    for (const workload of WORKLOADS) rows.push(await measure('n', workload, nodes, natsPids, tenant, idFiles, { pid: nginx.pid, via }))
+  } finally {
+    await nginx.stop()
   }
 }
 
@@ -728,6 +788,12 @@ function judge (rows: Row[], takeover: Takeover | null): Target[] {
     // sent to its key's owner, against one node on the same R3 NATS cluster.
     const b3 = find('b3', name)
     const c2 = find('c2', name)
+    const routed = find('n', name)
+    if (c2 !== undefined && routed !== undefined) {
+      const ratio = cpu(routed) / cpu(c2)
+      const withProxy = (cpu(routed) + (routed.proxyUs ?? 0)) / cpu(c2)
+      targets.push({ name: `${name}: CPU per request (n) <= ${ROUTED_TARGET}x (c2) (Beacon + NATS; with nginx's own ${withProxy.toFixed(2)}x)`, value: `${ratio.toFixed(2)}x`, met: ratio <= ROUTED_TARGET })
+    }
     if (b3 !== undefined && c2 !== undefined) {
       const growth = cpu(c2) / cpu(b3)
       targets.push({ name: `${name}: CPU per request (c2) <= ${CPU_GROWTH_TARGET}x (b3) (three nodes vs one, same R3 NATS, no forwarding)`, value: `${growth.toFixed(2)}x`, met: growth <= CPU_GROWTH_TARGET })
@@ -746,7 +812,7 @@ function judge (rows: Row[], takeover: Takeover | null): Target[] {
 }
 
 function table (rows: Row[]): string {
-  const header = ['setup', 'load', 'req/s', 'ratio to (a)', 'p50 ms', 'p99 ms', 'CPU µs/req Beacon', 'NATS', 'total', 'vs (b)', 'forwarded', 'wrk / other cores', 'errors']
+  const header = ['setup', 'load', 'req/s', 'ratio to (a)', 'p50 ms', 'p99 ms', 'CPU µs/req Beacon', 'NATS', 'total', 'vs (b)', 'forwarded', 'nginx', 'wrk / other cores', 'errors']
   const out = [header]
   for (const row of rows) {
     const a = rows.find(r => r.phase === 'a' && r.workload === row.workload && r.failed === null)
@@ -764,12 +830,13 @@ function table (rows: Row[]): string {
       ok ? total.toFixed(0) : '—',
       ok && b !== undefined && row.phase !== 'a' ? `${(total / cpu(b)).toFixed(2)}x` : '—',
       row.forwardedShare === null ? '—' : `${(row.forwardedShare * 100).toFixed(1)}%`,
+      ok && row.proxyUs !== null ? row.proxyUs.toFixed(0) : '—',
       ok ? `${row.wrkCores.toFixed(2)} / ${row.otherCores.toFixed(2)}` : '—',
       ok ? 'none' : 'FAILED',
     ])
   }
   const widths = header.map((_, c) => Math.max(...out.map(r => r[c]!.length)))
-  const left = new Set([0, 1, 12])
+  const left = new Set([0, 1, 13])
   const fmt = (r: string[]): string => '| ' + r.map((cell, c) => left.has(c) ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join(' | ') + ' |'
   const rule = '|' + widths.map((w, c) => left.has(c) ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':').join('|') + '|'
   return [fmt(header), rule, ...out.slice(1).map(fmt)].join('\n')

@@ -64,6 +64,7 @@ import { ClusterAudit } from './audit/cluster-audit.js'
 import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
+import { RouteHint } from './http/route-hint.js'
 import { EventLog, trimEventLog } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
 
@@ -302,9 +303,17 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     observe: requestObservers({ metrics, requestLogSample: config.requestLogSample, log }),
     // Cluster mode: a visitor's or profile's request goes to its partition's owner (src/cluster/forwarder.ts).
     cluster: cluster?.forwarder.routing() ?? null,
+    // Cluster mode: answers name their key's owner (Beacon-Route), which clients and nginx route by.
+    routeHint: cluster === null ? null : new RouteHint(cluster.node.nodeId),
   })
   cluster?.forwarder.serve((request, id) => server.runForwarded(request, id))
   const port = await server.listen()
+  // Cluster mode: where clients reach this node, in the route map (GET /cluster/routes).
+  // (A failed put is not fatal: every heartbeat writes it again.)
+  if (cluster !== null) {
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host
+    await cluster.node.publishUrl(config.publicUrl ?? `http://${host}:${port}`).catch((error: unknown) => log.warn({ err: error }, 'publishing this node\'s URL failed; the next heartbeat writes it'))
+  }
   reports.start()
   bandits.start()
 

@@ -76,6 +76,8 @@ export interface Config {
   cluster: string | null
   /** BEACON_NODE_ID: this node's id in the cluster; null: the data folder's node id. */
   nodeId: string | null
+  /** BEACON_PUBLIC_URL: the base URL clients reach this node at (the route map); null: http://<host>:<port>. */
+  publicUrl: string | null
   /** BEACON_PARTITIONS: partitions of the key space, fixed when the cluster is first created. */
   partitions: number
   /** BEACON_REPLICAS: JetStream replicas of the cluster's streams and buckets. */
@@ -216,6 +218,22 @@ function addresses (env: Env, name: string, problems: string[]): string[] {
   return out
 }
 
+/** BEACON_PUBLIC_URL: an http(s) URL without query or fragment, kept without its trailing slash. */
+function publicUrl (env: Env, problems: string[]): string | null {
+  const raw = env.BEACON_PUBLIC_URL
+  if (raw === undefined || raw.trim() === '') return null
+  let url: URL | null = null
+  try {
+    url = new URL(raw.trim())
+  } catch {}
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    // The value may carry credentials: never echo it.
+    problems.push(`BEACON_PUBLIC_URL: expected http://host[:port][/path] or https://… (no query, fragment or credentials); got ${describeUrl(raw.trim())}`)
+    return null
+  }
+  return url.href.replace(/\/+$/, '')
+}
+
 function token (env: Env, name: string, problems: string[]): string | null {
   const raw = env[name]
   if (raw === undefined || raw === '') return null
@@ -337,6 +355,7 @@ export function loadConfig (env: Env = process.env): Config {
     reports: boolean(env, 'BEACON_REPORTS', true, problems),
     cluster: token(env, 'BEACON_CLUSTER', problems),
     nodeId: token(env, 'BEACON_NODE_ID', problems),
+    publicUrl: publicUrl(env, problems),
     partitions: integer(env, 'BEACON_PARTITIONS', 64, 1, 4096, problems),
     replicas: integer(env, 'BEACON_REPLICAS', 1, 1, 5, problems),
     leaseMs: integer(env, 'BEACON_LEASE_MS', 3000, 100, 600_000, problems),
@@ -350,7 +369,7 @@ export function loadConfig (env: Env = process.env): Config {
     // The key that seals secrets and signs the cluster's entries: a data folder's own secrets.key would differ per node.
     if (config.secretsKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_SECRETS_KEY (the same on every node; make one with: openssl rand -base64 32)')
   } else {
-    for (const name of ['BEACON_NODE_ID', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN']) {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PUBLIC_URL', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN']) {
       if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
     }
   }

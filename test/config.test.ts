@@ -74,6 +74,18 @@ describe('configuration', () => {
       ])
     })
 
+    it('reads BEACON_PUBLIC_URL (http or https, without its trailing slash) and refuses any other URL', () => {
+      expect(loadConfig(cluster).publicUrl).to.equal(null)
+      expect(loadConfig({ ...cluster, BEACON_PUBLIC_URL: 'https://node-1.beacon.example/api/' }).publicUrl).to.equal('https://node-1.beacon.example/api')
+      expect(loadConfig({ ...cluster, BEACON_PUBLIC_URL: 'http://10.0.0.1:8080' }).publicUrl).to.equal('http://10.0.0.1:8080')
+      for (const bad of ['10.0.0.1:8080', 'ftp://node-1', 'https://node-1/?a=1', 'https://user:secret@node-1']) {
+        expect(() => loadConfig({ ...cluster, BEACON_PUBLIC_URL: bad }), bad).to.throw(ConfigError).with.property('problems').that.has.length(1).and.satisfy((problems: string[]) => !problems[0]!.includes('secret'))
+      }
+      expect(() => loadConfig({ BEACON_PUBLIC_URL: 'http://node-1' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_PUBLIC_URL: only applies in cluster mode (set BEACON_CLUSTER)',
+      ])
+    })
+
     it('refuses cluster settings without BEACON_CLUSTER', () => {
       expect(() => loadConfig({ BEACON_PARTITIONS: '32' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_PARTITIONS: only applies in cluster mode (set BEACON_CLUSTER)',

@@ -58,7 +58,8 @@ export class OriginPolicy {
 }
 
 function corsHeaders (origin: string): CorsHeaders {
-  return { 'Access-Control-Allow-Origin': origin, Vary: 'Origin' }
+  // Beacon-Route: the route hint of cluster mode (src/http/route-hint.ts), which the SDK reads and sends back.
+  return { 'Access-Control-Allow-Origin': origin, Vary: 'Origin', 'Access-Control-Expose-Headers': 'Beacon-Route' }
 }
 
 /** origin[from, to) is one or more DNS labels (a-z 0-9 -, dot-separated): no port, path or userinfo. */

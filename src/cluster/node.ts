@@ -176,6 +176,16 @@ export class ClusterNode implements Ownership {
     return unowned === 0 ? null : `${unowned} of ${this.partitions} partitions have no owner yet.`
   }
 
+  /** Publishes where clients reach this node (BEACON_PUBLIC_URL), for the route map; once it listens. */
+  publishUrl (url: string): Promise<void> {
+    return this.members.publishUrl(url)
+  }
+
+  /** A node's published public URL, or null while unknown (route-map.ts). */
+  urlOf (node: string): string | null {
+    return this.members.urlOf(node)
+  }
+
   /** The live nodes' ids (the members bucket as this node sees it), sorted, this node among them. */
   liveNodes (): string[] {
     return this.members.live()

@@ -438,8 +438,9 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
 const PLAIN_OPTIONS = { Allow: 'POST, OPTIONS' }
 const PREFLIGHT = {
   'Access-Control-Allow-Methods': 'POST',
-  // Idempotency-Key: the SDK sends one with every event (docs/api.md, "Idempotent writes").
-  'Access-Control-Allow-Headers': 'content-type, idempotency-key',
+  // Idempotency-Key: the SDK sends one with every event (docs/api.md, "Idempotent writes"); Beacon-Route:
+  // the route hint it sends back in cluster mode (src/http/route-hint.ts).
+  'Access-Control-Allow-Headers': 'content-type, idempotency-key, beacon-route',
   'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),
 }
 

@@ -38,6 +38,13 @@ export const Readiness = Type.Object({
 })
 
 const PartitionList = Type.Array(Type.Integer({ minimum: 0 }))
+export const RouteMap = Type.Object({
+  version: Type.Integer({ minimum: 0, description: 'Changes whenever an owner or a node URL changes; the same on every node with the same view. Compare for equality.' }),
+  partitions: Type.Integer({ minimum: 1, description: 'BEACON_PARTITIONS: a key\'s partition is partitionOf(account, id, partitions).' }),
+  nodes: Type.Record(Type.String(), Type.Object({ url: Type.String({ description: 'The base URL clients reach the node at (BEACON_PUBLIC_URL).' }) }), { description: 'Every node named in `owners`, by id.' }),
+  owners: Type.Array(Type.Union([Type.String(), Type.Null()]), { description: 'Per partition: the id of the node that owns it, or null (no owner, or its URL not known yet: send it to any node).' }),
+})
+
 export const ClusterStatus = Type.Object({
   cluster: Type.String({ description: 'BEACON_CLUSTER.' }),
   node: Type.String({ description: 'The id of the node that answered (BEACON_NODE_ID).' }),
@@ -52,6 +59,7 @@ export const ClusterStatus = Type.Object({
     partitions: PartitionList,
     leaseAgesMs: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Per partition: ms since its lease was last renewed, as the answering node saw it.' }),
   }), { description: 'Live nodes (and any node still holding a lease), by id.' }),
+  routes: RouteMap,
 })
 
 export const MetricsText = Type.String({ description: 'Prometheus text exposition format 0.0.4.' })

@@ -9,6 +9,8 @@
 // `runForwarded`: the same pipeline (draining, in-flight limit, guard, body checks, admit, handler) on
 // a request made from the forwarded one, its answer captured instead of written. Without `cluster`
 // the cost is a null check when the handler is called and one when the answer is written, no allocation.
+// In cluster mode every answer of such a request names its key's owner (option `routeHint`,
+// src/http/route-hint.ts): this node's hint when served here, the owner's when forwarded.
 
 import type * as uWS from 'uWebSockets.js'
 import { ApiError, type ErrorItem } from '../errors.js'
@@ -16,6 +18,7 @@ import type { ForwardedReply, ForwardedRequest } from '../cluster/forwarder.js'
 import { FORWARDED_KEY_PREFIX } from '../store/idempotency.js'
 import { checkForbiddenKeys } from './validate.js'
 import { loadUws, type UwsBinding } from './uws.js'
+import type { RouteHint } from './route-hint.js'
 
 export interface Request {
   readonly method: string
@@ -152,6 +155,8 @@ export interface ServerOptions<R extends Route = Route> {
   observe?: ((route: RouteInfo) => RouteObserver | null) | null
   /** Cluster mode: where requests for keys of other nodes go (unset: embedded mode, every request served here). */
   cluster?: ClusterRouting | null
+  /** Cluster mode: this node's route hint, written on the answers of the keyed requests it serves. */
+  routeHint?: RouteHint | null
 }
 
 /** The 503s of a full or stopping server say when to come back (another node, behind a load balancer). */
@@ -202,6 +207,8 @@ class Exchange {
   /** A forwarded request's answer goes here (runForwarded); null for a request of this node's clients. */
   readonly sink: ((reply: Reply) => void) | null
   auth: unknown = undefined
+  /** Cluster mode: served here as its key's owner, so the answer carries this node's route hint. */
+  hinted = false
   /**
    * `res` null: a forwarded request (runForwarded) read from `req`, its answer given to `sink`. Both
    * kinds set the same fields in the same order (one object shape).
@@ -324,6 +331,7 @@ export class HttpServer<R extends Route = Route> {
   /** A body declared larger than this is refused with the connection closed, rather than read and dropped. */
   private readonly discardMaxBytes: number
   private readonly cluster: ClusterRouting | null
+  private readonly routeHint: RouteHint | null
   /** Each route by "<method> <pattern>", the name a forwarded request gives (every node serves the same list). */
   private readonly byName = new Map<string, { route: Route, paramCount: number, observer: RouteObserver | null }>()
   private listenSocket: uWS.us_listen_socket | null = null
@@ -335,6 +343,7 @@ export class HttpServer<R extends Route = Route> {
   constructor (options: ServerOptions<R>) {
     this.options = options
     this.cluster = options.cluster ?? null
+    this.routeHint = options.routeHint ?? null
     this.discardMaxBytes = Math.max(1 << 20, 4 * options.bodySizeMaxBytes)
     this.uws = loadUws()
     this.app = this.uws.App()
@@ -501,7 +510,10 @@ export class HttpServer<R extends Route = Route> {
       if (entry === undefined) return resolve(forwardedReply(errorReply(new ApiError('not_found'))))
       if (this.draining) return resolve(MOVED)
       const { route, paramCount, observer } = entry
-      const exchange = new Exchange(this, null, request, paramCount, observer, reply => resolve(forwardedReply(reply)), id)
+      // A keyed request: its answer names this node, its owner (unless "moved": the sender tries the next).
+      const hint = this.routeHint !== null && route.partitionKey !== undefined ? this.routeHint : null
+      const sink = hint === null ? (reply: Reply) => resolve(forwardedReply(reply)) : (reply: Reply) => resolve(forwardedReply(reply, hint, request.headers.cookie ?? ''))
+      const exchange = new Exchange(this, null, request, paramCount, observer, sink, id)
       if (!this.admit(exchange, route, false)) return
       if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
       const bytes = request.body ?? EMPTY
@@ -579,8 +591,9 @@ export class HttpServer<R extends Route = Route> {
    */
   private dispatchOwned (cluster: ClusterRouting, exchange: Exchange, route: Route, request: Request, key: EntityKey, raw: string | Buffer | undefined): void {
     const settle = (reply: Reply): void => {
-      if (isMoved(reply)) this.forwardTo(cluster, exchange, route, request, key, raw)
-      else this.finish(exchange, reply, false)
+      if (isMoved(reply)) return this.forwardTo(cluster, exchange, route, request, key, raw)
+      exchange.hinted = this.routeHint !== null
+      this.finish(exchange, reply, false)
     }
     let admitted: object | null = null
     const release = (): void => { if (admitted !== null) route.release!(admitted) }
@@ -639,7 +652,7 @@ export class HttpServer<R extends Route = Route> {
     if (exchange.sink !== null) exchange.sink(reply)
     else if (!exchange.aborted) {
       const res = exchange.res!
-      res.cork(() => this.write(res, reply, closeConnection))
+      res.cork(() => this.write(res, reply, closeConnection, exchange))
     }
     if (exchange.observer !== null) exchange.observer(reply.status, performance.now() - exchange.startMs, exchange.params)
     if (exchange.counted) this.settled()
@@ -707,17 +720,19 @@ export class HttpServer<R extends Route = Route> {
 
   private respond (res: uWS.HttpResponse, reply: Reply, observer: RouteObserver | null): void {
     const startMs = observer === null ? 0 : performance.now()
-    res.cork(() => this.write(res, reply, false))
+    res.cork(() => this.write(res, reply, false, null))
     if (observer !== null) observer(reply.status, performance.now() - startMs, NO_PARAMS)
   }
 
-  private write (res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
+  /** `exchange`: the request answered (null: answered before one was made), for the route hint. */
+  private write (res: uWS.HttpResponse, reply: Reply, closeConnection: boolean, exchange: Exchange | null): void {
     const text = reply.contentType !== undefined
     res.writeStatus(STATUS_LINES[reply.status] ?? `${reply.status} Unknown`)
     res.writeHeader('Content-Type', text ? reply.contentType! : 'application/json')
     // Errors echo what a request sent (a name, a field): never let a browser sniff them into HTML.
     if (reply.status >= 400) res.writeHeader('X-Content-Type-Options', 'nosniff')
     if (reply.headers !== undefined) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!)
+    if (exchange !== null && exchange.hinted) this.routeHint!.write(res, exchange.cookie)
     res.end(reply.status === 204 || reply.status === 304 ? undefined : text ? reply.body as string | Buffer : JSON.stringify(reply.body), closeConnection)
   }
 }
@@ -768,8 +783,11 @@ function isMoved (reply: Reply): boolean {
   return reply.status === 503 && (reply.body as { errors?: { code?: unknown }[] } | undefined)?.errors?.[0]?.code === 'partition_moved'
 }
 
-/** An answer as bytes, written as is by the node that forwarded the request (see write()). */
-function forwardedReply (reply: Reply): ForwardedReply {
+/**
+ * An answer as bytes, written as is by the node that forwarded the request (see write()); `hint`: with
+ * this node's route hint (a keyed request, `cookie` the request's Cookie header).
+ */
+function forwardedReply (reply: Reply, hint: RouteHint | null = null, cookie = ''): ForwardedReply {
   const text = reply.contentType !== undefined
   let body: Uint8Array | null = null
   if (reply.status !== 204 && reply.status !== 304) {
@@ -779,7 +797,9 @@ function forwardedReply (reply: Reply): ForwardedReply {
       body = json === undefined ? null : Buffer.from(json, 'utf8')
     }
   }
-  return { status: reply.status, contentType: text ? reply.contentType! : 'application/json', headers: reply.headers ?? null, body, moved: isMoved(reply) }
+  const moved = isMoved(reply)
+  const headers = hint === null || moved ? reply.headers ?? null : { ...reply.headers, ...hint.headers(cookie) }
+  return { status: reply.status, contentType: text ? reply.contentType! : 'application/json', headers, body, moved }
 }
 
 function noop (): void {}

@@ -7,6 +7,7 @@
 
 import { renderSlots } from './render.js'
 import { forgetVisitorId, loadVisitorId, uuid4 } from './visitor-id.js'
+import { forgetRoute, keepRoute, loadRoute, routed } from './route-hint.js'
 import type { BeaconError, Campaign, CampaignListener, Fields, InitOptions, TrackOptions } from './types.js'
 
 export type { BeaconError, Campaign, CampaignListener, Fields, InitOptions, TrackOptions } from './types.js'
@@ -105,7 +106,7 @@ function batchBody (items: readonly Item[]): string {
 }
 
 function postBatch (items: readonly Item[]): Promise<Response> {
-  return fetch(batchUrl, { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json' }, body: batchBody(items) })
+  return fetch(batchUrl, { method: 'POST', keepalive: true, headers: routed({ 'content-type': 'application/json' }), body: batchBody(items) })
 }
 
 function batchMax (): number {
@@ -132,7 +133,7 @@ function batchTime (): void {
 
 function post (item: Item): Promise<Response> {
   item.body ??= payload(item)
-  return fetch(url, { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json', 'idempotency-key': item.key }, body: item.body })
+  return fetch(url, { method: 'POST', keepalive: true, headers: routed({ 'content-type': 'application/json', 'idempotency-key': item.key }), body: item.body })
 }
 
 async function pump (): Promise<void> {
@@ -152,6 +153,7 @@ async function pump (): Promise<void> {
   let answered: Campaign[] | null = null
   try {
     const res = await post(item)
+    keepRoute(res)
     const answer = await res.json().catch(() => null) as { campaigns?: Campaign[], errors?: BeaconError[] } | null
     if (res.ok) {
       answered = answer?.campaigns ?? NONE
@@ -213,6 +215,7 @@ async function sendBatch (items: Item[]): Promise<void> {
   let outcomes: Outcome[] | null = null
   try {
     const res = await postBatch(items)
+    keepRoute(res)
     const answer = await res.json().catch(() => null) as { results?: Outcome[], errors?: BeaconError[] } | null
     if (res.ok && answer?.results?.length === items.length) outcomes = answer.results
     else if (res.status !== 429 && res.status < 500) {
@@ -331,7 +334,10 @@ function setConsent (granted: boolean, purposes?: readonly string[]): void {
   consented = granted
   refused = !granted
   if (granted) {
-    visitorId ??= loadVisitorId()
+    if (visitorId === null) {
+      visitorId = loadVisitorId()
+      loadRoute()
+    }
     if (purposes !== undefined) {
       purposesSent = true
       void enqueue('consent', { purposes: [...new Set(purposes)] })
@@ -348,6 +354,7 @@ function setConsent (granted: boolean, purposes?: readonly string[]): void {
   visitorId = null
   identity = null
   forgetVisitorId()
+  forgetRoute()
 }
 
 let listening = false

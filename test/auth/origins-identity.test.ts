@@ -7,7 +7,7 @@ describe('allowed origins (compiled)', () => {
 
   it('matches exact origins with headers built once, at compile time', () => {
     const first = policy.headersFor('https://shop.example')
-    expect(first).to.deep.equal({ 'Access-Control-Allow-Origin': 'https://shop.example', Vary: 'Origin' })
+    expect(first).to.deep.equal({ 'Access-Control-Allow-Origin': 'https://shop.example', Vary: 'Origin', 'Access-Control-Expose-Headers': 'Beacon-Route' })
     expect(policy.headersFor('https://shop.example')).to.equal(first)
     expect(policy.headersFor('http://127.0.0.1:8080')).to.not.equal(null)
     expect(policy.headersFor('http://127.0.0.1:8081')).to.equal(null)
@@ -15,7 +15,7 @@ describe('allowed origins (compiled)', () => {
 
   it('matches a wildcard on one or more whole labels of the same scheme and port only', () => {
     for (const origin of ['https://eu.shop.example', 'https://a.b-c.shop.example', 'https://9.shop.example']) {
-      expect(policy.headersFor(origin), origin).to.deep.equal({ 'Access-Control-Allow-Origin': origin, Vary: 'Origin' })
+      expect(policy.headersFor(origin), origin).to.deep.equal({ 'Access-Control-Allow-Origin': origin, Vary: 'Origin', 'Access-Control-Expose-Headers': 'Beacon-Route' })
     }
     for (const origin of ['https://.shop.example', 'https://a..shop.example', 'https://a_b.shop.example', 'https://evil.com/.shop.example',
       'https://x@a.shop.example', 'http://eu.shop.example', 'https://eu.shop.example:444', 'https://eushop.example', 'https://eu.shop.example.com', '']) {

@@ -60,7 +60,7 @@ describe('browser access: CORS per account', () => {
       expect(res.status, origin).to.equal(204)
       expect(res.headers.get('access-control-allow-origin')).to.equal(origin)
       expect(res.headers.get('access-control-allow-methods')).to.equal('POST')
-      expect(res.headers.get('access-control-allow-headers')).to.equal('content-type, idempotency-key')
+      expect(res.headers.get('access-control-allow-headers')).to.equal('content-type, idempotency-key, beacon-route')
       expect(res.headers.get('access-control-max-age')).to.equal(String(PREFLIGHT_MAX_AGE_SECONDS))
       expect(res.headers.get('vary')).to.equal('Origin')
     }
