@@ -20,6 +20,9 @@ export interface Front {
   close: () => Promise<void>
 }
 
+/** Headers of the hop itself, not passed on (fetch sets its own). */
+const HOP_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive'])
+
 export async function startFront (target: string): Promise<Front> {
   const front: Front = { url: '', script: [], seen: [], close: async () => {} }
   const server: Server = createServer((req, res) => {
@@ -38,7 +41,7 @@ export async function startFront (target: string): Promise<Front> {
       }
       const extra = action === 'pass' ? {} : action.headers
       const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && name !== 'host' && name !== 'connection') headers[name] = value
+      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && !HOP_HEADERS.has(name)) headers[name] = value
       const body = chunks.length === 0 ? undefined : Buffer.concat(chunks)
       fetch(target + req.url!, { method: req.method!, headers, body }).then(async answer => {
         const text = await answer.text()
