@@ -13,7 +13,8 @@
 // counted apart (target: Beacon + NATS <= 1.15x (c2)). For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
 // the requests), and the share of requests forwarded to their partition's owner
-// (beacon_cluster_forwarded_total). Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
+// (beacon_cluster_forwarded_total). A last row on (c) drives the three nodes with beacon/client
+// (src/client) instead of wrk, each request sent to its owner from the route map. Then the takeover of one partition holding BENCH_TAKEOVER_VISITORS
 // visitors: its owner SIGKILLed, timed from the kill until another node answers a read of one of them.
 //
 // It builds nothing: the npm script runs `npm run build` first. Real processes only: dist/src/main.js,
@@ -28,7 +29,7 @@
 //   BENCH_VISITORS           distinct visitor ids the Lua scripts rotate over (default 10000)
 //   BENCH_TAKEOVER_VISITORS  visitors written into the partition that is taken over (default 10000)
 //   BENCH_LEASE_MS           BEACON_LEASE_MS of the cluster nodes (default 1500, as the cluster tests)
-//   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; c runs the b3, c and c2 rows;
+//   BENCH_ONLY               comma-separated phases among a,b,c,takeover (default all; c runs the b3, c, c2 and Node client rows;
 //                            takeover runs on (c)'s cluster)
 //   BENCH_STRICT=1           exit 1 when a target is missed (failures always exit 1)
 //   BENCH_WRK                the wrk binary (default wrk)
@@ -48,6 +49,8 @@ import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
 import { clusterNginxConf, startNginxWith } from '../test/helpers/nginx.js'
 import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
+import { startRouteMapServer } from '../test/helpers/route-map-server.js'
+import { BeaconClient } from '../src/client/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const WRK_DIR = join(ROOT, 'bench', 'wrk')
@@ -86,6 +89,8 @@ const CPU_GROWTH_TARGET = 1.5
 /** Issue 32: three nodes behind nginx with the route config, CPU per request against (c2). */
 const ROUTED_TARGET = 1.15
 const TAKEOVER_TARGET_MS = 2000
+/** Issue 32: the Node client, owner-routed over three nodes, against wrk sent to the owner (c2). */
+const NODE_CLIENT_TARGET = 1.1
 
 const WORKLOADS = [
   { name: 'pageView', script: 'pageview.lua', path: '/campaigns/query' },
@@ -331,21 +336,36 @@ const LABELS = {
   c: '(c) cluster, 3 nodes, 3 NATS (R3)',
   c2: '(c2) 3 nodes, R3, sent to the owner',
   n: '(n) 3 nodes, R3, nginx + route config',
+  // The same three nodes driven by beacon/client (src/client) instead of wrk: owner-routed from the route
+  // map, an Idempotency-Key on every write (wrk sends none); its own CPU is in the wrk column.
+  cn: 'Node client, owner-routed, three nodes',
 }
 
 /** A proxy in front of the nodes: wrk i sends to `url` with `header` (`Name: value`). */
 interface Via { url: string, header: string }
 
-/** `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool). */
-/** `proxy`: wrk sends through it (via), and its process's CPU is counted apart (proxyUs). */
-async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null, proxy: { pid: number, via: Via[] } | null = null): Promise<Row> {
+/** What makes the load of a row: `seconds` of it (every answer checked when `check`), and the CPU seconds it took itself. */
+type Load = (seconds: number, check: boolean) => Promise<{ runs: WrkResult[], cpuS: number }>
+
+/**
+ * `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool).
+ * `proxy`: wrk sends through it (via), and its process's CPU is counted apart (proxyUs).
+ * `driver`: the load (default wrk).
+ */
+async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], nats: number[], tenant: Tenant, idFiles: string[] | null = null, proxy: { pid: number, via: Via[] } | null = null, driver: Load | null = null): Promise<Row> {
+  const via = proxy?.via ?? null
+  const load: Load = driver ?? (async (seconds, check) => {
+    // wrk's CPU: the only children of this process that end during the run.
+    const reapedBefore = reapedChildrenCpu()
+    const { runs } = await runWrk(workload, nodes, tenant, seconds, check, idFiles, via)
+    return { runs, cpuS: reapedChildrenCpu() - reapedBefore }
+  })
   const row: Row = {
     phase, label: phase !== 'a' && natsRun.tag === 'old' ? `${LABELS[phase]} [old NATS]` : LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
     beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag,
   }
-  const via = proxy?.via ?? null
   process.stderr.write(`  ${row.label} ${workload.name}: warm-up ${WARMUP_S} s`)
-  const warm = await runWrk(workload, nodes, tenant, WARMUP_S, true, idFiles, via)
+  const warm = await load(WARMUP_S, true)
   const checked = warm.runs.reduce((sum, run) => sum + (run.check?.responses ?? 0), 0)
   const bad = warm.runs.reduce((sum, run) => sum + (run.check?.non2xx ?? 0) + socketErrors(run), 0)
   if (checked === 0 || bad > 0) {
@@ -359,10 +379,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   const beaconPids = nodes.map(node => node.pid)
   const proxyPids = proxy === null ? [] : [proxy.pid]
   const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
-  const reapedBefore = reapedChildrenCpu()
-  const { runs } = await runWrk(workload, nodes, tenant, DURATION_S, false, idFiles, via)
-  // wrk's CPU: the only children of this process that end during the run.
-  const wrkCpu = reapedChildrenCpu() - reapedBefore
+  const { runs, cpuS: wrkCpu } = await load(DURATION_S, false)
   const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
   const forwardedAfter = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
   const requests = runs.reduce((sum, run) => sum + run.requests, 0)
@@ -554,7 +571,9 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     const natsPids = cluster.servers.map(server => server.pid!)
     if (runRows) for (const workload of WORKLOADS) rows.push(await measure('b3', workload, nodes, natsPids, tenant))
     nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
-    await settled(nodes)
+    // The joins hand over what (b3) wrote; at a load of 20+ on 2 cores they outlasted 90 s (twice on
+    // 2026-11-27: "owned 0 of 64"), so the wait is longer here.
+    await settled(nodes, 300_000)
     await served(tenant, nodes)
     // The joins hand 42 partitions over: snapshots, recoveries, and the compaction of what (b3) wrote
     // (one delete per message on nats-server < 2.9.18). Measured, that work would be charged to (c).
@@ -565,6 +584,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
       await measureRouted(rows, nodes, natsPids, tenant)
       isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles)
+      await measureNodeClient(rows, nodes, natsPids, tenant)
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
     return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop, isolated }
@@ -613,6 +633,65 @@ async function measureRouted (rows: Row[], nodes: Node[], natsPids: number[], te
   } finally {
     await nginx.stop()
   }
+}
+
+/**
+ * The (cn) rows: beacon/client in this process, CONNECTIONS calls in flight over a pool of VISITORS
+ * visitor ids, each sent to its owner from the route map (test/helpers/route-map-server.ts serves it
+ * from /admin/cluster while the nodes do not). Its p50 and p99 come from every answer's latency.
+ */
+async function measureNodeClient (rows: Row[], nodes: Node[], natsPids: number[], tenant: Tenant): Promise<void> {
+  const routes = await startRouteMapServer(() => nodes.map(node => ({ id: node.id, url: node.url })), ADMIN_KEY)
+  const client = new BeaconClient({
+    url: nodes.map(node => node.url), routesUrl: routes.url, account: tenant.account, token: tenant.token,
+    connectionsPerNode: Math.ceil(CONNECTIONS / nodes.length),
+  })
+  try {
+    if (await client.refreshRoutes() === null) throw new Error('the route map server gave no map')
+    const ids = Array.from({ length: VISITORS }, () => randomUUID())
+    for (const workload of WORKLOADS) {
+      const call = workload.name === 'pageView'
+        ? (visitorId: string, n: number) => client.campaignsQuery({ visitorId, platform: 'web', device: 'desktop', event: 'pageView', path: `/products/${n % 997}`, referrer: null })
+        : (visitorId: string, n: number) => client.visitorsAttributes({ visitorId, attributes: { plan: `plan-${n % 5}`, visits: n, newsletter: n % 2 === 0 } })
+      rows.push(await measure('cn', workload, nodes, natsPids, tenant, null, null, (seconds, check) => clientLoad(ids, call, seconds, check)))
+    }
+  } finally {
+    await client.close()
+    await routes.close()
+  }
+}
+
+/** CONNECTIONS loops calling `call` for `seconds`, as wrk would report them. */
+async function clientLoad (ids: string[], call: (visitorId: string, n: number) => Promise<unknown>, seconds: number, check: boolean): Promise<{ runs: WrkResult[], cpuS: number }> {
+  const latencies: number[] = []
+  let failed = 0
+  let sample: string | null = null
+  let n = 0
+  const cpuBefore = process.cpuUsage()
+  const started = performance.now()
+  const end = started + seconds * 1000
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    while (performance.now() < end) {
+      const at = performance.now()
+      try {
+        await call(ids[(n * 7919) % ids.length]!, n++)
+        latencies.push(performance.now() - at)
+      } catch (error) {
+        failed++
+        sample ??= String(error)
+      }
+    }
+  }))
+  const cpu = process.cpuUsage(cpuBefore)
+  latencies.sort((a, b) => a - b)
+  const at = (q: number): number => (latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 1000
+  const run: WrkResult = {
+    requests: latencies.length, duration_us: (performance.now() - started) * 1000,
+    errors: { connect: 0, read: 0, write: 0, status: failed, timeout: 0 },
+    latency_us: { p50: at(0.5), p99: at(0.99), max: at(1) },
+    check: check ? { responses: latencies.length + failed, non2xx: failed, sample } : null,
+  }
+  return { runs: [run], cpuS: (cpu.user + cpu.system) / 1e6 }
 }
 
 /**
@@ -793,6 +872,11 @@ function judge (rows: Row[], takeover: Takeover | null): Target[] {
       const ratio = cpu(routed) / cpu(c2)
       const withProxy = (cpu(routed) + (routed.proxyUs ?? 0)) / cpu(c2)
       targets.push({ name: `${name}: CPU per request (n) <= ${ROUTED_TARGET}x (c2) (Beacon + NATS; with nginx's own ${withProxy.toFixed(2)}x)`, value: `${ratio.toFixed(2)}x`, met: ratio <= ROUTED_TARGET })
+    }
+    const cn = find('cn', name)
+    if (cn !== undefined && c2 !== undefined) {
+      const ratio = cpu(cn) / cpu(c2)
+      targets.push({ name: `${name}: CPU per request, Node client owner-routed <= ${NODE_CLIENT_TARGET}x (c2) (Beacon + NATS)`, value: `${ratio.toFixed(2)}x`, met: ratio <= NODE_CLIENT_TARGET })
     }
     if (b3 !== undefined && c2 !== undefined) {
       const growth = cpu(c2) / cpu(b3)

@@ -3,7 +3,7 @@
 // (campaigns: src/matching/validate-campaign.ts, segments: src/segments/rules.ts). These describe; they
 // do not validate requests. The OpenAPI coverage test checks real answers against them.
 
-import Type, { type TObject, type TSchema } from 'typebox'
+import Type, { type TObject, type TSchema, type TUnsafe } from 'typebox'
 import { MEDIA_TYPES } from '../media/signature.js'
 import { NAME_PATTERN } from '../patterns.js'
 import { RateLimit } from './schemas.js'
@@ -21,7 +21,8 @@ const ref = (pointer: string): TSchema => Type.Unsafe({ $ref: pointer })
 const Name = Type.String({ pattern: NAME_PATTERN })
 const Uuid = Type.String({ format: 'uuid' })
 const Iso = Type.String({ format: 'date-time' })
-const literals = (values: readonly string[]): TSchema => Type.Union(values.map(value => Type.Literal(value)))
+// Typed as the union of the values' literals (the client's types read it: src/client/types.ts).
+const literals = <const V extends readonly string[]>(values: V): TUnsafe<V[number]> => Type.Unsafe<V[number]>(Type.Union(values.map(value => Type.Literal(value))))
 
 // ---- ops ----
 
@@ -72,7 +73,7 @@ export const OpenApiDocument = Type.Object({
 
 // ---- public answers ----
 
-const AttributeReply = Type.Unsafe(Type.Object({}, {
+const AttributeReply = Type.Unsafe<Record<string, Array<{ value: string | number | boolean }>>>(Type.Object({}, {
   additionalProperties: Type.Array(Type.Object({ value: Type.Union([Type.String(), Type.Number(), Type.Boolean()]) })),
   description: 'Attribute name → its values; a list attribute answers one {value} per element.',
 }))
@@ -199,7 +200,7 @@ export const Condition = Type.Union([
   }, { additionalProperties: false }),
 ], { description: `A condition: all/any/not of conditions, or a leaf {fact, op, value}. At most ${DEPTH_MAX} levels and ${LEAVES_MAX} leaves.` })
 
-const triggerList = (description: string): TSchema =>
+const triggerList = (description: string) =>
   Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: TRIGGER_VALUE_LENGTH_MAX }), { minItems: 1, maxItems: TRIGGER_VALUES_MAX, description }))
 
 const campaignFields = {
