@@ -1,5 +1,6 @@
 // Replays of the retained event log (docs/event-log.md, "Replay"): an account's past events of a time
-// range resent to one webhook or destination, oldest first (so in order per visitor), as new
+// range resent to one webhook or destination, oldest first and in order per visitor (a visitor's next
+// event is queued once its previous one is delivered or dead), as new
 // deliveries marked with the replay's id (DeliveryItem.replay: the `Beacon-Replay` header,
 // `{{replay}}`), through the delivery queue with its retries.
 //
@@ -56,8 +57,8 @@ export interface ReplayRow extends ReplayRequest {
   delivered: number
   /** Dead (every attempt failed), or removed before it was (an erasure). */
   failed: number
-  /** The ids of its deliveries not settled yet. */
-  inFlight: string[]
+  /** Its deliveries not settled yet: [delivery id, visitor id]. */
+  inFlight: Array<[string, string]>
   error: string | null
 }
 
@@ -214,7 +215,7 @@ export class Replays {
         this.end(row, 'failed', 'The target was deleted.')
         changed = true
       }
-      if (webhook !== null && this.inflightMax - row.inFlight.length > 0) {
+      if (webhook !== null && !row.walked && this.inflightMax - row.inFlight.length > 0) {
         records = this.read(row, webhook, this.inflightMax - row.inFlight.length)
         changed = true
       }
@@ -232,28 +233,35 @@ export class Replays {
   /** Count the deliveries that reached their outcome. Returns whether any did. */
   private settle (row: ReplayRow, key: string): boolean {
     if (row.inFlight.length === 0) return false
-    const still: string[] = []
-    for (const id of row.inFlight) {
-      const record = readRecordById(this.store, row.account, key, id)
+    const still: Array<[string, string]> = []
+    for (const entry of row.inFlight) {
+      const record = readRecordById(this.store, row.account, key, entry[0])
       if (record === undefined || record.status === 'dead') row.failed++
       else if (record.status === 'delivered') row.delivered++
-      else still.push(id)
+      else still.push(entry)
     }
     if (still.length === row.inFlight.length) return false
     row.inFlight = still
     return true
   }
 
-  /** The next events of the range, at most `room` of them made into deliveries. */
+  /**
+   * The next events of the range, at most `room` of them made into deliveries. It stops before an event
+   * of a visitor with a delivery of this replay not settled yet: in order per visitor, whatever the
+   * target's parallel requests and retries do.
+   */
   private read (row: ReplayRow, webhook: CompiledWebhook, room: number): DeliveryRecord[] {
     const kinds = row.kinds === null ? null : new Set(row.kinds)
     const query: EventQuery = { fromMs: row.fromMs, toMs: row.toMs, visitorId: null, profileId: null, kind: row.kinds?.length === 1 ? row.kinds[0]! : null }
     const { events, last } = this.events.next(row.account, query, row.cursor, room)
+    const busy = new Set(row.inFlight.map(([, visitor]) => visitor))
     const nowMs = this.clock.nowMs()
     const records: DeliveryRecord[] = []
     for (const event of events) {
-      row.read++
+      if (busy.has(event.visitorId)) return records
       const outbox = outboxRow(row.account, event)
+      row.read++
+      row.cursor = [outbox.occurredAtMs, Number(event.id.slice(event.id.indexOf('-') + 1))]
       if ((kinds !== null && !kinds.has(event.kind)) || !selects(webhook, outbox)) {
         row.skipped++
         continue
@@ -261,7 +269,8 @@ export class Replays {
       const record = newRecord(outbox, this.store.allocateSeq(), webhook, nowMs, this.store.nodeId)
       record.item.replay = row.id
       records.push(record)
-      row.inFlight.push(record.id)
+      row.inFlight.push([record.id, event.visitorId])
+      busy.add(event.visitorId)
       row.queued++
     }
     if (last === null) row.walked = true
