@@ -52,7 +52,6 @@ export const ERRORS = {
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
   replay_target_refused: [409, 'The target cannot take a replay of events: it is disabled, or not an event webhook.'],
   replay_limit: [409, 'The account runs as many replays as it may at once.'],
-  replay_ended: [409, 'The replay has already ended.'],
   // 422
   idempotency_key_reused: [422, 'This Idempotency-Key was used with another request: a retry must send the same body to the same endpoint.'],
   // 413

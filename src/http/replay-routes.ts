@@ -65,7 +65,7 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
       summary: 'Replay past events to one webhook or destination',
       description: 'Resends the account\'s logged events of [from, to) (server time), oldest first, to one target, as new deliveries marked with the replay\'s id (the `Beacon-Replay` header, `{{replay}}`), through the delivery queue and its retries; at most BEACON_REPLAY_INFLIGHT_MAX of them unsettled at once. Answers 202 with the replay; follow it at GET …/replays/{id}. 501 `event_log_not_kept` in cluster mode (docs/event-log.md).',
       tag: 'Event log',
-      body: { schema: ReplayCreate, example: { from: '2026-01-01T00:00:00Z', to: '2026-01-08T00:00:00Z', target: { webhook: 'orders' }, kinds: ['purchase'] } },
+      body: { schema: ReplayCreate, example: { from: '2026-01-01T00:00:00Z', to: '2026-01-08T00:00:00Z', target: { webhook: 'crm' }, kinds: ['purchase'] } },
       ok: json(202, 'The replay, started.', ReplayAnswer),
       errors: ['account_not_found', 'invalid_field', 'webhook_not_found', 'destination_not_found', 'replay_target_refused', 'replay_limit', 'event_log_not_kept'],
     },
@@ -101,8 +101,8 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
     method: 'post', pattern: `${path}/:id/cancel`, body: false, role: 'owner',
     doc: {
       summary: 'Cancel a replay', tag: 'Event log',
-      description: 'Stops reading and queuing; deliveries already queued go on, and their outcomes are still counted. 409 `replay_ended` when it is no longer running.',
-      ok: json(200, 'The replay, cancelled.', ReplayAnswer), errors: ['account_not_found', 'replay_not_found', 'replay_ended', 'event_log_not_kept'],
+      description: 'Stops reading and queuing; deliveries already queued go on, and their outcomes are still counted. A replay that already ended is answered as it is.',
+      ok: json(200, 'The replay, cancelled.', ReplayAnswer), errors: ['account_not_found', 'replay_not_found', 'event_log_not_kept'],
     },
     async handler (request) {
       const account = accountParam(request, catalogs)

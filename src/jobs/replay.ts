@@ -158,12 +158,12 @@ export class Replays {
   }
 
   /**
-   * Stop reading and queuing; deliveries already queued go on (their outcomes still counted). 409
-   * replay_ended when it is not running. Resolves once the new state is durable.
+   * Stop reading and queuing; deliveries already queued go on (their outcomes still counted). A replay
+   * that already ended is answered as it is (a retried cancel is no error). Resolves once durable.
    */
   async cancel (account: string, id: string): Promise<ReplayRow> {
     const row = this.get(account, id)
-    if (row.state !== 'running') throw new ApiError('replay_ended', `The replay has already ended (${row.state}).`)
+    if (row.state !== 'running') return row
     this.end(row, 'cancelled', null)
     await this.store.save(this.store.config, [account, KIND, id], row)
     return row

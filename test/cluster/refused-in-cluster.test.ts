@@ -1,8 +1,7 @@
 // What cluster mode refuses, as a strategy chosen at start, never a crash nor half an answer: the
 // retained event log is not kept (docs/event-log.md, "Cluster mode": 501 event_log_not_kept, its replays
-// too), and the
-// reads that walk many stored visitors (people search, the recently active, the segment preview) answer
-// 501 cluster_unsupported, since each node holds only its own partitions' rows
+// too), and the reads that walk many stored visitors (people search, the recently active, the segment
+// preview) answer 501 cluster_unsupported, since each node holds only its own partitions' rows
 // (src/http/people-routes.ts). Real processes: a NATS JetStream cluster and one Beacon node
 // (test/helpers/beacon-cluster.ts).
 
