@@ -212,7 +212,16 @@ export class Replays {
       try {
         webhook = this.target(row.account, key)
       } catch {
+        // Its deliveries stay as they are, in the deliveries log; none will be attempted.
+        row.failed += row.inFlight.length
+        row.inFlight = []
         this.end(row, 'failed', 'The target was deleted.')
+        changed = true
+      }
+      if (webhook !== null && !webhook.enabled) {
+        // What it has queued waits for it to be enabled again; nothing more is read.
+        this.end(row, 'failed', 'The target was disabled.')
+        webhook = null
         changed = true
       }
       if (webhook !== null && !row.walked && this.inflightMax - row.inFlight.length > 0) {

@@ -91,7 +91,8 @@ describe('POST /admin/accounts/{account}/replays', () => {
     await until('the live delivery', () => receiver.requests.length === 7)
     expect(bodies()[6]).to.deep.include({ order: 'o-live', replay: null })
     expect(receiver.requests[6]!.headers['beacon-replay']).to.equal(undefined)
-    // A second replay of the same range sends them again, under new ids.
+    // A second replay of the same range (a moment later) sends them again, under new ids.
+    beacon.clock.advance(1000)
     const again = await startReplay(beacon.url, tenant.account, { from: new Date(startMs).toISOString(), to: new Date(startMs + 10_000).toISOString(), target: { webhook: 'orders' } })
     await until('the second replay done', async () => (await replayOf(beacon.url, tenant.account, again.id)).state === 'done')
     // Without kinds: the pageView too (the webhook takes it).
@@ -130,6 +131,22 @@ describe('POST /admin/accounts/{account}/replays', () => {
       const skipping = await startReplay(beacon.url, tenant.account, { from: new Date(startMs).toISOString(), to: new Date(startMs + 1000).toISOString(), target: { webhook: 'orders' } })
       await until('the second replay done', async () => (await replayOf(beacon.url, tenant.account, skipping.id)).state === 'done', 60_000)
       expect(await replayOf(beacon.url, tenant.account, skipping.id)).to.deep.include({ read: 11, queued: 10, skipped: 1, delivered: 10, failed: 0 })
+    } finally {
+      await failing.close()
+    }
+  })
+
+  it('fails when its target is deleted meanwhile, counting what it had queued as failed', async () => {
+    const startMs = beacon.clock.nowMs()
+    for (let i = 0; i < 3; i++) await send(visitorId(), { orderId: `o-${i}` })
+    const failing = await startReceiver(() => ({ status: 503 }))
+    try {
+      await admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/webhooks/orders`, webhook(failing.url, ['purchase']))
+      const started = await startReplay(beacon.url, tenant.account, { from: new Date(startMs).toISOString(), to: new Date(startMs + 1000).toISOString(), target: { webhook: 'orders' } })
+      await until('attempted', () => failing.requests.length >= 1)
+      expect((await admin(beacon.url, 'DELETE', `/admin/accounts/${tenant.account}/webhooks/orders`)).status).to.equal(200)
+      await until('the replay failed', async () => (await replayOf(beacon.url, tenant.account, started.id)).state === 'failed')
+      expect(await replayOf(beacon.url, tenant.account, started.id)).to.deep.include({ queued: 3, delivered: 0, failed: 3, inFlight: 0, error: 'The target was deleted.' })
     } finally {
       await failing.close()
     }
