@@ -138,7 +138,7 @@ export class Replays {
       read: 0, queued: 0, skipped: 0, delivered: 0, failed: 0, inFlight: [], error: null,
     }
     // The oldest ended ones go past REPLAYS_KEPT_MAX, in the transaction of the new one.
-    const ended = rows.filter(old => old.state !== 'running' && old.inFlight.length === 0 && !this.active.has(old.id))
+    const ended = rows.filter(old => old.state !== 'running' && old.inFlight.length === 0 && !this.active.has(old.id)).sort((a, b) => a.createdAtMs - b.createdAtMs)
     for (const old of ended.slice(0, Math.max(0, rows.length + 1 - REPLAYS_KEPT_MAX))) this.store.ignoreFailure(this.store.config.remove([account, KIND, old.id]))
     await this.store.save(this.store.config, [account, KIND, row.id], row)
     this.run(row)
