@@ -67,6 +67,8 @@ import { clusterRoutes } from './http/cluster-routes.js'
 import { RouteHint } from './http/route-hint.js'
 import { EventLog, trimEventLog } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
+import { Replays } from './jobs/replay.js'
+import { replayRoutes } from './http/replay-routes.js'
 
 export interface Beacon {
   port: number
@@ -169,8 +171,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const outcomes = cluster === null || config.cluster === null ? null : { cluster: config.cluster, holder: store.nodeId, replicas: config.replicas }
   const erasureStream = outcomes === null ? null : { cluster: outcomes.cluster, node: store.nodeId, replicas: config.replicas }
   const queue = config.natsUrl === null ? null : await connectNats(config.natsUrl, config.nodeId ?? store.nodeId, metrics?.setNatsConnected, { access: config.natsAuth, ackPendingMax: config.natsAckPendingMax, ackWaitMs: config.natsAckWaitMs, outcomes, erasures: erasureStream })
+  const targets = deliveryTargets(catalogs.webhooks, catalogs.destinations)
   const deliveries: DeliveryHub = new DeliveryHub({
-    store, registry: deliveryTargets(catalogs.webhooks, catalogs.destinations), webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
+    store, registry: targets, webhookChanged, outboxAppended, clock, allowPrivate: config.webhookAllowPrivate, onAttempt: (outcome, latencyMs, account, count) => {
       metrics?.recordDelivery(outcome, latencyMs)
       if (config.reports) reports.delivery(account, outcome, latencyMs, count)
     }, membersReady: account => maintenance.idle(account),
@@ -180,6 +183,16 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     relayGate: cluster?.relayGate ?? null,
   })
   await deliveries.start()
+  // Replays of the event log to one target (docs/event-log.md, "Replay"): resumed where a stop left them.
+  const replays = events === null
+    ? null
+    : new Replays({
+      store, events, deliveries, clock, inflightMax: config.replayInflightMax,
+      target: (account, key) => targets.webhook(account, key),
+      accountActive: account => catalogs.accounts.active(account) !== undefined,
+      onError: error => log.error({ err: error }, 'event log replay failed'),
+    })
+  replays?.start()
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
   const clusterDeliveries = cluster === null ? null : new ClusterDeliveries({ hub: deliveries, calls: cluster.calls })
   // Cluster mode: erasing a person removes their delivery records on every node, one down at the time
@@ -291,6 +304,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...eventLogRoutes({ catalogs, events }),
+      ...replayRoutes({ catalogs, replays }),
       ...mediaRoutes({ catalogs, media }),
       // Cluster mode: refused (501), a node holding only its own partitions' visitors.
       ...peopleRoutes({ catalogs, people: cluster === null ? new PeopleScan({ store, clock, segments }) : null }),
@@ -339,6 +353,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         await server.drain()
         // Its erases write through the partitions' owners: done before they are handed over.
         await visitorRetention.stop()
+        await replays?.stop()
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
         if (cluster !== null) await cluster.stop()
         await accountDeletions.stop()

@@ -41,6 +41,8 @@ export interface Config {
   eventRetentionDays: number
   /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size). */
   eventLogMaxBytes: number
+  /** BEACON_REPLAY_INFLIGHT_MAX: a replay's deliveries not settled at once (src/jobs/replay.ts). */
+  replayInflightMax: number
   webhookAllowPrivate: boolean
   /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
   trustedProxies: string[]
@@ -337,6 +339,7 @@ export function loadConfig (env: Env = process.env): Config {
     visitorRetentionSweepMs: integer(env, 'BEACON_VISITOR_RETENTION_SWEEP_MS', 3_600_000, 1000, 86_400_000, problems),
     eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
     eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
+    replayInflightMax: integer(env, 'BEACON_REPLAY_INFLIGHT_MAX', 100, 1, 10_000, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),

@@ -43,12 +43,15 @@ export const ERRORS = {
   destination_not_found: [404, 'No such destination.'],
   user_not_found: [404, 'No such user.'],
   media_not_found: [404, 'No such media.'],
+  replay_not_found: [404, 'No such replay.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
   conflict: [409, 'The request conflicts with the current state.'],
   segment_computed: [409, 'The segment is computed from its rule: it cannot be assigned or removed by hand.'],
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
+  replay_target_refused: [409, 'The target cannot take a replay of events: it is disabled, or not an event webhook.'],
+  replay_limit: [409, 'The account runs as many replays as it may at once.'],
   // 422
   idempotency_key_reused: [422, 'This Idempotency-Key was used with another request: a retry must send the same body to the same endpoint.'],
   // 413

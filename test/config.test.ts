@@ -28,6 +28,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ BEACON_EVENT_LOG_MAX_BYTES: 'lots' })).to.throw(ConfigError, 'BEACON_EVENT_LOG_MAX_BYTES="lots"')
   })
 
+  it('reads BEACON_REPLAY_INFLIGHT_MAX (default 100, 1 to 10000)', () => {
+    expect(loadConfig({})).to.include({ replayInflightMax: 100 })
+    expect(loadConfig({ BEACON_REPLAY_INFLIGHT_MAX: '5' })).to.include({ replayInflightMax: 5 })
+    expect(() => loadConfig({ BEACON_REPLAY_INFLIGHT_MAX: '0' })).to.throw(ConfigError, 'BEACON_REPLAY_INFLIGHT_MAX="0"')
+  })
+
   it('reads every BEACON_* setting', () => {
     const config = loadConfig({ BEACON_HOST: '0.0.0.0', BEACON_PORT: '9000', BEACON_DATA_DIR: '/tmp/x', BEACON_ADMIN_KEY: 'k'.repeat(16), BEACON_MAX_BODY_BYTES: '1024', BEACON_DURABILITY: 'committed' })
     expect(config).to.include({ host: '0.0.0.0', port: 9000, dataDir: '/tmp/x', adminKey: 'k'.repeat(16), bodySizeMaxBytes: 1024, durability: 'committed' })

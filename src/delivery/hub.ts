@@ -198,6 +198,19 @@ export class DeliveryHub {
     return this.history.replay(account, webhookId, ids, fromMs, toMs)
   }
 
+  /**
+   * Deliveries made outside the outbox (a replay of the event log, src/jobs/replay.ts): written with
+   * whatever `alongside` writes (issued in the same event turn, so they commit together), durable, then
+   * handed to the queue like the relay's. Resolves once the queue took them.
+   */
+  async deliver (records: readonly DeliveryRecord[], alongside: () => Promise<boolean> | null): Promise<void> {
+    const write = this.writes.writeRecords(records)
+    const other = alongside()
+    if (write !== null) await this.store.durable(write)
+    if (other !== null) await this.store.durable(other)
+    await this.queue.publish(records)
+  }
+
   /** Erasure: remove the account's outbox rows and delivery records of these people (history.ts). */
   forget (account: string, profileIds: ReadonlySet<string>, visitorIds: ReadonlySet<string>): Promise<number> {
     return this.history.forget(account, profileIds, visitorIds)

@@ -34,6 +34,7 @@ export function deliveryView (record: DeliveryRecord): Record<string, unknown> {
     createdAt: iso(record.createdAtMs),
     updatedAt: iso(record.updatedAtMs),
     replayedAt: record.replayedAtMs === null ? null : iso(record.replayedAtMs),
+    replay: record.item.replay ?? null,
   }
 }
 

@@ -106,7 +106,8 @@ function eventQuery (params: URLSearchParams): EventQuery {
   return { fromMs, toMs, visitorId: visitorId === null ? null : visitorKey(visitorId), profileId, kind }
 }
 
-function time (raw: string | null, name: string, fallback: number): number {
+/** An ISO-8601 time parameter in ms (`fallback` when absent), or a 400 naming it. */
+export function time (raw: string | null, name: string, fallback: number): number {
   if (raw === null || raw === '') return fallback
   const ms = Date.parse(raw)
   if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(ms)) throw new ApiError('invalid_field', `${name} must be an ISO-8601 time, e.g. 2026-01-31T00:00:00Z.`, `/${name}`)

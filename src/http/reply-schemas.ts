@@ -306,6 +306,7 @@ export const DeliveryRecord = Type.Object({
   createdAt: IsoOrNull,
   updatedAt: IsoOrNull,
   replayedAt: IsoOrNull,
+  replay: Type.Union([Type.String(), Type.Null()], { description: 'The id of the replay of the event log that made it (docs/event-log.md, "Replay"); null for a live delivery.' }),
 })
 export const DeliveryPage = Type.Object({
   deliveries: Type.Array(DeliveryRecord),

@@ -154,6 +154,24 @@ export class EventLog {
   }
 
   /**
+   * At most `limit` of the account's events of [fromMs, toMs) matching the query, oldest first, after the
+   * event `after` (an event's [timeMs, seq]; null: from fromMs), reading at most EVENT_SCAN_MAX rows (one
+   * read transaction). `last`: the last row read, where the next call resumes; null once the range is walked.
+   */
+  next (account: string, query: EventQuery, after: [number, number] | null, limit: number): { events: LoggedEvent[], last: [number, number] | null } {
+    const start = after === null || after[0] < query.fromMs ? [account, query.fromMs] : [account, after[0], after[1] + 1]
+    const events: LoggedEvent[] = []
+    let scanned = 0
+    for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs] })) {
+      const k = key as EventKey
+      const stored = value as StoredEvent
+      if (matches(stored, query)) events.push(view(k, stored))
+      if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) return { events, last: [k[1], k[2]] }
+    }
+    return { events, last: null }
+  }
+
+  /**
    * Remove the account's events of these visitors or profiles (erasure). Walks the account's log in
    * turns of EVENT_TRIM_BATCH_MAX rows, each durable before the next. Returns how many were removed.
    */

@@ -9,6 +9,8 @@
 //   JSON text, null fields left out; appended to the url's own query. One request per item: a batch
 //   cannot be spelled in a query, so compileWebhook sets batchSize to 1 for these methods.
 // - url and header placeholders render from the first item of a batch.
+// - `beacon-replay: <replay id>` when every item is a delivery of one replay of the event log
+//   (src/jobs/replay.ts); a batch mixing live and replayed items has none: `{{replay}}` tells each.
 
 import { batchIdOf } from './batch-id.js'
 import type { CompiledWebhook } from './compile.js'
@@ -16,6 +18,9 @@ import type { HttpMethod } from './config.js'
 import { uriComponent } from './template.js'
 import type { DeliveryItem } from './types.js'
 import { WebhookError, WEBHOOK_ERRORS } from './webhook-error.js'
+
+/** The header that marks a request carrying replayed deliveries only (docs/webhooks.md). */
+export const REPLAY_HEADER = 'beacon-replay'
 
 export interface RenderedRequest {
   method: HttpMethod
@@ -34,6 +39,7 @@ export function renderRequest (webhook: CompiledWebhook, items: readonly Deliver
   }
   const headers = webhook.staticHeaderList.slice()
   for (const header of webhook.headerTemplates) headers.push(header.name, header.value.render(first))
+  if (first.replay !== undefined && items.every(item => item.replay === first.replay)) headers.push(REPLAY_HEADER, first.replay)
   let url = webhook.url.render(first)
   if (!webhook.url.isConstant) refuseDotSegments(url, webhook.urlPrefix.length)
   let body: string | null = null

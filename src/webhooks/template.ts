@@ -35,6 +35,7 @@ const SLOT = {
   eventField: 8,
   attribute: 9,
   fields: 10,
+  replay: 11,
 } as const
 
 const SIMPLE_SLOTS: ReadonlyMap<string, number> = new Map([
@@ -47,6 +48,7 @@ const SIMPLE_SLOTS: ReadonlyMap<string, number> = new Map([
   ['timestamp', SLOT.timestamp],
   ['occurredAt', SLOT.occurredAt],
   ['fields', SLOT.fields],
+  ['replay', SLOT.replay],
 ])
 
 /** The placeholders a template may use; `event.<field>` and `attribute.<name>` take any field name; `fields` is every field of the event. */
@@ -206,6 +208,7 @@ function valueOf (slot: number, key: string | null, item: DeliveryItem): unknown
     case SLOT.eventField: return ownValue(context.eventFields, key as string)
     case SLOT.attribute: return ownValue(context.attributes ?? attributesOf(context.eventFields), key as string)
     case SLOT.fields: return ownFields(context.eventFields)
+    case SLOT.replay: return item.replay
     default: return undefined
   }
 }

@@ -24,6 +24,11 @@ export interface DeliveryItem {
    * own id, `id`, names the node holding it).
    */
   messageId?: string
+  /**
+   * Set on a delivery made by a replay of the event log (src/jobs/replay.ts): the replay's id. Sent as
+   * the `Beacon-Replay` header and readable as `{{replay}}` (docs/webhooks.md); absent on live deliveries.
+   */
+  replay?: string
 }
 
 /** What is kept of one attempt: for the dead letter and for delivery history. */

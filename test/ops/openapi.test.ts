@@ -38,6 +38,7 @@ function fill (path: string, tenant: Tenant, tokenId: string): string {
     .replace(/\/segments\/\{name\}/, '/segments/browsers')
     .replace(/\/webhooks\/\{id\}/, '/webhooks/crm')
     .replace(/\/destinations\/\{id\}/, '/destinations/meta')
+    .replace(/\/replays\/\{id\}/, `/replays/${replayId}`)
     .replace('{visitorId}', '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60')
     .replace('{profileId}', encodeURIComponent('ana@example.com'))
 }
@@ -53,6 +54,8 @@ interface Answer { status: number, contentType: string, text: string, allow: str
 let sessionCookie = ''
 let memberId = ''
 let mediaId = ''
+/** The replay the documented POST …/replays started (its progress and cancel are read after it). */
+let replayId = '00000000-0000-4000-8000-000000000000'
 /** The smallest PNG signature and header: what a raw (image) body operation is sent. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
 
@@ -207,6 +210,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       if (media !== undefined) expect(Compile({ ...media.schema, components: doc.components } as never).Check(body), `${method} ${path} example`).to.equal(true)
       const raw = operation.requestBody !== undefined && media === undefined ? PNG : undefined
       const answer = await call(beacon.url, method.toUpperCase(), fill(path, tenant, tokenId), body, raw === undefined ? {} : { raw })
+      if (method === 'post' && path.endsWith('/replays') && answer.status === 202) replayId = (JSON.parse(answer.text) as { id: string }).id
       if ((answer.status === 404 && answer.text.includes('"not_found"')) || answer.status === 405) {
         if (PENDING.test(path)) {
           console.log(`      note: ${method.toUpperCase()} ${path} is documented but not served yet (${answer.status})`)
