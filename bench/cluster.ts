@@ -49,7 +49,6 @@ import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
 import { clusterNginxConf, startNginxWith } from '../test/helpers/nginx.js'
 import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
-import { startRouteMapServer } from '../test/helpers/route-map-server.js'
 import { BeaconClient } from '../src/client/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -637,17 +636,16 @@ async function measureRouted (rows: Row[], nodes: Node[], natsPids: number[], te
 
 /**
  * The (cn) rows: beacon/client in this process, CONNECTIONS calls in flight over a pool of VISITORS
- * visitor ids, each sent to its owner from the route map (test/helpers/route-map-server.ts serves it
- * from /admin/cluster while the nodes do not). Its p50 and p99 come from every answer's latency.
+ * visitor ids, each sent to its owner from the route map (the nodes' GET /cluster/routes). Its p50 and
+ * p99 come from every answer's latency.
  */
 async function measureNodeClient (rows: Row[], nodes: Node[], natsPids: number[], tenant: Tenant): Promise<void> {
-  const routes = await startRouteMapServer(() => nodes.map(node => ({ id: node.id, url: node.url })), ADMIN_KEY)
   const client = new BeaconClient({
-    url: nodes.map(node => node.url), routesUrl: routes.url, account: tenant.account, token: tenant.token,
+    url: nodes.map(node => node.url), account: tenant.account, token: tenant.token,
     connectionsPerNode: Math.ceil(CONNECTIONS / nodes.length),
   })
   try {
-    if (await client.refreshRoutes() === null) throw new Error('the route map server gave no map')
+    if (await client.refreshRoutes() === null) throw new Error('no node gave its route map (GET /cluster/routes)')
     const ids = Array.from({ length: VISITORS }, () => randomUUID())
     for (const workload of WORKLOADS) {
       const call = workload.name === 'pageView'
@@ -657,7 +655,6 @@ async function measureNodeClient (rows: Row[], nodes: Node[], natsPids: number[]
     }
   } finally {
     await client.close()
-    await routes.close()
   }
 }
 

@@ -83,8 +83,9 @@ export class RouteMap {
       return
     }
     if (answer === null || !validMap(answer)) return
-    // An older map than the one held (a node that has not seen the latest change) is not taken.
-    if (this.map !== null && answer.version < this.map.version) return
+    // Versions are content hashes (src/cluster/route-map.ts), equal or not, never ordered: the map is
+    // the latest answer (refreshes run one at a time). A node lagging a change may answer an older map;
+    // the next answer whose Beacon-Route names another node asks again.
     this.map = answer
     this.urls = answer.owners.map(owner => owner === null ? null : trimSlash(answer.nodes[owner]?.url ?? '') || null)
   }

@@ -95,9 +95,4 @@ export interface DeliveryQuery {
 }
 
 /** GET /cluster/routes: which node owns each partition, and where each node is. */
-export interface RouteMapAnswer {
-  version: number
-  partitions: number
-  nodes: Record<string, { url: string }>
-  owners: Array<string | null>
-}
+export type { RouteMapAnswer } from '../cluster/route-map.js'

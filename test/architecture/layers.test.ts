@@ -11,7 +11,7 @@ export const LAYERS: readonly Layer[] = [
   { rank: 7, name: 'entry', paths: ['src/main.ts', 'src/start.ts', 'src/app.ts', 'src/cluster-mode.ts', 'src/cli.ts', 'src/build-assets.ts', 'src/panel-bundle.ts'] },
   // The surfaces: the HTTP API, operations (health, metrics, OpenAPI, logs), the command line, and
   // the browser bundles (built by esbuild, never imported by the server).
-  { rank: 6, name: 'surface', paths: ['src/http/', 'src/ops/', 'src/cli/', 'src/sdk/', 'src/panel/'] },
+  { rank: 6, name: 'surface', paths: ['src/http/', 'src/ops/', 'src/cli/', 'src/client/', 'src/sdk/', 'src/panel/'] },
   { rank: 5, name: 'actors', paths: ['actors/', 'src/jobs/'] },
   // The catalogs: one per configuration kind (accounts, tokens, event types, campaigns, segments,
   // webhooks), kept in memory, written through to storage, compiled with the rules and delivery below.

@@ -1,12 +1,11 @@
 // beacon/client over a real 3-node Beacon cluster (test/helpers/beacon-cluster.ts): with the route map
 // each request goes to its key's owner (no node forwards anything: beacon_cluster_forwarded_total stays
 // put), and after a node leaves, the client follows the partitions to their new owners. The map is
-// served by test/helpers/route-map-server.ts from the nodes' GET /admin/cluster.
+// each node's own GET /cluster/routes.
 
 import { expect } from 'chai'
 import { startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
-import { ADMIN_KEY, visitorId } from '../helpers/beacon.js'
-import { startRouteMapServer, type RouteMapServer } from '../helpers/route-map-server.js'
+import { visitorId } from '../helpers/beacon.js'
 import { BeaconClient, partitionOf, type AttemptInfo } from '../../src/client/index.js'
 
 /** beacon_cluster_forwarded_total summed over the running nodes. */
@@ -22,23 +21,20 @@ async function forwarded (cluster: BeaconCluster): Promise<number> {
 describe('beacon/client over a 3-node cluster (real processes)', function () {
   this.timeout(240_000)
   let cluster: BeaconCluster
-  let routes: RouteMapServer
   let client: BeaconClient
   const attempts: AttemptInfo[] = []
 
   before(async () => {
     cluster = await startBeaconCluster(3)
     await cluster.settled()
-    routes = await startRouteMapServer(() => cluster.live().map(member => ({ id: member.id, url: member.url })), ADMIN_KEY)
     client = new BeaconClient({
-      url: cluster.members.map(member => member.url), routesUrl: routes.url, account: cluster.tenant.account, token: cluster.tenant.token,
+      url: cluster.members.map(member => member.url), account: cluster.tenant.account, token: cluster.tenant.token,
       attempts: 8, onAttempt: info => attempts.push(info),
     })
   })
 
   after(async () => {
     await client?.close()
-    await routes?.close()
     await cluster?.close()
   })
 
