@@ -324,6 +324,8 @@ const LABELS = {
   b3: '(b3) cluster, 1 node, 3 NATS (R3)',
   c: '(c) cluster, 3 nodes, 3 NATS (R3)',
   c2: '(c2) 3 nodes, R3, sent to the owner',
+  // (c) again once every node runs with BEACON_FORWARD_BATCH=false: what batching changes in (c).
+  cOff: '(c) 3 nodes, R3, batching off',
 }
 
 /** `idFiles`: per node, a file of the visitor ids its wrk sends (default: every wrk the whole pool). */
@@ -559,6 +561,16 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       await served(tenant, nodes)
       await quiet([...nodes.map(node => node.pid), ...natsPids])
       isolated.push(...await measureIsolatedHop(nodes, natsPids, tenant, await ownedIdFiles(nodes, tenant), false))
+      // And (c) with batching off on every node: node-2 and node-3 restarted as node-1 was.
+      process.stderr.write('  restarting node-2 and node-3 with BEACON_FORWARD_BATCH=false\n')
+      for (const i of [1, 2]) {
+        await nodes[i]!.stop()
+        nodes[i] = await startNode(ids[i]!, { ...clusterEnv('bench3', cluster.urls, 3, ids[i]!), BEACON_FORWARD_BATCH: 'false' })
+        await settled(nodes)
+      }
+      await served(tenant, nodes)
+      await quiet([...nodes.map(node => node.pid), ...natsPids])
+      for (const workload of WORKLOADS) rows.push(await measure('cOff', workload, nodes, natsPids, tenant))
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
     return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop, isolated }
@@ -718,6 +730,11 @@ function decomposition (rows: Row[], hop: Hop | null, isolated: HopRun[]): strin
         `through node-1 ${Math.round(through.rps)} req/s, node-1 (receiving, forwarding) ${us(through.nodeUs[0]!)}, node-2 ${us(through.nodeUs[1]!)} (${us(through.nodeUs[1]! - sent.nodeUs[1]!)} more), NATS ${us(through.natsUs)}; ` +
         `the hop ${us(hopUs(isolated, name, batch)!)} per forwarded request`)
     }
+  }
+  for (const { name } of WORKLOADS) {
+    const [on, off] = (['c', 'cOff'] as const).map(phase => rows.find(row => row.phase === phase && row.workload === name && row.failed === null))
+    if (on === undefined || off === undefined) continue
+    lines.push(`  ${name}, (c) with batching on over off: CPU per request ${cpu(on).toFixed(0)} / ${cpu(off).toFixed(0)} µs = ${(cpu(on) / cpu(off)).toFixed(2)}x, req/s ${(on.rps / off.rps).toFixed(2)}x`)
   }
   if (hop !== null) {
     lines.push(`  the hop's transport alone (bench/nats-hop.ts: request/reply between two processes through two NATS servers, ${hop.inFlight} in flight, no Beacon): ` +
