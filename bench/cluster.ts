@@ -78,6 +78,8 @@ const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).
 /** Before (c): the nodes and NATS servers together below this many cores, for at most QUIET_WAIT_MS. */
 const QUIET_CORES = 0.15
 const QUIET_WAIT_MS = 180_000
+/** How long the cluster may take to settle after a node restarted with batching off. */
+const RESTART_SETTLE_MS = 300_000
 
 /** The targets of issue 17. */
 const CLUSTER_RATIO_TARGET = 0.5
@@ -557,7 +559,8 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       process.stderr.write('  restarting node-1 with BEACON_FORWARD_BATCH=false\n')
       await nodes[0]!.stop()
       nodes[0] = await startNode(ids[0]!, { ...clusterEnv('bench3', cluster.urls, 3, ids[0]!), BEACON_FORWARD_BATCH: 'false' })
-      await settled(nodes)
+      // Longer than the joins' wait: on a busy machine a restart's handovers took over 90 s (2026-11-27-hop.md).
+      await settled(nodes, RESTART_SETTLE_MS)
       await served(tenant, nodes)
       await quiet([...nodes.map(node => node.pid), ...natsPids])
       isolated.push(...await measureIsolatedHop(nodes, natsPids, tenant, await ownedIdFiles(nodes, tenant), false))
@@ -566,7 +569,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       for (const i of [1, 2]) {
         await nodes[i]!.stop()
         nodes[i] = await startNode(ids[i]!, { ...clusterEnv('bench3', cluster.urls, 3, ids[i]!), BEACON_FORWARD_BATCH: 'false' })
-        await settled(nodes)
+        await settled(nodes, RESTART_SETTLE_MS)
       }
       await served(tenant, nodes)
       await quiet([...nodes.map(node => node.pid), ...natsPids])
