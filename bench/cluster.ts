@@ -8,7 +8,9 @@
 // transport alone, no Beacon on either side: NATS request/reply between two processes connected to two
 // of the servers (bench/nats-hop.ts), as many in flight as (c) forwards; and the hop in isolation: one
 // wrk with ids node-2 owns, sent to node-2, then to node-1 (every request forwarded), each node's CPU
-// apart; and (n) the three nodes behind a real nginx running deploy/nginx-cluster.conf, each wrk sending
+// apart, with batched forwarding (the default) and again after node-1 restarted with
+// BEACON_FORWARD_BATCH=false (src/cluster/forward-batch.ts): the hop's CPU per forwarded request both
+// ways; and (n) the three nodes behind a real nginx running deploy/nginx-cluster.conf, each wrk sending
 // the Beacon-Route hint its ids were answered with (a client keeping the hint: the SDK), nginx's CPU
 // counted apart (target: Beacon + NATS <= 1.15x (c2)). For every row: the CPU per request of the Beacon processes and of the
 // nats-server processes (/proc/<pid>/stat utime + stime before and after the measured run, divided by
@@ -81,6 +83,8 @@ const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).
 /** Before (c): the nodes and NATS servers together below this many cores, for at most QUIET_WAIT_MS. */
 const QUIET_CORES = 0.15
 const QUIET_WAIT_MS = 180_000
+/** How long the cluster may take to settle after a node restarted with batching off. */
+const RESTART_SETTLE_MS = 300_000
 
 /** The targets of issue 17. */
 const CLUSTER_RATIO_TARGET = 0.5
@@ -90,6 +94,9 @@ const ROUTED_TARGET = 1.15
 const TAKEOVER_TARGET_MS = 2000
 /** Issue 32: the Node client, owner-routed over three nodes, against wrk sent to the owner (c2). */
 const NODE_CLIENT_TARGET = 1.1
+/** The targets of issue 32 ("A cheaper hop"). */
+const FORWARDED_TARGET = 1.4
+const HOP_BATCH_TARGET = 0.5
 
 const WORKLOADS = [
   { name: 'pageView', script: 'pageview.lua', path: '/campaigns/query' },
@@ -338,6 +345,8 @@ const LABELS = {
   // The same three nodes driven by beacon/client (src/client) instead of wrk: owner-routed from the route
   // map, an Idempotency-Key on every write (wrk sends none); its own CPU is in the wrk column.
   cn: 'Node client, owner-routed, three nodes',
+  // (c) again once every node runs with BEACON_FORWARD_BATCH=false: what batching changes in (c).
+  cOff: '(c) 3 nodes, R3, batching off',
 }
 
 /** A proxy in front of the nodes: wrk i sends to `url` with `header` (`Name: value`). */
@@ -486,18 +495,18 @@ async function quiet (pids: number[]): Promise<void> {
 }
 
 /** One wrk with ids node-2 owns, sent to `via`: requests, and CPU µs per request of each node and of NATS. */
-interface HopRun { label: string, workload: string, rps: number, nodeUs: number[], natsUs: number }
+interface HopRun { label: string, workload: string, batch: boolean, rps: number, nodeUs: number[], natsUs: number }
 
 /**
  * The forwarding hop without the contention of (c): one wrk (all of BENCH_CONNECTIONS) whose ids node-2
  * owns, sent to node-2 (no hop), then to node-1 (every request forwarded to node-2). Each node's CPU is
  * counted apart: node-1's is the receiving side of the hop, node-2's rise the owner's side.
  */
-async function measureIsolatedHop (nodes: Node[], natsPids: number[], tenant: Tenant, idFiles: string[]): Promise<HopRun[]> {
+async function measureIsolatedHop (nodes: Node[], natsPids: number[], tenant: Tenant, idFiles: string[], batch: boolean): Promise<HopRun[]> {
   const out: HopRun[] = []
   for (const workload of WORKLOADS) {
     for (const [label, via] of [['sent to node-2', nodes[1]!], ['through node-1', nodes[0]!]] as const) {
-      process.stderr.write(`  the hop in isolation, ${workload.name} ${label}: warm-up ${WARMUP_S} s`)
+      process.stderr.write(`  the hop in isolation, batching ${batch ? 'on' : 'off'}, ${workload.name} ${label}: warm-up ${WARMUP_S} s`)
       await runWrk(workload, [via], tenant, WARMUP_S, false, [idFiles[1]!])
       process.stderr.write(`, measuring ${DURATION_S} s`)
       const before = { nodes: nodes.map(node => processCpu(node.pid)), nats: sumCpu(natsPids) }
@@ -505,7 +514,7 @@ async function measureIsolatedHop (nodes: Node[], natsPids: number[], tenant: Te
       const after = { nodes: nodes.map(node => processCpu(node.pid)), nats: sumCpu(natsPids) }
       const requests = runs[0]!.requests
       const per = (seconds: number): number => requests === 0 ? 0 : seconds * 1e6 / requests
-      out.push({ label, workload: workload.name, rps: requests / DURATION_S, nodeUs: after.nodes.map((cpu, i) => per(cpu - before.nodes[i]!)), natsUs: per(after.nats - before.nats) })
+      out.push({ label, workload: workload.name, batch, rps: requests / DURATION_S, nodeUs: after.nodes.map((cpu, i) => per(cpu - before.nodes[i]!)), natsUs: per(after.nats - before.nats) })
       process.stderr.write(` — ${Math.round(requests / DURATION_S)} req/s\n`)
     }
   }
@@ -582,8 +591,28 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       const idFiles = await ownedIdFiles(nodes, tenant)
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
       await measureRouted(rows, nodes, natsPids, tenant)
-      isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles)
+      isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles, true)
       await measureNodeClient(rows, nodes, natsPids, tenant)
+      // The same with batching off at the forwarding node: node-1 restarted with BEACON_FORWARD_BATCH=false
+      // (the owner serves both ways), the cluster settled and quiet again, ids node-2 owns now.
+      process.stderr.write('  restarting node-1 with BEACON_FORWARD_BATCH=false\n')
+      await nodes[0]!.stop()
+      nodes[0] = await startNode(ids[0]!, { ...clusterEnv('bench3', cluster.urls, 3, ids[0]!), BEACON_FORWARD_BATCH: 'false' })
+      // Longer than the joins' wait: on a busy machine a restart's handovers took over 90 s (2026-11-27-hop.md).
+      await settled(nodes, RESTART_SETTLE_MS)
+      await served(tenant, nodes)
+      await quiet([...nodes.map(node => node.pid), ...natsPids])
+      isolated.push(...await measureIsolatedHop(nodes, natsPids, tenant, await ownedIdFiles(nodes, tenant), false))
+      // And (c) with batching off on every node: node-2 and node-3 restarted as node-1 was.
+      process.stderr.write('  restarting node-2 and node-3 with BEACON_FORWARD_BATCH=false\n')
+      for (const i of [1, 2]) {
+        await nodes[i]!.stop()
+        nodes[i] = await startNode(ids[i]!, { ...clusterEnv('bench3', cluster.urls, 3, ids[i]!), BEACON_FORWARD_BATCH: 'false' })
+        await settled(nodes, RESTART_SETTLE_MS)
+      }
+      await served(tenant, nodes)
+      await quiet([...nodes.map(node => node.pid), ...natsPids])
+      for (const workload of WORKLOADS) rows.push(await measure('cOff', workload, nodes, natsPids, tenant))
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
     return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop, isolated }
@@ -832,11 +861,19 @@ function decomposition (rows: Row[], hop: Hop | null, isolated: HopRun[]): strin
       `(${((cpu(c) - cpu(c2)) / c.forwardedShare).toFixed(0)} µs per forwarded request, ${(c.forwardedShare * 100).toFixed(0)} % forwarded)`)
   }
   for (const { name } of WORKLOADS) {
-    const [sent, through] = ['sent to node-2', 'through node-1'].map(label => isolated.find(run => run.workload === name && run.label === label))
-    if (sent === undefined || through === undefined) continue
-    const us = (value: number): string => `${value.toFixed(0)} µs`
-    lines.push(`  ${name}, the hop in isolation (one wrk, ids node-2 owns): sent to node-2 ${Math.round(sent.rps)} req/s, node-2 ${us(sent.nodeUs[1]!)} + NATS ${us(sent.natsUs)} a request; ` +
-      `through node-1 ${Math.round(through.rps)} req/s, node-1 (receiving, forwarding) ${us(through.nodeUs[0]!)}, node-2 ${us(through.nodeUs[1]!)} (${us(through.nodeUs[1]! - sent.nodeUs[1]!)} more), NATS ${us(through.natsUs)}`)
+    for (const batch of [true, false]) {
+      const [sent, through] = ['sent to node-2', 'through node-1'].map(label => isolated.find(run => run.workload === name && run.label === label && run.batch === batch))
+      if (sent === undefined || through === undefined) continue
+      const us = (value: number): string => `${value.toFixed(0)} µs`
+      lines.push(`  ${name}, the hop in isolation, batching ${batch ? 'on' : 'off'} (one wrk, ids node-2 owns): sent to node-2 ${Math.round(sent.rps)} req/s, node-2 ${us(sent.nodeUs[1]!)} + NATS ${us(sent.natsUs)} a request; ` +
+        `through node-1 ${Math.round(through.rps)} req/s, node-1 (receiving, forwarding) ${us(through.nodeUs[0]!)}, node-2 ${us(through.nodeUs[1]!)} (${us(through.nodeUs[1]! - sent.nodeUs[1]!)} more), NATS ${us(through.natsUs)}; ` +
+        `the hop ${us(hopUs(isolated, name, batch)!)} per forwarded request`)
+    }
+  }
+  for (const { name } of WORKLOADS) {
+    const [on, off] = (['c', 'cOff'] as const).map(phase => rows.find(row => row.phase === phase && row.workload === name && row.failed === null))
+    if (on === undefined || off === undefined) continue
+    lines.push(`  ${name}, (c) with batching on over off: CPU per request ${cpu(on).toFixed(0)} / ${cpu(off).toFixed(0)} µs = ${(cpu(on) / cpu(off)).toFixed(2)}x, req/s ${(on.rps / off.rps).toFixed(2)}x`)
   }
   if (hop !== null) {
     lines.push(`  the hop's transport alone (bench/nats-hop.ts: request/reply between two processes through two NATS servers, ${hop.inFlight} in flight, no Beacon): ` +
@@ -845,7 +882,18 @@ function decomposition (rows: Row[], hop: Hop | null, isolated: HopRun[]): strin
   return lines
 }
 
-function judge (rows: Row[], takeover: Takeover | null): Target[] {
+/**
+ * The hop's CPU per forwarded request in isolation: all processes' CPU per request through node-1 minus
+ * sent to node-2 (each with batching on or off); null when either run is missing.
+ */
+function hopUs (isolated: HopRun[], workload: string, batch: boolean): number | null {
+  const [sent, through] = ['sent to node-2', 'through node-1'].map(label => isolated.find(run => run.workload === workload && run.label === label && run.batch === batch))
+  if (sent === undefined || through === undefined) return null
+  const total = (run: HopRun): number => run.nodeUs.reduce((sum, us) => sum + us, 0) + run.natsUs
+  return total(through) - total(sent)
+}
+
+function judge (rows: Row[], takeover: Takeover | null, isolated: HopRun[]): Target[] {
   const targets: Target[] = []
   const find = (phase: Row['phase'], workload: string): Row | undefined => rows.find(row => row.phase === phase && row.workload === workload && row.failed === null)
   for (const { name } of WORKLOADS) {
@@ -878,6 +926,15 @@ function judge (rows: Row[], takeover: Takeover | null): Target[] {
     if (b3 !== undefined && c2 !== undefined) {
       const growth = cpu(c2) / cpu(b3)
       targets.push({ name: `${name}: CPU per request (c2) <= ${CPU_GROWTH_TARGET}x (b3) (three nodes vs one, same R3 NATS, no forwarding)`, value: `${growth.toFixed(2)}x`, met: growth <= CPU_GROWTH_TARGET })
+    }
+    // Issue 32: batched forwarding.
+    if (c !== undefined && c2 !== undefined) {
+      const ratio = cpu(c) / cpu(c2)
+      targets.push({ name: `${name}: CPU per request (c) <= ${FORWARDED_TARGET}x (c2) (forwarding batched)`, value: `${ratio.toFixed(2)}x`, met: ratio <= FORWARDED_TARGET })
+    }
+    const [on, off] = [hopUs(isolated, name, true), hopUs(isolated, name, false)]
+    if (on !== null && off !== null) {
+      targets.push({ name: `${name}: the hop's CPU per forwarded request in isolation, batching on <= ${HOP_BATCH_TARGET}x off`, value: `${on.toFixed(0)} / ${off.toFixed(0)} µs = ${(on / off).toFixed(2)}x`, met: on <= HOP_BATCH_TARGET * off })
     }
   }
   if (takeover !== null) {
@@ -991,7 +1048,7 @@ async function main (): Promise<void> {
   }
   const newRows = rows.filter(row => row.nats === 'new')
 
-  const targets = judge(newRows, takeover)
+  const targets = judge(newRows, takeover, isolated)
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
   process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
   process.stdout.write(table(rows) + '\n\n')

@@ -161,7 +161,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
     if (leftover > 0) log.info({ rows: leftover }, 'outbox rows left by the previous run removed: the recoveries of their partitions resend those of acknowledged writes')
     metrics?.watchCluster(node)
     const forwarder = new Forwarder({
-      nc, cluster, ownership: node, handlerExtraMs: options.syncTimeoutMs,
+      nc, cluster, ownership: node, handlerExtraMs: options.syncTimeoutMs, batch: config.forwardBatch,
       observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
     })
     const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })

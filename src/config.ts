@@ -92,7 +92,8 @@ export interface Config {
    */
   natsAnyVersion: boolean
   /** BEACON_CLUSTER_RESIGN: accept the unsigned configuration records present at start and write them back signed (the upgrade). */
-  clusterResign: boolean
+  clusterResign: boolean  /** BEACON_FORWARD_BATCH: send requests forwarded to an owner node in batches (src/cluster/forward-batch.ts); false: one request/reply each. */
+  forwardBatch: boolean
 }
 
 /** NATS credentials and TLS files (docs/cluster-security.md). Files are read when connecting. */
@@ -364,6 +365,7 @@ export function loadConfig (env: Env = process.env): Config {
     leaseMs: integer(env, 'BEACON_LEASE_MS', 3000, 100, 600_000, problems),
     natsAnyVersion: boolean(env, 'BEACON_NATS_ANY_VERSION', false, problems),
     clusterResign: boolean(env, 'BEACON_CLUSTER_RESIGN', false, problems),
+    forwardBatch: boolean(env, 'BEACON_FORWARD_BATCH', true, problems),
   }
   if (env.BEACON_CLUSTER !== undefined && env.BEACON_CLUSTER !== '') {
     // Cluster mode needs NATS (leases, changelogs) and one admin key shared by every node.
@@ -372,7 +374,7 @@ export function loadConfig (env: Env = process.env): Config {
     // The key that seals secrets and signs the cluster's entries: a data folder's own secrets.key would differ per node.
     if (config.secretsKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_SECRETS_KEY (the same on every node; make one with: openssl rand -base64 32)')
   } else {
-    for (const name of ['BEACON_NODE_ID', 'BEACON_PUBLIC_URL', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN']) {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PUBLIC_URL', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN', 'BEACON_FORWARD_BATCH']) {
       if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
     }
   }

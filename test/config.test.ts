@@ -65,6 +65,8 @@ describe('configuration', () => {
     it('reads its settings', () => {
       const config = loadConfig({ ...cluster, BEACON_NODE_ID: 'node_a', BEACON_PARTITIONS: '128', BEACON_REPLICAS: '3', BEACON_LEASE_MS: '1500' })
       expect(config).to.include({ cluster: 'prod-1', nodeId: 'node_a', partitions: 128, replicas: 3, leaseMs: 1500 })
+      expect(config.forwardBatch, 'batched forwarding by default').to.equal(true)
+      expect(loadConfig({ ...cluster, BEACON_FORWARD_BATCH: 'false' }).forwardBatch).to.equal(false)
     })
 
     it('needs BEACON_NATS_URL, BEACON_ADMIN_KEY and BEACON_SECRETS_KEY, and names the bad values one line each', () => {
@@ -98,6 +100,9 @@ describe('configuration', () => {
       ])
       expect(() => loadConfig({ BEACON_CLUSTER_RESIGN: 'true' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_CLUSTER_RESIGN: only applies in cluster mode (set BEACON_CLUSTER)',
+      ])
+      expect(() => loadConfig({ BEACON_FORWARD_BATCH: 'false' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_FORWARD_BATCH: only applies in cluster mode (set BEACON_CLUSTER)',
       ])
     })
   })

@@ -35,6 +35,12 @@
 // write's changelog entry, so the new owner answers the retry from it instead of applying the write
 // again. Those records are kept IDEMPOTENCY_FORWARDED_RETENTION_MS (5 min), longer than any retry.
 //
+// Batching (`batch`, on by default; BEACON_FORWARD_BATCH): a request's first send goes in a batch to the
+// node its ownership view names, with the other requests for that node of the same event-loop turn,
+// and is answered in a batch (src/cluster/forward-batch.ts, which says why per node and how the
+// guarantees above hold); its retries take the partition subject as above. Off, every send takes the
+// partition subject. A node serves both ways whatever its own setting, so nodes may differ in it.
+//
 // Size: a request or an answer travels as one NATS message, at most the server's max_payload (1 MB by
 // default). A larger request is refused at once (413 body_too_large); a larger answer becomes a 500
 // naming the limit, logged at the owner.
@@ -43,6 +49,7 @@ import { nuid, type NatsConnection, type Msg, type Subscription } from '@nats-io
 import { Packr } from 'msgpackr'
 import { ApiError } from '../errors.js'
 import { log } from '../log.js'
+import { ANSWER_FRAME_BYTES, BatchAnswers, BatchSender, REQUEST_FRAME_BYTES, requestsOf } from './forward-batch.js'
 import { RecentAnswers } from './recent-answers.js'
 import { Requests } from './requests.js'
 import type { Clock } from '../clock.js'
@@ -108,6 +115,10 @@ export interface ForwarderOptions {
   dedupeMax?: number
   /** How often the owner checks `owns` against its subscriptions; default 50. */
   syncIntervalMs?: number
+  /** Send a request's first attempt in a batch per owner node (src/cluster/forward-batch.ts); default true. */
+  batch?: boolean
+  /** At most this many requests in one batch; default 64. */
+  batchMax?: number
   clock?: Clock
   /** Metrics hook (forwarded requests, their outcome and time). */
   observe?: ForwardObserver | null
@@ -126,6 +137,7 @@ const BACKOFF_MAX_MS = 100
 
 export class Forwarder {
   readonly subjectPrefix: string
+  private readonly cluster: string
   private readonly nc: NatsConnection
   /** Requests to the owner: sent on `nc`, answered on this node's own inbox. */
   private readonly requests: Requests
@@ -136,6 +148,10 @@ export class Forwarder {
   private readonly clock: Clock
   private readonly observe: ForwardObserver | null
   private readonly subscriptions = new Map<number, Subscription>()
+  /** Batches sent to owner nodes (null: batching off). */
+  private readonly batches: BatchSender | null
+  /** This node's batch subject, subscribed while it serves. */
+  private nodeSubscription: Subscription | null = null
   private readonly answers: RecentAnswers
   private readonly timer: NodeJS.Timeout | null = null
   private handler: LocalHandler | null = null
@@ -146,6 +162,7 @@ export class Forwarder {
     this.nc = options.nc
     this.requests = new Requests(options.nc)
     this.ownership = options.ownership
+    this.cluster = options.cluster
     this.subjectPrefix = `beacon.${options.cluster}.fwd`
     this.budgetMs = positiveInteger('budgetMs', options.budgetMs ?? 5000)
     this.attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? 1000)
@@ -153,6 +170,8 @@ export class Forwarder {
     this.clock = options.clock ?? systemClock
     this.answers = new RecentAnswers(positiveInteger('dedupeMs', options.dedupeMs ?? 10_000), positiveInteger('dedupeMax', options.dedupeMax ?? 10_000), () => this.clock.nowMs())
     this.observe = options.observe ?? null
+    const batchMax = positiveInteger('batchMax', options.batchMax ?? 64)
+    this.batches = options.batch === false ? null : new BatchSender(options.nc, node => this.nodeSubject(node), batchMax)
     const every = positiveInteger('syncIntervalMs', options.syncIntervalMs ?? 50)
     this.timer = setInterval(() => this.sync(), every)
     this.timer.unref()
@@ -160,6 +179,16 @@ export class Forwarder {
 
   subject (partition: number): string {
     return `${this.subjectPrefix}.${partition}`
+  }
+
+  /** The subject of the batches a node answers (src/cluster/forward-batch.ts). */
+  nodeSubject (node: string): string {
+    return `beacon.${this.cluster}.fwdn.${node}`
+  }
+
+  /** Batches this node has sent (each one NATS message); 0 with batching off. */
+  get batchesSent (): number {
+    return this.batches?.batches ?? 0
   }
 
   /** Start answering forwarded requests of the partitions this node owns, through `handler`. */
@@ -172,6 +201,16 @@ export class Forwarder {
   sync (): void {
     // A closed connection (the node stopping) subscribes to nothing: nc.subscribe would throw.
     if (this.closed || this.handler === null || this.nc.isClosed()) return
+    if (this.nodeSubscription === null) {
+      try {
+        this.nodeSubscription = this.nc.subscribe(this.nodeSubject(this.ownership.nodeId), {
+          callback: (error, msg) => { if (error === null) this.answerBatch(msg) },
+        })
+      } catch (error) {
+        log.warn({ err: error }, 'cannot subscribe to forwarded batches')
+        return
+      }
+    }
     for (let p = 0; p < this.ownership.partitions; p++) {
       const owns = this.ownership.owns(p)
       const subscription = this.subscriptions.get(p)
@@ -207,6 +246,8 @@ export class Forwarder {
       throw new ApiError('body_too_large', `The request (${payload.byteLength} bytes with its headers) is larger than the cluster forwards between nodes (the NATS max_payload, ${maxPayload} bytes).`)
     }
     const subject = this.subject(partition)
+    // The first send in a batch to the owner in view, unless it would not fit in one with its frame.
+    let batched = this.batches !== null && payload.byteLength + REQUEST_FRAME_BYTES <= maxPayload
     let notNode: string | undefined
     let backoffMs = BACKOFF_FIRST_MS
     let attempts = 0
@@ -219,8 +260,13 @@ export class Forwarder {
       attempts++
       let answer: WireReply | null = null
       try {
-        const msg = await this.requests.request(subject, payload, Math.min(remaining, this.attemptTimeoutMs))
-        answer = packr.unpack(msg.data) as WireReply
+        const timeoutMs = Math.min(remaining, this.attemptTimeoutMs)
+        if (batched) {
+          batched = false
+          answer = packr.unpack(await this.batches!.send(owner, payload, timeoutMs)) as WireReply
+        } else {
+          answer = packr.unpack((await this.requests.request(subject, payload, timeoutMs)).data) as WireReply
+        }
       } catch {
         // No responders (nobody serves the partition yet), a timeout, the connection lost: again.
       }
@@ -260,6 +306,9 @@ export class Forwarder {
     if (this.timer !== null) clearInterval(this.timer)
     const subscriptions = [...this.subscriptions.values()]
     this.subscriptions.clear()
+    if (this.nodeSubscription !== null) subscriptions.push(this.nodeSubscription)
+    this.nodeSubscription = null
+    this.batches?.close()
     await Promise.all(subscriptions.map(subscription => subscription.drain().catch(() => {})))
   }
 
@@ -271,21 +320,49 @@ export class Forwarder {
       log.warn({ err: error, partition }, 'forwarded request not decodable; dropped')
       return
     }
-    const nowMs = this.clock.nowMs()
-    const known = this.answers.get(request.id, nowMs)
-    if (known !== undefined) {
-      // A retry of a request this node ran or is running: the same answer, not a second execution.
-      known.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
+    this.execute(request, partition).then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
+  }
+
+  /** A batch sent to this node: each request run (or answered "moved") as on its partition's subject. */
+  private answerBatch (msg: Msg): void {
+    if (msg.reply === undefined || msg.reply === '') return
+    let frames: Uint8Array[]
+    try {
+      frames = requestsOf(msg.data)
+    } catch (error) {
+      log.warn({ err: error }, 'forwarded batch not decodable; dropped')
       return
     }
+    const answers = new BatchAnswers(this.nc, msg.reply)
+    for (let index = 0; index < frames.length; index++) {
+      let request: WireRequest
+      try {
+        request = packr.unpack(frames[index]!) as WireRequest
+      } catch (error) {
+        // Left unanswered: the sender's attempt times out and its retry takes the partition subject.
+        log.warn({ err: error }, 'forwarded request of a batch not decodable; dropped')
+        continue
+      }
+      this.execute(request, request.p).then(bytes => answers.add(index, bytes ?? this.moved()), () => answers.add(index, this.moved()))
+    }
+  }
+
+  /**
+   * The encoded answer of a request received for `partition`, or null ("moved") when this node does not
+   * own it; a retry of a request this node ran or is running gets that execution's answer.
+   */
+  private execute (request: WireRequest, partition: number): Promise<Uint8Array | null> {
+    const nowMs = this.clock.nowMs()
+    const known = this.answers.get(request.id, nowMs)
+    // A retry of a request this node ran or is running: the same answer, not a second execution.
+    if (known !== undefined) return known
     if (this.closed || this.handler === null || !this.ownership.owns(partition) || request.p !== partition) {
-      this.respond(msg, null)
       if (!this.closed) this.sync()
-      return
+      return Promise.resolve(null)
     }
     const reply = this.run(this.handler, request.r, request.id)
     this.answers.keep(request.id, reply, nowMs)
-    reply.then(bytes => this.respond(msg, bytes), () => this.respond(msg, null))
+    return reply
   }
 
   /** The encoded answer, or null when the node lost the partition while running it. */
@@ -301,7 +378,8 @@ export class Forwarder {
     if (reply.moved === true) return null
     const bytes = packr.pack({ k: 'r', s: reply.status, t: reply.contentType, h: reply.headers, b: reply.body } satisfies WireReply)
     const maxPayload = this.nc.info?.max_payload ?? Infinity
-    if (bytes.byteLength <= maxPayload) return bytes
+    // Room for its frame in a batch's answer, whichever way it goes back.
+    if (bytes.byteLength + ANSWER_FRAME_BYTES <= maxPayload) return bytes
     // Not sendable: said at once (and logged for the operator), rather than left to time out as a 503.
     log.error({ route: request.route, bytes: bytes.byteLength, maxPayload }, 'forwarded answer larger than the NATS max_payload')
     const message = `The answer (${bytes.byteLength} bytes) is larger than the cluster forwards between nodes (the NATS max_payload, ${maxPayload} bytes).`
@@ -309,9 +387,14 @@ export class Forwarder {
     return packr.pack({ k: 'r', s: 500, t: 'application/json', h: null, b: body } satisfies WireReply)
   }
 
+  /** The answer "moved": this node does not own the request's partition (now). */
+  private moved (): Uint8Array {
+    return packr.pack({ k: 'm', n: this.ownership.nodeId } satisfies WireReply)
+  }
+
   private respond (msg: Msg, bytes: Uint8Array | null): void {
     try {
-      msg.respond(bytes ?? packr.pack({ k: 'm', n: this.ownership.nodeId } satisfies WireReply))
+      msg.respond(bytes ?? this.moved())
     } catch {
       // The connection is closing: the sender times out and retries.
     }
