@@ -101,10 +101,16 @@ export class AccountColumns {
   readonly fields = new Map<string, SparseField>()
   /** Rows marked dead by erasures since the last compaction. */
   dead = 0
+  /**
+   * Whether every row's time is at least the one before it (the log's server times, in the order
+   * applied). A clock stepping back clears it: reports then count distinct people by sets (slower).
+   */
+  ordered = true
 
   add (timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>): void {
     if (this.n === this.timeMs.length) this.grow(this.n * 2)
     const row = this.n++
+    if (row > 0 && timeMs < this.timeMs[row - 1]!) this.ordered = false
     this.timeMs[row] = timeMs
     this.visitor[row] = this.visitors.idOf(visitorId)
     this.profile[row] = profileId === null ? NONE : this.profiles.idOf(profileId)
@@ -177,6 +183,8 @@ export class AccountColumns {
     }
     this.n = kept
     this.dead = 0
+    this.ordered = true
+    for (let row = 1; row < kept && this.ordered; row++) if (this.timeMs[row]! < this.timeMs[row - 1]!) this.ordered = false
     // Dictionaries keep the strings of dropped rows until the process restarts: they are bounded by what
     // the retention window saw, and renumbering them would cost a pass over every column.
   }
@@ -198,6 +206,7 @@ export class SavedReportIndex {
   /** The log's rows, in key order (account, then time): called once at start, before serving. */
   load (events: Database): number {
     let loaded = 0
+    // Key order is time order within an account: the columns come out ordered (unless the clock stepped back).
     for (const { key, value } of events.getRange()) {
       const [account, timeMs] = key as [string, number, number]
       const stored = value as StoredEvent

@@ -1,7 +1,6 @@
-// A saved report's result: one pass over the account's columns (saved-index.ts), exact. Distinct
-// visitors and profiles are counted in sets of integers, with a per-visitor stamp so a visitor's run
-// of events in one cell costs one set insertion; a conversion follows each visitor's first `from`
-// event in the range.
+// A saved report's result: one pass over the account's columns (saved-index.ts), exact. Numbers per group
+// and bucket live in dense arrays; distinct visitors and profiles are counted with a stamp per person and
+// group (GroupCells), and a conversion follows each visitor's first `from` event in the range.
 
 import { ApiError } from '../errors.js'
 import { DIMENSION_FIELDS, NONE, type AccountColumns, type DimensionField, type SparseField } from './saved-index.js'
@@ -43,7 +42,6 @@ export interface SavedResult {
 const DAY_MS = 86_400_000
 /** 1970-01-05, a Monday: weeks start on Mondays (UTC). */
 const WEEK_ORIGIN_MS = 4 * DAY_MS
-const GROUP_BITS = 2 ** 21
 
 /** The start of the bucket holding timeMs (UTC). */
 export function savedBucketStart (timeMs: number, granularity: SavedGranularity): number {
@@ -145,9 +143,55 @@ class FilterCheck {
   }
 }
 
-interface Cell { count: number, sum: number, started: number, converted: number, members: Set<number> | null }
+/**
+ * One group's numbers per bucket, and over the range. Distinct people are counted with a stamp per
+ * person (the bucket + 1 they were last counted in: rows come in time order, so a bucket's rows are
+ * contiguous) while the stamps fit STAMP_BYTES_MAX, else in a set per bucket.
+ */
+class GroupCells {
+  readonly count: Float64Array
+  readonly sum: Float64Array
+  readonly started: Float64Array
+  readonly converted: Float64Array
+  readonly stamps: Uint16Array | null
+  readonly sets: Array<Set<number> | undefined> | null
+  readonly everyone: Set<number> | null
+  total = { count: 0, sum: 0, started: 0, converted: 0, distinct: 0 }
 
-const newCell = (): Cell => ({ count: 0, sum: 0, started: 0, converted: 0, members: null })
+  constructor (buckets: number, people: number, stamped: boolean) {
+    this.count = new Float64Array(buckets)
+    this.sum = new Float64Array(buckets)
+    this.started = new Float64Array(buckets)
+    this.converted = new Float64Array(buckets)
+    this.stamps = people > 0 && stamped ? new Uint16Array(people) : null
+    this.sets = people > 0 && !stamped ? [] : null
+    this.everyone = people > 0 && !stamped ? new Set() : null
+  }
+
+  /** Count a person in bucket b (once per bucket, and once over the range). */
+  person (who: number, b: number): void {
+    const stamps = this.stamps
+    if (stamps !== null) {
+      const stamp = stamps[who]!
+      if (stamp === b + 1) return
+      if (stamp === 0) this.total.distinct++
+      stamps[who] = b + 1
+      this.count[b]!++
+      return
+    }
+    const set = (this.sets![b] ??= new Set())
+    if (set.has(who)) return
+    set.add(who)
+    this.count[b]!++
+    if (!this.everyone!.has(who)) {
+      this.everyone!.add(who)
+      this.total.distinct++
+    }
+  }
+}
+
+/** Memory the per-person stamps of one report may take (2 bytes per person per group). */
+const STAMP_BYTES_MAX = 256 * 1024 * 1024
 
 /** The report over the account's columns as of nowMs (columns undefined: the account has no event). */
 export function runSavedReport (report: SavedReport, columns: AccountColumns | undefined, nowMs: number): SavedResult {
@@ -157,8 +201,7 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
   const firstBucketMs = savedBucketStart(fromMs, granularity)
   const buckets = Math.max(1, Math.ceil((toMs - firstBucketMs) / step))
   const metric = report.metric
-  const cells = new Map<number, Cell>()
-  const totals = new Map<number, Cell>()
+  const groups: GroupCells[] = []
   let eventsRead = 0
   let groupNames: (string | null)[] = [null]
 
@@ -168,97 +211,93 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
     const value = metric.type === 'sum' || metric.type === 'mean' ? new NumberReader(columns, metric.field) : null
     const distinct = metric.type === 'uniqueVisitors' ? columns.visitor : metric.type === 'uniqueProfiles' ? columns.profile : null
     const people = distinct === null ? 0 : (metric.type === 'uniqueVisitors' ? columns.visitors.size : columns.profiles.size)
-    // The cell (and group) each visitor or profile was last counted in: repeats skip the set.
-    const lastCell = distinct === null ? null : new Float64Array(people).fill(-1)
-    const lastGroup = distinct === null ? null : new Int32Array(people).fill(-1)
+    let stampBytes = 0
+    const cellsOf = (g: number): GroupCells => {
+      let cells = groups[g]
+      if (cells === undefined) {
+        const stamped = columns.ordered && stampBytes + 2 * people <= STAMP_BYTES_MAX
+        if (stamped) stampBytes += 2 * people
+        cells = groups[g] = new GroupCells(buckets, people, stamped)
+      }
+      return cells
+    }
     const fromKind = metric.type === 'conversion' ? columns.kinds.find(metric.from) : NONE
     const toKind = metric.type === 'conversion' ? columns.kinds.find(metric.to) : NONE
     const windowMs = metric.type === 'conversion' ? metric.windowHours * 3_600_000 : 0
     const startedAt = metric.type === 'conversion' ? new Float64Array(columns.visitors.size).fill(Number.NaN) : null
-    const startCell = metric.type === 'conversion' ? new Float64Array(columns.visitors.size) : null
+    const startGroup = metric.type === 'conversion' ? new Int32Array(columns.visitors.size) : null
+    const startBucket = metric.type === 'conversion' ? new Int32Array(columns.visitors.size) : null
     const converted = metric.type === 'conversion' ? new Uint8Array(columns.visitors.size) : null
-    const { timeMs, alive, kind } = columns
-    const noGroup = group === null ? 0 : NONE
+    const { timeMs, alive, kind, visitor } = columns
+    const filterCount = filters.length
 
     rows: for (let row = 0; row < columns.n; row++) {
       if (alive[row] === 0) continue
       const t = timeMs[row]!
       if (t < fromMs || t >= toMs) continue
-      for (const filter of filters) if (!filter.passes(row)) continue rows
-      let g = group === null ? 0 : group.read(row)
-      if (g === NONE) g = noGroup === 0 ? 0 : nullGroup(group!)
+      for (let f = 0; f < filterCount; f++) if (!filters[f]!.passes(row)) continue rows
+      let g = 0
+      if (group !== null) {
+        g = group.read(row)
+        if (g === NONE) g = group.named(NULL_GROUP)
+      }
       const b = Math.floor((t - firstBucketMs) / step)
-      const key = b * GROUP_BITS + g
       eventsRead++
       if (startedAt !== null) {
         const k = kind[row]!
-        const v = columns.visitor[row]!
+        const v = visitor[row]!
         if (k === fromKind && Number.isNaN(startedAt[v]!)) {
           startedAt[v] = t
-          startCell![v] = key
-          cellOf(cells, key).started++
-          cellOf(totals, g).started++
+          startGroup![v] = g
+          startBucket![v] = b
+          const cells = cellsOf(g)
+          cells.started[b]!++
+          cells.total.started++
         } else if (k === toKind && converted![v] === 0 && t >= startedAt[v]! && t - startedAt[v]! <= windowMs) {
           converted![v] = 1
-          const started = startCell![v]!
-          cellOf(cells, started).converted++
-          cellOf(totals, started % GROUP_BITS).converted++
+          const cells = cellsOf(startGroup![v]!)
+          cells.converted[startBucket![v]!]!++
+          cells.total.converted++
         }
         continue
       }
       if (distinct !== null) {
         const who = distinct[row]!
-        if (who === NONE) continue
-        if (lastCell![who] !== key) {
-          lastCell![who] = key
-          const cell = cellOf(cells, key)
-          ;(cell.members ??= new Set()).add(who)
-        }
-        if (lastGroup![who] !== g) {
-          lastGroup![who] = g
-          const total = cellOf(totals, g)
-          ;(total.members ??= new Set()).add(who)
-        }
+        if (who !== NONE) cellsOf(g).person(who, b)
         continue
       }
-      const cell = cellOf(cells, key)
-      const total = cellOf(totals, g)
+      const cells = cellsOf(g)
       if (value !== null) {
         const x = value.read(row)
         if (Number.isNaN(x)) continue
-        cell.sum += x
-        total.sum += x
+        cells.sum[b]! += x
+        cells.total.sum += x
       }
-      cell.count++
-      total.count++
+      cells.count[b]!++
+      cells.total.count++
     }
     if (group !== null) groupNames = group.names.map(name => name === NULL_GROUP ? null : name)
   }
 
-  const valueOf = (cell: Cell | undefined): number => {
-    if (cell === undefined) return 0
-    switch (metric.type) {
-      case 'events': return cell.count
-      case 'uniqueVisitors': case 'uniqueProfiles': return cell.members?.size ?? 0
-      case 'sum': return cell.sum
-      case 'mean': return cell.count === 0 ? 0 : cell.sum / cell.count
-      case 'conversion': return cell.started === 0 ? 0 : cell.converted / cell.started
-    }
+  const valueAt = (cells: GroupCells | undefined, b: number): number => {
+    if (cells === undefined) return 0
+    if (b < 0) return valueOf(metric.type, cells.total.count, cells.total.sum, cells.total.started, cells.total.converted, cells.total.distinct)
+    return valueOf(metric.type, cells.count[b]!, cells.sum[b]!, cells.started[b]!, cells.converted[b]!, cells.count[b]!)
   }
   const conversion = metric.type === 'conversion'
-  const ranked = [...totals.entries()]
-    .map(([g, cell]) => ({ g, cell, value: valueOf(cell) }))
-    .sort((a, b) => b.value - a.value || (conversion ? b.cell.started - a.cell.started : 0) || String(groupNames[a.g]).localeCompare(String(groupNames[b.g])))
-  const kept = report.breakdown === undefined ? [{ g: 0, cell: totals.get(0), value: valueOf(totals.get(0)) }] : ranked.slice(0, GROUPS_MAX)
+  const ranked: Array<{ g: number, value: number }> = []
+  groups.forEach((cells, g) => ranked.push({ g, value: valueAt(cells, -1) }))
+  ranked.sort((a, b) => b.value - a.value || (conversion ? groups[b.g]!.total.started - groups[a.g]!.total.started : 0) || String(groupNames[a.g]).localeCompare(String(groupNames[b.g])))
+  const kept = report.breakdown === undefined ? [{ g: 0, value: valueAt(groups[0], -1) }] : ranked.slice(0, GROUPS_MAX)
   const rows: SavedResultRow[] = []
   for (let b = 0; b < buckets; b++) {
     const bucket = new Date(firstBucketMs + b * step).toISOString()
     for (const { g } of kept) {
-      const cell = cells.get(b * GROUP_BITS + g)
-      const row: SavedResultRow = { bucket, group: groupNames[g] ?? null, value: valueOf(cell) }
+      const cells = groups[g]
+      const row: SavedResultRow = { bucket, group: groupNames[g] ?? null, value: valueAt(cells, b) }
       if (conversion) {
-        row.started = cell?.started ?? 0
-        row.converted = cell?.converted ?? 0
+        row.started = cells?.started[b] ?? 0
+        row.converted = cells?.converted[b] ?? 0
       }
       rows.push(row)
     }
@@ -272,11 +311,11 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
     metric,
     breakdown: report.breakdown === undefined ? null : report.breakdown.by === 'field' ? `field:${report.breakdown.field!}` : report.breakdown.by,
     rows,
-    totals: kept.map(({ g, cell, value }) => {
+    totals: kept.map(({ g, value }) => {
       const total: SavedResultTotal = { group: groupNames[g] ?? null, value }
       if (conversion) {
-        total.started = cell?.started ?? 0
-        total.converted = cell?.converted ?? 0
+        total.started = groups[g]?.total.started ?? 0
+        total.converted = groups[g]?.total.converted ?? 0
       }
       return total
     }),
@@ -285,19 +324,19 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
   }
 }
 
-/** The group of rows without the breakdown's value: shown as null. */
-function nullGroup (reader: GroupReader): number {
-  return reader.named(NULL_GROUP)
+/** A cell's value under the metric (for distinct metrics, `distinct` holds the people counted). */
+function valueOf (metric: SavedReport['metric']['type'], count: number, sum: number, started: number, converted: number, distinct: number): number {
+  switch (metric) {
+    case 'events': return count
+    case 'uniqueVisitors': case 'uniqueProfiles': return distinct
+    case 'sum': return sum
+    case 'mean': return count === 0 ? 0 : sum / count
+    case 'conversion': return started === 0 ? 0 : converted / started
+  }
 }
 
 /** The name of the group of rows without the dimension's value (answered as null). */
 const NULL_GROUP = '\u0000none'
-
-function cellOf (cells: Map<number, Cell>, key: number): Cell {
-  let cell = cells.get(key)
-  if (cell === undefined) cells.set(key, cell = newCell())
-  return cell
-}
 
 /** The column of a breakdown or filter that every event has, or null for a custom field. */
 function dimensionOf (by: SavedFilter['by'], field: string | undefined): DimensionField | null {

@@ -113,7 +113,7 @@ describe('saved reports', () => {
         expect(res.body.errors.map((e: { field?: string }) => e.field), JSON.stringify(res.body)).to.include(field)
       }
       expect((await admin(beacon.url, 'GET', base)).body.savedReports).to.deep.equal([])
-      expectError(await admin(beacon.url, 'GET', `${base}/nope/result?format=xml`), 'saved_report_not_found')
+      expectError(await admin(beacon.url, 'GET', `${base}/nope/result`), 'saved_report_not_found')
       const id = (await admin(beacon.url, 'POST', base, definition)).body.id as string
       expectError(await admin(beacon.url, 'GET', `${base}/${id}/result?format=xml`), 'invalid_field', '/format')
     })
