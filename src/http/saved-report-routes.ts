@@ -177,6 +177,6 @@ export function savedReportCsv (result: SavedResult): string {
 
 /** The time of the account's oldest event in the log (what retention and the size cap left), or null when none. */
 function oldestKeptMs (store: Store, account: string): number | null {
-  for (const key of store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 })) return (key as [string, number])[1]
-  return null
+  const [first] = Array.from(store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
+  return first === undefined ? null : (first as [string, number])[1]
 }

@@ -231,11 +231,13 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
     const { timeMs, alive, kind, visitor } = columns
     const filterCount = filters.length
 
-    rows: for (let row = 0; row < columns.n; row++) {
+    for (let row = 0; row < columns.n; row++) {
       if (alive[row] === 0) continue
       const t = timeMs[row]!
       if (t < fromMs || t >= toMs) continue
-      for (let f = 0; f < filterCount; f++) if (!filters[f]!.passes(row)) continue rows
+      let f = 0
+      while (f < filterCount && filters[f]!.passes(row)) f++
+      if (f < filterCount) continue
       let g = 0
       if (group !== null) {
         g = group.read(row)
