@@ -212,14 +212,19 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
     const distinct = metric.type === 'uniqueVisitors' ? columns.visitor : metric.type === 'uniqueProfiles' ? columns.profile : null
     const people = distinct === null ? 0 : (metric.type === 'uniqueVisitors' ? columns.visitors.size : columns.profiles.size)
     let stampBytes = 0
+    // The last group's cells, kept at hand: most rows of a run share their group (all of them without a breakdown).
+    let lastGroup = -1
+    let lastCells: GroupCells | null = null
     const cellsOf = (g: number): GroupCells => {
+      if (g === lastGroup) return lastCells!
+      lastGroup = g
       let cells = groups[g]
       if (cells === undefined) {
         const stamped = columns.ordered && stampBytes + 2 * people <= STAMP_BYTES_MAX
         if (stamped) stampBytes += 2 * people
         cells = groups[g] = new GroupCells(buckets, people, stamped)
       }
-      return cells
+      return (lastCells = cells)
     }
     const fromKind = metric.type === 'conversion' ? columns.kinds.find(metric.from) : NONE
     const toKind = metric.type === 'conversion' ? columns.kinds.find(metric.to) : NONE
