@@ -31,7 +31,7 @@ interface Section { path: string, title: string, role: Role, page: (rest: string
 const SECTIONS: Section[] = [
   { path: 'campaigns', title: 'Campaigns', role: 'viewer', page: rest => rest === '' ? <Campaigns /> : rest.endsWith('/results') ? <ExperimentResultsPage id={rest.slice(0, -'/results'.length)} /> : <CampaignEditor id={rest} /> },
   { path: 'reports', title: 'Reports', role: 'viewer', page: () => <Reports /> },
-  { path: 'saved-reports', title: 'Saved reports', role: 'viewer', page: () => <SavedReports /> },
+  { path: 'saved-reports', title: 'Report builder', role: 'viewer', page: () => <SavedReports /> },
   { path: 'audiences', title: 'Audiences', role: 'viewer', page: () => <Audiences /> },
   { path: 'webhooks', title: 'Webhooks', role: 'viewer', page: rest => rest === '' ? <Webhooks /> : <WebhookEditor id={rest} /> },
   { path: 'destinations', title: 'Destinations', role: 'viewer', page: rest => rest === '' ? <Destinations /> : <DestinationEditor id={rest} /> },

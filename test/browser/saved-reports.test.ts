@@ -1,4 +1,4 @@
-// The panel's Saved reports page in Chromium against a real Beacon: a report built in the form and
+// The panel's Report builder page (saved reports) in Chromium against a real Beacon: a report built in the form and
 // previewed (chart and exact totals) before it is saved, saved, opened again from the list, filtered,
 // and downloaded as CSV. Any console error (a failed request included) or script error fails the test;
 // at phone width (390 px) the page stays within the screen. Screenshots under .artifacts/saved-reports/.
@@ -59,7 +59,7 @@ describe('panel in a browser: saved reports', function () {
 
   it('builds and previews a report (chart and exact totals), then saves it', async () => {
     await page.goto(`${beacon.url}/panel/saved-reports`)
-    await page.getByRole('heading', { level: 1, name: 'Saved reports' }).waitFor()
+    await page.getByRole('heading', { level: 1, name: 'Report builder' }).waitFor()
     await page.getByText('No saved report yet.').waitFor()
     await page.getByLabel('Name', { exact: true }).fill('Visitors by platform')
     await page.getByLabel('Metric', { exact: true }).selectOption('uniqueVisitors')

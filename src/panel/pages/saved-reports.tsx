@@ -115,7 +115,7 @@ export function SavedReports (): JSX.Element {
   })
 
   return (
-    <Page title='Saved reports' actions={<button type='button' class='secondary' onClick={() => { setDraft(EMPTY); setResult(null) }}>New report</button>}>
+    <Page title='Report builder' actions={<button type='button' class='secondary' onClick={() => { setDraft(EMPTY); setResult(null) }}>New report</button>}>
       <p class='note'>Reports computed from the retained event log, exactly (unique visitors are counted, not estimated). Build one, preview it, save it to open it again or download it as CSV.</p>
       <Loaded load={list} what='saved reports'>{({ savedReports }) => (
         <Table
