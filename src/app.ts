@@ -65,10 +65,12 @@ import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
 import { RouteHint } from './http/route-hint.js'
-import { EventLog, trimEventLog } from './store/event-log.js'
+import { EventLog, trimEventLog, type EventAppender } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
 import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
+import { SavedReportIndex } from './reports/saved-index.js'
+import { savedReportRoutes } from './http/saved-report-routes.js'
 
 export interface Beacon {
   port: number
@@ -153,10 +155,32 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ? null
     : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
   const stopEventTrim = events === null ? null : trimEventLog(events, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
+  // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts): loaded here,
+  // before anything is served, then fed each appended event and each erasure.
+  const savedIndex = events === null ? null : new SavedReportIndex()
+  if (savedIndex !== null) {
+    const loaded = savedIndex.load(store.events)
+    if (loaded > 0) log.info({ events: loaded }, 'saved reports: event log loaded')
+    catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
+  }
+  const appendEvent: EventAppender | null = events === null || savedIndex === null
+    ? null
+    : (account, visitorId, profileId, event, nowMs) => {
+        events.append(account, visitorId, profileId, event, nowMs)
+        savedIndex.add(account, visitorId, profileId, event, nowMs)
+      }
+  const eventErasure: Pick<EventLog, 'forget'> | null = events === null || savedIndex === null
+    ? null
+    : {
+        forget: (account, visitors, profiles) => {
+          savedIndex.forget(account, visitors, profiles)
+          return events.forget(account, visitors, profiles)
+        },
+      }
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency })
   const visitors = visitorKind({
     store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null,
-    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account), eventLog: events?.append ?? null,
+    experiments: config.reports ? reports : null, holdout: account => catalogs.accounts.holdoutOf(account), eventLog: appendEvent,
   })
   cluster?.actors.serve([visitors, profiles])
   const maintenance = new SegmentMaintenance({
@@ -298,13 +322,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...adminRoutes({
         catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
         defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
-        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null, events }),
+        erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null, events: eventErasure }),
       }),
       ...destinationRoutes({ catalogs, clock, deliveries, clusterDeliveries }),
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...eventLogRoutes({ catalogs, events }),
       ...replayRoutes({ catalogs, replays }),
+      ...savedReportRoutes({ catalogs, store, clock, index: savedIndex, retentionMs: config.eventRetentionDays * 86_400_000 }),
       ...mediaRoutes({ catalogs, media }),
       // Cluster mode: refused (501), a node holding only its own partitions' visitors.
       ...peopleRoutes({ catalogs, people: cluster === null ? new PeopleScan({ store, clock, segments }) : null }),

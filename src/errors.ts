@@ -38,6 +38,7 @@ export const ERRORS = {
   segment_not_found: [404, 'No such segment.'],
   profile_not_found: [404, 'No such profile.'],
   visitor_not_found: [404, 'No such visitor.'],
+  saved_report_not_found: [404, 'No such saved report.'],
   deletion_not_found: [404, 'This account was not deleted.'],
   webhook_not_found: [404, 'No such webhook.'],
   destination_not_found: [404, 'No such destination.'],

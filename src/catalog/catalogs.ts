@@ -16,6 +16,7 @@ import { CampaignCatalog } from './campaigns.js'
 import type { ConfigCatalog, ConfigKey } from './config-rows.js'
 import type { ConfigRow, ConfigWriter } from '../store/config-writer.js'
 import { EventTypeCatalog } from './event-types.js'
+import { SavedReportCatalog } from './saved-reports.js'
 import { SegmentCatalog, type SegmentsChanged } from './segments.js'
 import { TokenCatalog } from './tokens.js'
 import { WEBHOOK_SECRET_ROWS, WebhookCatalog } from './webhooks.js'
@@ -49,6 +50,8 @@ export class Catalogs {
   readonly segments: SegmentCatalog
   readonly webhooks: WebhookCatalog
   readonly destinations: DestinationCatalog
+  /** Saved reports (embedded mode: their routes answer 501 in cluster mode, so they never replicate). */
+  readonly savedReports: SavedReportCatalog
   /** The per-account configuration kinds, each loading its rows of the config db. */
   private readonly kinds: readonly ConfigCatalog[]
   private readonly byRowKind = new Map<string, ConfigCatalog>()
@@ -67,7 +70,8 @@ export class Catalogs {
     this.segments = new SegmentCatalog({ store, clock, accounts, changed: segmentsChanged })
     this.webhooks = new WebhookCatalog({ store, accounts, segments: this.segments, changed: webhookChanged, allowPrivate: allowPrivateWebhooks })
     this.destinations = new DestinationCatalog({ store, accounts, changed: webhookChanged, allowPrivate: allowPrivateWebhooks, http: destinationHttp ?? new UndiciProviderHttp(allowPrivateWebhooks), clock, observe: observeDestinations })
-    this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations]
+    this.savedReports = new SavedReportCatalog(store, accounts, clock)
+    this.kinds = [this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations, this.savedReports]
     const byRowKind = this.byRowKind
     for (const kind of this.kinds) for (const rowKind of kind.rowKinds) byRowKind.set(rowKind, kind)
     this.loadedAtStart = new Set(store.accounts.getKeys() as Iterable<string>)

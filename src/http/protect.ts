@@ -9,7 +9,7 @@ import type { Reply, Request, Route } from './server.js'
 /** Path collections → the entity named in audit entries. */
 const ENTITIES: Record<string, string> = {
   campaigns: 'campaign', segments: 'segment', webhooks: 'webhook', 'event-types': 'event-type', tokens: 'token',
-  users: 'user', media: 'media', profiles: 'profile', visitors: 'visitor',
+  users: 'user', media: 'media', profiles: 'profile', visitors: 'visitor', 'saved-reports': 'saved-report',
 }
 
 /**

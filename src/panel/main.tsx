@@ -14,6 +14,7 @@ import { Campaigns } from './pages/campaigns'
 import { ExperimentResultsPage } from './pages/experiment'
 import { CampaignEditor } from './pages/campaign-editor'
 import { Reports } from './pages/reports'
+import { SavedReports } from './pages/saved-reports'
 import { Webhooks } from './pages/webhooks'
 import { WebhookEditor } from './pages/webhook-editor'
 import { DestinationEditor, Destinations } from './pages/destinations'
@@ -30,6 +31,7 @@ interface Section { path: string, title: string, role: Role, page: (rest: string
 const SECTIONS: Section[] = [
   { path: 'campaigns', title: 'Campaigns', role: 'viewer', page: rest => rest === '' ? <Campaigns /> : rest.endsWith('/results') ? <ExperimentResultsPage id={rest.slice(0, -'/results'.length)} /> : <CampaignEditor id={rest} /> },
   { path: 'reports', title: 'Reports', role: 'viewer', page: () => <Reports /> },
+  { path: 'saved-reports', title: 'Report builder', role: 'viewer', page: () => <SavedReports /> },
   { path: 'audiences', title: 'Audiences', role: 'viewer', page: () => <Audiences /> },
   { path: 'webhooks', title: 'Webhooks', role: 'viewer', page: rest => rest === '' ? <Webhooks /> : <WebhookEditor id={rest} /> },
   { path: 'destinations', title: 'Destinations', role: 'viewer', page: rest => rest === '' ? <Destinations /> : <DestinationEditor id={rest} /> },

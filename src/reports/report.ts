@@ -98,7 +98,7 @@ export function reportCsv (rows: readonly ReportRow[]): string {
 }
 
 /** RFC 4180 quoting when needed; a leading = + - @ is prefixed with ' so a spreadsheet never runs it as a formula. */
-function csvField (text: string): string {
+export function csvField (text: string): string {
   const safe = /^[=+\-@]/.test(text) ? `'${text}` : text
   return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe
 }

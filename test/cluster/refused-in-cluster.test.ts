@@ -1,7 +1,8 @@
 // What cluster mode refuses, as a strategy chosen at start, never a crash nor half an answer: the
 // retained event log is not kept (docs/event-log.md, "Cluster mode": 501 event_log_not_kept, its replays
-// too), and the reads that walk many stored visitors (people search, the recently active, the segment
-// preview) answer 501 cluster_unsupported, since each node holds only its own partitions' rows
+// too), nor the saved reports computed from it (docs/reports.md), and the reads that walk many stored
+// visitors (people search, the recently active, the segment preview) answer 501 cluster_unsupported,
+// since each node holds only its own partitions' rows
 // (src/http/people-routes.ts). Real processes: a NATS JetStream cluster and one Beacon node
 // (test/helpers/beacon-cluster.ts).
 
@@ -34,6 +35,19 @@ describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)
     expectError(await admin(node.url, 'GET', `/admin/accounts/${account}/replays/00000000-0000-4000-8000-000000000000`), 'event_log_not_kept')
     // Still serving after them.
     expect((await admin(node.url, 'GET', `/admin/accounts/${account}`)).status).to.equal(200)
+  })
+
+  it('answers 501 event_log_not_kept to every saved-report route (they read the event log)', async () => {
+    const node = cluster.live()[0]!
+    const base = `/admin/accounts/${cluster.tenant.account}/saved-reports`
+    const definition = { name: 'Visitors', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day' }
+    expectError(await admin(node.url, 'GET', base), 'event_log_not_kept')
+    expectError(await admin(node.url, 'POST', base, definition), 'event_log_not_kept')
+    expectError(await admin(node.url, 'POST', `${base}/preview`, definition), 'event_log_not_kept')
+    expectError(await admin(node.url, 'GET', `${base}/r-1`), 'event_log_not_kept')
+    expectError(await admin(node.url, 'PUT', `${base}/r-1`, definition), 'event_log_not_kept')
+    expectError(await admin(node.url, 'DELETE', `${base}/r-1`), 'event_log_not_kept')
+    expectError(await admin(node.url, 'GET', `${base}/r-1/result?format=csv`), 'event_log_not_kept')
   })
 
   it('answers 501 cluster_unsupported to the people search, the recently active and the segment preview; 404 for an unknown account first', async () => {

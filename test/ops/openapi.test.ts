@@ -39,6 +39,7 @@ function fill (path: string, tenant: Tenant, tokenId: string): string {
     .replace(/\/webhooks\/\{id\}/, '/webhooks/crm')
     .replace(/\/destinations\/\{id\}/, '/destinations/meta')
     .replace(/\/replays\/\{id\}/, `/replays/${replayId}`)
+    .replace(/\/saved-reports\/\{id\}/, `/saved-reports/${savedReportId}`)
     .replace('{visitorId}', '2b7e1b8e-7c0e-4c7e-9a4e-1b2c3d4e5f60')
     .replace('{profileId}', encodeURIComponent('ana@example.com'))
 }
@@ -56,6 +57,7 @@ let memberId = ''
 let mediaId = ''
 /** The replay the documented POST …/replays started (its progress and cancel are read after it). */
 let replayId = '00000000-0000-4000-8000-000000000000'
+let savedReportId = ''
 /** The smallest PNG signature and header: what a raw (image) body operation is sent. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
 
@@ -99,6 +101,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     memberId = (await addUser(beacon.url, tenant.account, 'member@example.com', 'editor')).id
     sessionCookie = (await signIn(beacon.url, EXAMPLE_EMAIL, EXAMPLE_PASSWORD)).signedIn!.cookie
     mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
+    savedReportId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/saved-reports`, { name: 'Visitors', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day' })).text).id
   })
 
   after(() => discardBeacon(beacon))
