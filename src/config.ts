@@ -41,6 +41,10 @@ export interface Config {
   eventRetentionDays: number
   /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size). */
   eventLogMaxBytes: number
+  /** BEACON_IMPORT_MAX_BYTES: the largest NDJSON body POST …/imports takes. */
+  importMaxBytes: number
+  /** BEACON_IMPORTS_RUNNING_MAX: imports applied at once (the others wait, queued). */
+  importsRunningMax: number
   webhookAllowPrivate: boolean
   /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
   trustedProxies: string[]
@@ -319,6 +323,8 @@ export function loadConfig (env: Env = process.env): Config {
     visitorRetentionSweepMs: integer(env, 'BEACON_VISITOR_RETENTION_SWEEP_MS', 3_600_000, 1000, 86_400_000, problems),
     eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
     eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
+    importMaxBytes: integer(env, 'BEACON_IMPORT_MAX_BYTES', 10 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER, problems),
+    importsRunningMax: integer(env, 'BEACON_IMPORTS_RUNNING_MAX', 1, 1, 16, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),
