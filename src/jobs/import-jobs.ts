@@ -6,8 +6,8 @@
 //
 // Applying: the file is read line by line (never whole); each step sends at most IMPORT_STEP_ROWS rows
 // to their actors in one event turn (their LMDB puts share one transaction), waits for them to be durable,
-// then commits the job's progress, and yields to the event loop (setImmediate) before the next step, so
-// live requests are served between steps. One job applies one step at a time, and at most
+// then commits the job's progress, and pauses as long as the step took before the next one, so live
+// requests have the event loop at least half the time while an import runs. One job applies one step at a time, and at most
 // BEACON_IMPORTS_RUNNING_MAX jobs run at once (the others wait, queued): an import takes a bounded
 // share of the process whatever its size.
 //
@@ -32,6 +32,8 @@ import { importLines } from './import-lines.js'
 
 /** Rows sent to their actors in one step (one transaction), between two yields to the event loop. */
 export const IMPORT_STEP_ROWS = 100
+/** The longest pause between two steps (a step slowed by a stalled disk does not stall the job as long again). */
+export const IMPORT_PAUSE_MAX_MS = 100
 /** Refusals a job keeps (with their line numbers); the count goes on. */
 export const IMPORT_REFUSALS_KEPT = 100
 /** A line longer than this is refused without being parsed. */
@@ -230,9 +232,11 @@ export class ImportJobs {
       if (read.text === null) refuse(job, line, { code: 'invalid_field', message: `The line is longer than ${IMPORT_LINE_MAX_BYTES} bytes.` })
       else if (read.text.trim() !== '') step.push({ line, text: read.text })
       if (step.length >= IMPORT_STEP_ROWS) {
+        const startMs = performance.now()
         await this.apply(job, step.splice(0), line, end)
         if (this.stopped) return
-        await new Promise(resolve => setImmediate(resolve))
+        // A bounded share: idle as long as the step took (live requests have the loop), at least a turn.
+        await new Promise(resolve => setTimeout(resolve, Math.min(IMPORT_PAUSE_MAX_MS, performance.now() - startMs)))
       }
     }
     await this.apply(job, step, line, end)
