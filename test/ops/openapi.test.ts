@@ -30,6 +30,7 @@ function fill (path: string, tenant: Tenant, tokenId: string): string {
   return path
     .replace(/\/users\/\{id\}/, `/users/${memberId}`)
     .replace(/\/media\/\{id\}/, `/media/${mediaId}`)
+    .replace(/\/imports\/\{id\}/, `/imports/${importId}`)
     .replace(/^\/media\/\{account\}\/\{id\}/, `/media/${tenant.account}/${mediaId}`)
     .replace('{account}', tenant.account)
     .replace(/\/tokens\/\{id\}/, `/tokens/${tokenId}`)
@@ -53,6 +54,7 @@ interface Answer { status: number, contentType: string, text: string, allow: str
 let sessionCookie = ''
 let memberId = ''
 let mediaId = ''
+let importId = ''
 /** The smallest PNG signature and header: what a raw (image) body operation is sent. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
 
@@ -96,6 +98,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     memberId = (await addUser(beacon.url, tenant.account, 'member@example.com', 'editor')).id
     sessionCookie = (await signIn(beacon.url, EXAMPLE_EMAIL, EXAMPLE_PASSWORD)).signedIn!.cookie
     mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
+    importId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/imports`, undefined, { raw: '{"type":"link"}\n' })).text).id
   })
 
   after(() => discardBeacon(beacon))
