@@ -63,9 +63,10 @@ export interface ProfileView {
 }
 
 export type ProfileMessage =
-  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim }
+  /** `quiet`: an import's (src/jobs/import-rows.ts): no outbox row, for the update nor the segment changes it makes. */
+  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim, quiet?: boolean }
   | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
-  | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number }
+  | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number, quiet?: boolean }
   | { type: 'unlink', visitorId: string, nowMs: number, forget?: boolean, msgId?: string }
   | { type: 'evaluate', nowMs: number }
   | { type: 'query', query: EntityQuery }
@@ -134,6 +135,7 @@ export interface ProfileDeps {
 }
 
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
+const NO_CHANGE_WANTED: ChangeWanted = () => false
 const MOVES_MAX = 100
 /** Message ids a profile remembers (actors/actor-router.ts: a repeat within them is not applied again). */
 export const APPLIED_MAX = 256
@@ -142,12 +144,12 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
   const db = store.profiles
 
   /** Re-evaluate over the unified view, then write outbox rows, expiry and state in this event turn. */
-  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null, answer: ((state: ProfileState) => unknown) | null = null): void {
+  function save (actor: Actor<ProfileState>, event: Record<string, unknown>, nowMs: number, announce: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null, answer: ((state: ProfileState) => unknown) | null = null, quiet = false): void {
     const state = actor.state
     const names = attributesWanted(actor.account)
     const ref: EntityRef = { store, kind: 'profile', account: actor.account, id: actor.id }
     if (names.size > 0) ref.attributes = pickAttributes(names, unifiedAttributes(state))
-    if (announce !== null && wantsEvent(actor.account, announce)) outboxEvent(ref, announce, nowMs, fields, null)
+    if (announce !== null && !quiet && wantsEvent(actor.account, announce)) outboxEvent(ref, announce, nowMs, fields, null)
     const set = segments(actor.account)
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       const windows = mergeWindows(Object.values(state.devices).map(device => device.windows))
@@ -159,7 +161,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
         nowMs,
         windows,
       }
-      evaluateInto(ref, wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs, membership)
+      evaluateInto(ref, quiet ? NO_CHANGE_WANTED : wantsChange, state, set, evaluateSegments(set, ctx), windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -194,7 +196,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
           // A retry of a write made with this Idempotency-Key: answered as the first time, nothing applied.
           if (message.idem !== undefined && recall(idempotency, actor.account, 'p', actor.id, message.idem, clock.nowMs()) !== null) return undefined
           applyAttributes(state.attributes, message.attributes)
-          save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null)
+          save(actor, NO_EVENT, clock.nowMs(), 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null, null, message.quiet === true)
           return undefined
         case 'segments': {
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'p', actor.id, message.idem, clock.nowMs())
@@ -220,7 +222,7 @@ export function profileKind ({ store, segments, clock, wantsEvent, wantsChange, 
             if (!Object.hasOwn(assignments, campaign)) assignments[campaign] = message.summary.assignments![campaign]!
           }
           if (state.visitors.length > PROFILE_VISITORS_MAX) delete state.devices[state.visitors.shift()!]
-          save(actor, message.event ?? NO_EVENT, message.nowMs)
+          save(actor, message.event ?? NO_EVENT, message.nowMs, null, NO_EVENT, null, null, message.quiet === true)
           return view(state)
         }
         case 'unlink': {

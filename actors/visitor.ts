@@ -109,14 +109,27 @@ export type SegmentSource = (account: string) => SegmentSet
 
 const EMPTY_SET: ReadonlySet<string> = new Set()
 
+/**
+ * An imported event (src/jobs/import-rows.ts): `atMs`, its historical time, dates it in the windows,
+ * the tracked behaviour and the event log (segments are still evaluated at the message's nowMs, so an
+ * event older than a window counts nowhere); it counts no experiment goal; `quiet`: no outbox row
+ * (no webhook, no destination) for it nor for the segment changes it makes.
+ */
+export interface Imported {
+  atMs: number
+  quiet: boolean
+}
+
 export type VisitorMessage =
   /**
    * `track`: an event of a batch (POST /events/batch), which answers no campaigns: nothing is matched,
    * so no impression, cap or exposure is recorded for a campaign the visitor was never shown.
    */
-  | { type: 'event', event: EventBody, nowMs: number, idem?: IdempotencyClaim, track?: boolean }
-  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim }
+  | { type: 'event', event: EventBody, nowMs: number, idem?: IdempotencyClaim, track?: boolean, imported?: Imported }
+  | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim, quiet?: boolean }
   | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
+  /** An import's link row (admin-authenticated: no signature): the visitor becomes a device of the profile. */
+  | { type: 'link', profileId: string, quiet: boolean }
   | { type: 'query', query: EntityQuery }
   | { type: 'snapshot' }
   | { type: 'evaluate', nowMs: number }
@@ -140,6 +153,7 @@ export interface VisitorReplies {
   attributes: undefined
   /** The visitor's segments after the change. */
   segments: string[]
+  link: undefined
   query: EntityView
   /** A copy of the state. */
   snapshot: VisitorState
@@ -212,6 +226,7 @@ export interface VisitorDeps {
 const NO_CAMPAIGNS: Campaign[] = []
 const NO_HOLDOUT: HoldoutSource = () => null
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
+const NO_CHANGE_WANTED: ChangeWanted = () => false
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
 
 export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store), experiments = null, holdout = NO_HOLDOUT, eventLog = null }: VisitorDeps): VisitorKind {
@@ -233,12 +248,12 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   }
 
   /** Re-evaluate computed segments; their outbox rows and expiry go out now, so persist() must follow in this turn. */
-  function evaluate (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet, profileAttributes: Attributes | null = null): void {
+  function evaluate (actor: Actor<VisitorState>, event: Record<string, unknown>, nowMs: number, set: SegmentSet, profileAttributes: Attributes | null = null, quiet = false): void {
     const state = actor.state
     if (set.computed.length > 0 || state.computed.length > 0 || state.expiresAtMs !== 0) {
       pruneWindows(state.windows, set.specsByKey, nowMs)
       const ctx: SegmentContext = { event, attributes: state.attributes, segments: new Set(allSegments(state)), visitor: metricsOf(state), nowMs, windows: state.windows }
-      evaluateInto(refOf(actor, profileAttributes), wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs, membership)
+      evaluateInto(refOf(actor, profileAttributes), quiet ? NO_CHANGE_WANTED : wantsChange, state, set, evaluateSegments(set, ctx), state.windows, nowMs, membership)
     } else {
       state.segmentsVersion = set.version
     }
@@ -263,37 +278,39 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     outboxEvent(refOf(actor, profileAttributes), type, nowMs, rest, actor.state.profileId)
   }
 
-  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null, track: boolean): Campaign[] | Promise<Campaign[]> {
+  function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null, track: boolean, imported: Imported | null): Campaign[] | Promise<Campaign[]> {
     const state = actor.state
+    const atMs = imported === null ? nowMs : imported.atMs
+    const quiet = imported !== null && imported.quiet
     const set = campaigns(actor.account)
     const segs = segments(actor.account)
     if (event.event === 'consent' && event.purposes !== undefined) {
       // Before anything reads the attributes: this event's own outbox rows carry the new purposes.
       applyAttributes(state.attributes, { [CONSENT_ATTRIBUTE]: event.purposes.slice() })
-      state.attributeTimes[CONSENT_ATTRIBUTE] = nowMs
+      state.attributeTimes[CONSENT_ATTRIBUTE] = atMs
     }
     // A repeated order (a reload of the thank-you page, a browser retry) counts once, in windows too.
-    const repeated = recordBehaviour(state, event, nowMs)
-    if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs })
+    const repeated = recordBehaviour(state, event, atMs)
+    if (segs.specs.length > 0 && !repeated) recordEvent(state.windows, segs.specs, { event, attributes: state.attributes, segments: EMPTY_SET, visitor: EMPTY_METRICS, nowMs: atMs })
     // Goals count before this event's exposures are recorded: an exposure counts what follows it.
-    if (!repeated) countAllGoals(experiments, actor.account, state.experiments, set === null ? noExperiment : set.experiment, event, nowMs)
+    if (!repeated && imported === null) countAllGoals(experiments, actor.account, state.experiments, set === null ? noExperiment : set.experiment, event, nowMs)
     // A tracked event shows nothing: as if held out (no match), and no holdout exposure recorded either.
     const held = track || holdOut(actor, event, nowMs)
     const profileId = event.profileId ?? state.profileId
     if (profileId === null) {
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
-      evaluate(actor, event, nowMs, segs)
+      evaluate(actor, event, nowMs, segs, null, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
-      announce(actor, event.event, nowMs, event)
-      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, nowMs)
+      if (!quiet) announce(actor, event.event, nowMs, event)
+      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, atMs)
       persist(actor, claim, matched)
       return matched
     }
-    return syncProfile(actor, profileId, event, nowMs, segs).then(view => {
-      evaluate(actor, event, nowMs, segs, view.attributes)
+    return syncProfile(actor, profileId, event, nowMs, segs, quiet).then(view => {
+      evaluate(actor, event, nowMs, segs, view.attributes, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
-      announce(actor, event.event, nowMs, event, view.attributes)
-      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, nowMs)
+      if (!quiet) announce(actor, event.event, nowMs, event, view.attributes)
+      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, atMs)
       persist(actor, claim, matched)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
@@ -326,7 +343,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
    * until the retry completes the move (or erasure skips it: the device names another profile); if the
    * unlink was written but its reply lost, the visitor's next message gives the old profile its copy back.
    */
-  async function syncProfile (actor: Actor<VisitorState>, profileId: string, event: EventBody | null, nowMs: number, segs: SegmentSet): Promise<ProfileView> {
+  async function syncProfile (actor: Actor<VisitorState>, profileId: string, event: EventBody | null, nowMs: number, segs: SegmentSet, quiet = false): Promise<ProfileView> {
     const state = actor.state
     const previous = state.profileId
     // A version never lower than this node's clock: a state rolled back to its last durable write (the
@@ -334,7 +351,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     const seq = state.profileSeq = Math.max(state.profileSeq + 1, clock.nowMs())
     const summary = deviceSummary(state, segs, nowMs)
     summary.seq = seq
-    const view = await profilesAt.send(profiles, actor.account, profileId, { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
+    const view = await profilesAt.send(profiles, actor.account, profileId, quiet ? { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs, quiet } : { type: 'device', visitorId: actor.id, summary, event: event ?? undefined, nowMs })
     if (previous !== null && previous !== profileId) {
       await profilesAt.send(profiles, actor.account, previous, { type: 'unlink', visitorId: actor.id, nowMs, msgId: `${actor.id}/${seq}/unlink` })
     }
@@ -358,19 +375,19 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
    * After an attribute or segment update (`type` names it for event webhooks; null for re-evaluation):
    * sync the profile if linked, evaluate, save, then reply.
    */
-  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R, type: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null): R | Promise<R> {
+  function afterUpdate<R> (actor: Actor<VisitorState>, reply: () => R, type: string | null = null, fields: Record<string, unknown> = NO_EVENT, claim: IdempotencyClaim | null = null, quiet = false): R | Promise<R> {
     const nowMs = clock.nowMs()
     const segs = segments(actor.account)
     const profileId = actor.state.profileId
     const finish = (profileAttributes: Attributes | null): R => {
-      evaluate(actor, NO_EVENT, nowMs, segs, profileAttributes)
-      if (type !== null) announce(actor, type, nowMs, fields, profileAttributes)
+      evaluate(actor, NO_EVENT, nowMs, segs, profileAttributes, quiet)
+      if (type !== null && !quiet) announce(actor, type, nowMs, fields, profileAttributes)
       const answer = reply()
       persist(actor, claim, answer)
       return answer
     }
     if (profileId === null) return finish(null)
-    return syncProfile(actor, profileId, null, nowMs, segs).then(view => finish(view.attributes), (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
+    return syncProfile(actor, profileId, null, nowMs, segs, quiet).then(view => finish(view.attributes), (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
   }
 
   /**
@@ -412,8 +429,9 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           // A retry of an event sent with this Idempotency-Key: the first answer, nothing counted again.
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
           if (first !== null) return first.r as Campaign[]
-          state.activeMs = message.nowMs
-          return onEvent(actor, message.event, message.nowMs, message.idem ?? null, message.track === true)
+          // An imported event is activity when it happened (the inactive-visitor retention reads it).
+          state.activeMs = message.imported === undefined ? message.nowMs : Math.max(state.activeMs, message.imported.atMs)
+          return onEvent(actor, message.event, message.nowMs, message.idem ?? null, message.track === true, message.imported ?? null)
         }
         case 'attributes': {
           if (message.idem !== undefined && recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs()) !== null) return undefined
@@ -424,7 +442,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
             if (message.attributes[name] === null) delete state.attributeTimes[name]
             else state.attributeTimes[name] = nowMs
           }
-          return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null)
+          return afterUpdate(actor, nothing, 'attributesUpdated', { attributes: message.attributes }, message.idem ?? null, message.quiet === true)
         }
         case 'segments': {
           const first = message.idem === undefined ? null : recall(idempotency, actor.account, 'v', actor.id, message.idem, clock.nowMs())
@@ -432,6 +450,16 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           state.activeMs = clock.nowMs()
           applySegments(state, message.assign, message.remove, membership === null ? undefined : { account: actor.account, counter: membership })
           return afterUpdate(actor, () => allSegments(state), 'segmentsUpdated', { assignees: message.assign, removes: message.remove }, message.idem ?? null)
+        }
+        case 'link': {
+          if (state.profileId === message.profileId) return undefined
+          const nowMs = clock.nowMs()
+          const segs = segments(actor.account)
+          return syncProfile(actor, message.profileId, null, nowMs, segs, message.quiet).then(view => {
+            evaluate(actor, NO_EVENT, nowMs, segs, view.attributes, message.quiet)
+            persist(actor)
+            return undefined
+          }, (error: unknown) => failAfterChange(actor, NO_EVENT, nowMs, segs, error))
         }
         case 'evaluate': {
           // A window expired or the rules changed: re-evaluate without a new event.
@@ -581,8 +609,9 @@ export function visitorKey (id: string): string {
  * Returns true for a purchase whose orderId was seen already: only last seen and platform moved.
  */
 export function recordBehaviour (state: VisitorState, event: EventBody, nowMs: number): boolean {
-  if (state.firstSeenMs === 0) state.firstSeenMs = nowMs
-  state.lastSeenMs = nowMs
+  // An imported event may be older than those seen (src/jobs/import-rows.ts): first and last seen only widen.
+  if (state.firstSeenMs === 0 || nowMs < state.firstSeenMs) state.firstSeenMs = nowMs
+  if (nowMs > state.lastSeenMs) state.lastSeenMs = nowMs
   const kind = event.event
   if (kind === 'purchase' && event.orderId !== undefined) {
     // The same order reported twice (a reload of the thank-you page) is one purchase.

@@ -71,6 +71,10 @@ import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
+import { ImportJobs } from './jobs/import-jobs.js'
+import { importRoutes } from './http/import-routes.js'
+import { importRowParser } from './http/import-rows.js'
+import { join } from 'node:path'
 
 export interface Beacon {
   port: number
@@ -282,6 +286,14 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const segmentMembers = clusterReports === null
     ? (account: string, segments: readonly string[]): number[] => segments.map(segment => reports.membersOf(account, segment))
     : (account: string, segments: readonly string[]): Promise<number[]> => clusterReports.members(account, segments)
+  // Bulk imports (docs/events.md): embedded mode only; their bodies kept in the data folder while they run.
+  const imports = cluster !== null
+    ? null
+    : new ImportJobs({
+      store, runtime, visitors, profiles, clock, dir: join(config.dataDir, 'imports'), parse: importRowParser(catalogs, clock), runningMax: config.importsRunningMax,
+      onError: (error, job) => log.error({ err: error, account: job.account, import: job.id }, 'import failed'),
+    })
+  imports?.start()
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 
   const server: HttpServer<RouteDefinition> = new HttpServer({
@@ -330,6 +342,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...eventLogRoutes({ catalogs, events }),
       ...replayRoutes({ catalogs, replays }),
       ...savedReportRoutes({ catalogs, store, clock, index: savedIndex, retentionMs: config.eventRetentionDays * 86_400_000 }),
+      ...importRoutes({ catalogs, imports, maxBytes: config.importMaxBytes }),
       ...mediaRoutes({ catalogs, media }),
       // Cluster mode: refused (501), a node holding only its own partitions' visitors.
       ...peopleRoutes({ catalogs, people: cluster === null ? new PeopleScan({ store, clock, segments }) : null }),
@@ -376,6 +389,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         stopEventTrim?.()
         await bandits.stop()
         await server.drain()
+        // The steps under way end; the rest resumes at the next start.
+        await imports?.stop()
         // Its erases write through the partitions' owners: done before they are handed over.
         await visitorRetention.stop()
         await replays?.stop()

@@ -12,6 +12,7 @@ import { CliError, EXIT, UsageError } from './cli/errors.js'
 import { tokensCreate, tokensList, tokensRevoke } from './cli/tokens.js'
 import { exportAccount, importAccount } from './cli/transfer.js'
 import { exportEvents } from './cli/export-events.js'
+import { importEvents } from './cli/import-events.js'
 import { usersAdd } from './cli/users.js'
 import { USAGE } from './cli/usage.js'
 import { VERSION } from './ops/version.js'
@@ -25,6 +26,8 @@ interface Command {
   required?: string[]
   /** Talks to a running server (takes --url and --admin-key). */
   http?: boolean
+  /** Takes one file name after its options (given to run as `values.file`). */
+  positional?: boolean
   run: (values: Values, output: Output, client: AdminClient | null) => Promise<void> | void
 }
 
@@ -90,6 +93,10 @@ const COMMANDS: Record<string, Command> = {
     options: { account: str, from: str, to: str, out: str }, required: ['account', 'from', 'to'], http: true,
     run: (values, output, client) => exportEvents(client!, { account: text(values.account)!, from: text(values.from)!, to: text(values.to)!, out: text(values.out) }, output),
   },
+  'import-events': {
+    options: { account: str, deliver: { type: 'boolean' } }, required: ['account'], http: true, positional: true,
+    run: (values, output, client) => importEvents(client!, { account: text(values.account)!, file: text(values.file)!, deliver: values.deliver === true }, output),
+  },
   import: {
     options: { account: str, file: str }, required: ['account', 'file'], http: true,
     run: (values, output, client) => importAccount(client!, text(values.account)!, text(values.file)!, output),
@@ -130,7 +137,12 @@ async function run (args: string[], output: Output): Promise<number> {
     const options = command.http === true ? { ...command.options, ...HTTP_OPTIONS } : command.options
     let values: Values
     try {
-      values = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values
+      const parsed = parseArgs({ args: rest, options, strict: true, allowPositionals: command.positional === true })
+      values = parsed.values
+      if (command.positional === true) {
+        if (parsed.positionals.length !== 1) throw new Error('expected one file name')
+        values.file = parsed.positionals[0]
+      }
     } catch (error) {
       throw new UsageError(`${name}: ${(error as Error).message}`)
     }

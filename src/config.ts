@@ -43,6 +43,10 @@ export interface Config {
   eventLogMaxBytes: number
   /** BEACON_REPLAY_INFLIGHT_MAX: a replay's deliveries not settled at once (src/jobs/replay.ts). */
   replayInflightMax: number
+  /** BEACON_IMPORT_MAX_BYTES: the largest NDJSON body POST …/imports takes. */
+  importMaxBytes: number
+  /** BEACON_IMPORTS_RUNNING_MAX: imports applied at once (the others wait, queued). */
+  importsRunningMax: number
   webhookAllowPrivate: boolean
   /** BEACON_TRUSTED_PROXIES: addresses of the proxies in front of Beacon whose X-Forwarded-For is believed (src/http/client-address.ts). */
   trustedProxies: string[]
@@ -341,6 +345,8 @@ export function loadConfig (env: Env = process.env): Config {
     eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
     eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     replayInflightMax: integer(env, 'BEACON_REPLAY_INFLIGHT_MAX', 100, 1, 10_000, problems),
+    importMaxBytes: integer(env, 'BEACON_IMPORT_MAX_BYTES', 10 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER, problems),
+    importsRunningMax: integer(env, 'BEACON_IMPORTS_RUNNING_MAX', 1, 1, 16, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),
     trustedProxies: addresses(env, 'BEACON_TRUSTED_PROXIES', problems),
     metrics: boolean(env, 'BEACON_METRICS', true, problems),

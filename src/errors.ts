@@ -10,6 +10,7 @@ export const ERRORS = {
   unknown_event_type: [400, 'The event type is not built in and was not defined for this account.'],
   invalid_campaign: [400, 'The campaign definition is invalid.'],
   invalid_segment: [400, 'The segment definition is invalid.'],
+  body_incomplete: [400, 'The connection closed before the body ended.'],
   bad_framing: [400, 'The request\'s framing is ambiguous (Transfer-Encoding, Content-Length); the connection is closed.'],
   timestamp_out_of_range: [400, 'An event\'s timestamp is more than 7 days old or more than 1 hour ahead of the server.'],
   invalid_idempotency_key: [400, 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.'],
@@ -45,6 +46,7 @@ export const ERRORS = {
   user_not_found: [404, 'No such user.'],
   media_not_found: [404, 'No such media.'],
   replay_not_found: [404, 'No such replay.'],
+  import_not_found: [404, 'No such import.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409

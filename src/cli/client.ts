@@ -127,6 +127,26 @@ export class AdminClient {
     return parsed as T
   }
 
+  /** A request with its own body and options (an upload); the answer's JSON body, or RefusedError / CliError. */
+  async send<T = unknown> (path: string, init: RequestInit): Promise<T> {
+    let res: Response
+    try {
+      res = await fetch(this.connection.url + path, { ...init, headers: { ...init.headers as Record<string, string>, authorization: `Bearer ${this.connection.adminKey}` } })
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string, message?: string } }).cause
+      throw new CliError(`cannot reach Beacon at ${this.connection.url} (${cause?.code ?? cause?.message ?? (error as Error).message}); is it running? Set --url or BEACON_URL.`)
+    }
+    const text = await res.text()
+    let parsed: unknown = null
+    try {
+      parsed = text === '' ? null : JSON.parse(text)
+    } catch {
+      throw new CliError(`${init.method ?? 'GET'} ${path}: expected JSON from ${this.connection.url}, got HTTP ${res.status}: ${text.slice(0, 200)}`)
+    }
+    if (!res.ok) throw new RefusedError(`${init.method ?? 'GET'} ${path}`, res.status, isErrorBody(parsed) ? parsed : null)
+    return parsed as T
+  }
+
   /**
    * GET a streamed answer (an export): its body as it arrives, or RefusedError / CliError. No overall
    * timeout: an export of a month may take a while; the server's own limits end a stalled one.
@@ -149,6 +169,14 @@ export class AdminClient {
     }
     return res.body
   }
+}
+
+/**
+ * POST a body streamed as it is read (an import's file): the answer's JSON body, or RefusedError /
+ * CliError. No overall timeout: the upload of a large file takes as long as it takes.
+ */
+export async function upload<T = unknown> (client: AdminClient, path: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<T> {
+  return client.send<T>(path, { method: 'POST', headers: { 'content-type': contentType }, body: body as unknown as ReadableStream, duplex: 'half' } as RequestInit)
 }
 
 /** Every item of an admin listing, walking its pages (`?cursor=` the previous page's `next`). */

@@ -25,6 +25,9 @@ Admin API (talks to a running Beacon)
   export-events --account <id> --from <time> --to <time> [--out <file.ndjson[.gz]>]
                                  The account's retained events of [from, to), oldest first, one JSON
                                  object a line (gzip when --out ends in .gz; no --out: stdout).
+  import-events <file.ndjson[.gz]> --account <id> [--deliver]
+                                 A bulk import of profiles, visitors, links and historical events
+                                 (docs/events.md), streamed; a progress line (rows/s, ETA) until done.
   import --account <id> --file <file>
                                  Check every item of an export against the account (all problems at once,
                                  nothing written), then PUT each into it.

@@ -222,17 +222,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
       const { profileIdSignature: _signature, ...rest } = event
       event = rest as EventBody
     }
-    const type = catalogs.eventTypes.get(event.account, event.event)
-    if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
-    const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
-    if (missing.length > 0) {
-      throw ApiError.of(missing.map(field => errorItem('invalid_field', `/${field}`, `${field} is required for ${event.event} events.`)))
-    }
-    let custom = 0
-    for (const field in event) if (!S.EVENT_FIELDS.has(field)) custom++
-    if (custom > S.LIMITS.customFieldsMax) {
-      throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
-    }
+    checkEventFields(catalogs, event)
     // For the destinations sent this event kind (Meta and TikTok match on them): the client's address and
     // user agent, unless the event carries its own (a site's backend sending for the browser).
     if (catalogs.destinations.wantsEvent(event.account, event.event)) event = withClient(event, request, trustedProxies)
@@ -478,4 +468,22 @@ function lowerCaseIds (body: unknown): unknown {
 
 function whole (): number {
   return 1
+}
+
+/**
+ * The checks of an event's type (defined for the account), its required fields and its custom-field
+ * limit: /campaigns/query's, each event of a batch's, each event row of an import's (src/jobs/import-rows.ts).
+ */
+export function checkEventFields (catalogs: Catalogs, event: EventBody): void {
+  const type = catalogs.eventTypes.get(event.account, event.event)
+  if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
+  const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
+  if (missing.length > 0) {
+    throw ApiError.of(missing.map(field => errorItem('invalid_field', `/${field}`, `${field} is required for ${event.event} events.`)))
+  }
+  let custom = 0
+  for (const field in event) if (!S.EVENT_FIELDS.has(field)) custom++
+  if (custom > S.LIMITS.customFieldsMax) {
+    throw new ApiError('invalid_field', `An event carries at most ${S.LIMITS.customFieldsMax} custom fields; this one has ${custom}.`)
+  }
 }

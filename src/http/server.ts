@@ -19,6 +19,7 @@ import { FORWARDED_KEY_PREFIX } from '../store/idempotency.js'
 import { checkForbiddenKeys } from './validate.js'
 import { loadUws, type UwsBinding } from './uws.js'
 import type { RouteHint } from './route-hint.js'
+import { BodyStream } from './body-stream.js'
 
 export interface Request {
   readonly method: string
@@ -91,8 +92,13 @@ export type RouteRole = 'viewer' | 'editor' | 'owner' | 'admin' | 'public'
 export interface Route {
   method: 'get' | 'post' | 'put' | 'patch' | 'del' | 'options'
   pattern: string
-  /** Whether the route takes a JSON body; 'raw': any body, handed over as a Buffer (uploads). */
-  body: boolean | 'raw'
+  /**
+   * Whether the route takes a JSON body; 'raw': any body, handed over as a Buffer (uploads); 'stream':
+   * any body, handed over as it arrives (a BodyStream, src/http/body-stream.ts), up to `streamMaxBytes`.
+   */
+  body: boolean | 'raw' | 'stream'
+  /** The limit of a 'stream' body. */
+  streamMaxBytes?: number
   /** A JSON body may also come as text/plain (navigator.sendBeacon cannot set application/json). */
   textJson?: boolean
   /** Checked before the body is read (credentials): throws an ApiError to refuse; what it returns is `request.auth`. */
@@ -178,6 +184,8 @@ class Exchange {
   done = false
   /** A streamed answer waiting for the socket to drain: woken by onWritable, or by an abort. */
   wake: (() => void) | null = null
+  /** A 'stream' route's body while it is read. */
+  bodyStream: BodyStream | null = null
   /** Counted in `inflight` (requests turned away at the door are not). */
   counted = false
   readonly server: HttpServer
@@ -313,6 +321,7 @@ function framingError (req: uWS.HttpRequest): string | null {
 
 function onAbort (this: Exchange): void {
   this.aborted = true
+  this.bodyStream?.fail(new ApiError('body_incomplete'))
   if (this.wake !== null) this.wake()
   // A client gone mid-body (or a connection uWS dropped for bad framing) must free its slot.
   if (!this.done) {
@@ -435,6 +444,7 @@ export class HttpServer<R extends Route = Route> {
     if (this.draining && route.whileDraining !== true) return this.finish(exchange, errorReply(new ApiError('shutting_down', undefined, undefined, RETRY_SOON)), true)
     if (!this.admit(exchange, route, route.body !== false)) return
     if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
+    if (route.body === 'stream') return this.acceptStream(exchange, res, route)
 
     const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
     const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
@@ -471,6 +481,16 @@ export class HttpServer<R extends Route = Route> {
       }
       this.dispatchBody(exchange, route, text)
     })
+  }
+
+  /** A 'stream' body: the handler runs at once and reads the chunks as they arrive. */
+  private acceptStream (exchange: Exchange, res: uWS.HttpResponse, route: Route): void {
+    const max = route.streamMaxBytes ?? this.options.bodySizeMaxBytes
+    const declared = exchange.contentLength === '' ? 0 : Number(exchange.contentLength)
+    if (declared > max) return this.tooLarge(exchange, max, true)
+    const body = exchange.bodyStream = new BodyStream(max, () => { if (!exchange.aborted) res.pause() }, () => { if (!exchange.aborted) res.resume() })
+    res.onData((chunk, isLast) => body.push(chunk, isLast))
+    this.dispatch(exchange, route, body, undefined)
   }
 
   private tooLarge (exchange: Exchange, max: number, closeConnection: boolean): void {
@@ -517,6 +537,11 @@ export class HttpServer<R extends Route = Route> {
       if (!this.admit(exchange, route, false)) return
       if (!route.body) return this.dispatch(exchange, route, undefined, undefined)
       const bytes = request.body ?? EMPTY
+      if (route.body === 'stream') {
+        const body = new BodyStream(route.streamMaxBytes ?? this.options.bodySizeMaxBytes, noop, noop)
+        body.push(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, true)
+        return this.dispatch(exchange, route, body, undefined)
+      }
       const max = route.body === 'raw' ? this.options.rawBodySizeMaxBytes ?? this.options.bodySizeMaxBytes : this.options.bodySizeMaxBytes
       if (bytes.byteLength > max) return this.tooLarge(exchange, max, false)
       if (route.body === 'raw') {
@@ -649,6 +674,8 @@ export class HttpServer<R extends Route = Route> {
       return
     }
     exchange.done = true
+    // Answered before its streamed body ended (a refusal): the rest is read and dropped.
+    exchange.bodyStream?.drop()
     if (exchange.sink !== null) exchange.sink(reply)
     else if (!exchange.aborted) {
       const res = exchange.res!

@@ -47,7 +47,7 @@ export function operationKey (method: string, pattern: string): string {
 function operationOf (route: RouteDefinition, doc: RouteDoc): Operation {
   const [method, path] = operationKey(route.method, route.pattern).split(' ') as [string, string]
   // The document and the router must agree on what a request carries.
-  assert(doc.body === undefined ? route.body === false : route.body === (doc.body.raw === undefined ? true : 'raw'), 'a documented body matches the route\'s', { route: `${method} ${path}` })
+  assert(doc.body === undefined ? route.body === false : (doc.body.raw === undefined ? route.body === true : route.body === 'raw' || route.body === 'stream'), 'a documented body matches the route\'s', { route: `${method} ${path}` })
   const admin = route.pattern.startsWith('/admin') && route.role !== 'public'
   assert(!(admin && doc.token !== undefined), 'an admin route takes no token', { route: `${method} ${path}` })
   const auth: Auth = admin ? 'admin' : doc.token === 'read' ? 'token-read' : doc.token === 'write' ? 'token-write' : 'none'

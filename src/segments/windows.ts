@@ -53,14 +53,23 @@ export function recordEvent (windows: Windows, specs: readonly WindowSpec[], ctx
       amount = value
     }
     const pairs = windows[spec.key] ??= []
-    const bucket = bucketOf(spec, ctx.nowMs)
-    const last = pairs.length - 2
-    if (last >= 0 && pairs[last] === bucket) pairs[last + 1] = pairs[last + 1]! + amount
-    else pairs.push(bucket, amount)
+    add(pairs, bucketOf(spec, ctx.nowMs), amount)
     prune(pairs, spec, ctx.nowMs)
     changed = true
   }
   return changed
+}
+
+/**
+ * Add to a bucket, keeping buckets oldest first. The common case is the newest bucket; an imported
+ * event (its historical time, src/jobs/import-rows.ts) may fall in an older one, found from the end.
+ */
+function add (pairs: number[], bucket: number, amount: number): void {
+  let at = pairs.length - 2
+  while (at >= 0 && pairs[at]! > bucket) at -= 2
+  if (at >= 0 && pairs[at] === bucket) pairs[at + 1] = pairs[at + 1]! + amount
+  else if (at === pairs.length - 2) pairs.push(bucket, amount)
+  else pairs.splice(at + 2, 0, bucket, amount)
 }
 
 /** The spec's value now: the sum of its buckets still inside the window. */

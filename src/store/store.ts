@@ -100,6 +100,8 @@ export class Store {
    * transaction of the visitor's state write (src/store/event-log.ts).
    */
   readonly events: Database
+  /** Bulk imports: key [account, id], the job's record (src/jobs/import-jobs.ts). */
+  readonly imports: Database
   /** The store's own bookkeeping: the sequence numbers reserved so far, the node id, the shared record structures. */
   readonly meta: Database
   /**
@@ -162,6 +164,7 @@ export class Store {
     this.idempotency = this.root.openDB('idempotency', {})
     this.idempotencyExpiries = this.root.openDB('idempotency-expiries', {})
     this.events = this.root.openDB('events', sharedStructures(this.meta, 'events'))
+    this.imports = this.root.openDB('imports', {})
     this.durability = durability
     // Sequence numbers name delivery records and JetStream message ids, so one must never be given
     // twice, even once the outbox rows that carried it are gone: start past every reserved one.

@@ -30,6 +30,7 @@ function fill (path: string, tenant: Tenant, tokenId: string): string {
   return path
     .replace(/\/users\/\{id\}/, `/users/${memberId}`)
     .replace(/\/media\/\{id\}/, `/media/${mediaId}`)
+    .replace(/\/imports\/\{id\}/, `/imports/${importId}`)
     .replace(/^\/media\/\{account\}\/\{id\}/, `/media/${tenant.account}/${mediaId}`)
     .replace('{account}', tenant.account)
     .replace(/\/tokens\/\{id\}/, `/tokens/${tokenId}`)
@@ -58,6 +59,7 @@ let mediaId = ''
 /** The replay the documented POST …/replays started (its progress and cancel are read after it). */
 let replayId = '00000000-0000-4000-8000-000000000000'
 let savedReportId = ''
+let importId = ''
 /** The smallest PNG signature and header: what a raw (image) body operation is sent. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
 
@@ -102,6 +104,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     sessionCookie = (await signIn(beacon.url, EXAMPLE_EMAIL, EXAMPLE_PASSWORD)).signedIn!.cookie
     mediaId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/media`, undefined, { raw: PNG })).text).id
     savedReportId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/saved-reports`, { name: 'Visitors', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day' })).text).id
+    importId = JSON.parse((await call(beacon.url, 'POST', `/admin/accounts/${tenant.account}/imports`, undefined, { raw: '{"type":"link"}\n' })).text).id
   })
 
   after(() => discardBeacon(beacon))
