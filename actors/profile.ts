@@ -63,7 +63,7 @@ export interface ProfileView {
 }
 
 export type ProfileMessage =
-  /** `quiet`: an import's (src/jobs/import-rows.ts): no outbox row, for the update nor the segment changes it makes. */
+  /** `quiet`: an import's (src/http/import-rows.ts): no outbox row, for the update nor the segment changes it makes. */
   | { type: 'attributes', attributes: Record<string, AttributeValue | null>, idem?: IdempotencyClaim, quiet?: boolean }
   | { type: 'segments', assign: string[], remove: string[], idem?: IdempotencyClaim }
   | { type: 'device', visitorId: string, summary: DeviceSummary, event?: Record<string, unknown>, nowMs: number, quiet?: boolean }

@@ -110,7 +110,7 @@ export type SegmentSource = (account: string) => SegmentSet
 const EMPTY_SET: ReadonlySet<string> = new Set()
 
 /**
- * An imported event (src/jobs/import-rows.ts): `atMs`, its historical time, dates it in the windows,
+ * An imported event (src/http/import-rows.ts): `atMs`, its historical time, dates it in the windows,
  * the tracked behaviour and the event log (segments are still evaluated at the message's nowMs, so an
  * event older than a window counts nowhere); it counts no experiment goal; `quiet`: no outbox row
  * (no webhook, no destination) for it nor for the segment changes it makes.
@@ -609,7 +609,7 @@ export function visitorKey (id: string): string {
  * Returns true for a purchase whose orderId was seen already: only last seen and platform moved.
  */
 export function recordBehaviour (state: VisitorState, event: EventBody, nowMs: number): boolean {
-  // An imported event may be older than those seen (src/jobs/import-rows.ts): first and last seen only widen.
+  // An imported event may be older than those seen (src/http/import-rows.ts): first and last seen only widen.
   if (state.firstSeenMs === 0 || nowMs < state.firstSeenMs) state.firstSeenMs = nowMs
   if (nowMs > state.lastSeenMs) state.lastSeenMs = nowMs
   const kind = event.event

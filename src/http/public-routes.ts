@@ -472,7 +472,7 @@ function whole (): number {
 
 /**
  * The checks of an event's type (defined for the account), its required fields and its custom-field
- * limit: /campaigns/query's, each event of a batch's, each event row of an import's (src/jobs/import-rows.ts).
+ * limit: /campaigns/query's, each event of a batch's, each event row of an import's (src/http/import-rows.ts).
  */
 export function checkEventFields (catalogs: Catalogs, event: EventBody): void {
   const type = catalogs.eventTypes.get(event.account, event.event)

@@ -62,7 +62,7 @@ export function recordEvent (windows: Windows, specs: readonly WindowSpec[], ctx
 
 /**
  * Add to a bucket, keeping buckets oldest first. The common case is the newest bucket; an imported
- * event (its historical time, src/jobs/import-rows.ts) may fall in an older one, found from the end.
+ * event (its historical time, src/http/import-rows.ts) may fall in an older one, found from the end.
  */
 function add (pairs: number[], bucket: number, amount: number): void {
   let at = pairs.length - 2
