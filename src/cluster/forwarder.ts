@@ -259,6 +259,7 @@ export class Forwarder {
       if (owner === null || remaining <= 0) break
       attempts++
       let answer: WireReply | null = null
+      const viaBatch = batched
       try {
         const timeoutMs = Math.min(remaining, this.attemptTimeoutMs)
         if (batched) {
@@ -274,8 +275,12 @@ export class Forwarder {
         this.observe?.('answered', attempts, this.clock.nowMs() - startMs)
         return { status: answer.s, contentType: answer.t, headers: answer.h, body: answer.b }
       }
-      // "moved": wait for an owner other than the one that said so.
-      if (answer !== null) notNode = answer.n
+      // "moved" on the partition's subject: its sender is losing the partition (a stalled or draining
+      // former owner still subscribed); wait for an owner other than it. On a node's batch subject,
+      // "moved" may also come from the node gaining it (its lease is held, the recovery not done, so it
+      // does not serve the partition yet): that node must stay eligible, and the retry, on the
+      // partition's subject, reaches whoever serves it (no responders until someone does).
+      if (answer !== null && !viaBatch) notNode = answer.n
       const pause = Math.min(backoffMs, deadline - this.clock.nowMs())
       if (pause > 0) await sleep(pause)
       backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS)

@@ -152,6 +152,22 @@ describe('Forwarder batches (a real 3-server NATS cluster, three nodes, table ow
     expect(node('a').forwarder.batchesSent).to.equal(1)
   })
 
+  it('answers a request whose batch reached the node gaining its partition before it served it ("moved"): that node answers it once it serves, within the budget', async () => {
+    // a's view already names b (its lease), which does not serve partition 7 yet (its recovery runs).
+    view.set(7, 'b')
+    syncAll()
+    await interestSeen()
+    const reply = node('a').forwarder.forward(7, request('/gained'))
+    await until('b said "moved" to the batch', () => node('a').forwarder.batchesSent === 1, 30_000, 5)
+    await new Promise(resolve => setTimeout(resolve, 300))
+    // b's recovery done: it serves the partition (subscribes to its subject).
+    table.set(7, 'b')
+    node('b').forwarder.sync()
+    const answered = await reply
+    expect(servedBy(answered)).to.equal('b')
+    expect(node('b').ran).to.deep.equal(['/gained'])
+  })
+
   it('sends a batch larger than N, or than max_payload, as several messages, every request answered once by its owner', async () => {
     await restartSender({ batchMax: 8 })
     for (let p = 0; p < PARTITIONS; p++) { const owner = p % 2 === 0 ? 'b' : 'c'; table.set(p, owner); view.set(p, owner) }
