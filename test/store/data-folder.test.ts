@@ -96,7 +96,7 @@ describe('one process per data folder', () => {
 })
 
 describe('data folder permissions', () => {
-  it('keeps the data folder 0700 and every file in it 0600, an older folder tightened at start', async () => {
+  it('keeps the data folder 0700, every file in it 0600 and its folders (imports/) 0700, an older folder tightened at start', async () => {
     const dataDir = tempDir()
     chmodSync(dataDir, 0o755)
     const first = await startBeacon({ dataDir, env: { BEACON_ADMIN_KEY: '' } })
@@ -106,7 +106,7 @@ describe('data folder permissions', () => {
       expect(mode(dataDir)).to.equal(0o700)
       const files = readdirSync(dataDir)
       expect(files).to.include.members(['data.mdb', 'lock.mdb', 'admin.key', 'beacon.pid'])
-      for (const file of files) expect(mode(join(dataDir, file)), file).to.equal(0o600)
+      for (const file of files) expect(mode(join(dataDir, file)), file).to.equal(statSync(join(dataDir, file)).isDirectory() ? 0o700 : 0o600)
     } finally {
       await first.stop()
       removeDir(dataDir)
