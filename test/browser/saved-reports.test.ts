@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import type { Browser, Page } from 'playwright-core'
 import { admin, createTenant, post, removeDir, startBeacon, visitorId, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
-import { artifactPath, launchBrowser } from '../helpers/browser.js'
+import { artifactPath, launchBrowser, signedInPanel } from '../helpers/browser.js'
 
 const OWNER = { email: 'olive@example.com', password: 'owner password 123' }
 
@@ -35,20 +35,7 @@ describe('panel in a browser: saved reports', function () {
       expect(res.status, JSON.stringify(res.body)).to.equal(200)
     }
     browser = await launchBrowser()
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-    context.setDefaultTimeout(15_000)
-    page = await context.newPage()
-    page.on('console', message => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
-    page.on('pageerror', error => problems.push(`page error: ${error.message}`))
-    page.on('requestfailed', request => {
-      if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${request.url()} (${request.failure()?.errorText})`)
-    })
-    page.on('response', response => { if (response.status() >= 400) problems.push(`${response.status()} for ${response.url()}`) })
-    await page.goto(`${beacon.url}/panel/`)
-    await page.getByLabel('Email').fill(OWNER.email)
-    await page.getByLabel('Password').fill(OWNER.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor()
+    page = await signedInPanel(browser, beacon.url, OWNER, problems)
   })
   after(async () => {
     await browser?.close()

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type Page } from 'playwright-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
 
@@ -26,6 +26,30 @@ export function artifactPath (folder: string, name: string): string {
   const dir = join(ARTIFACTS_DIR, folder)
   mkdirSync(dir, { recursive: true })
   return join(dir, name)
+}
+
+/**
+ * A page at 1280×900 signed in to the panel at `url` as `user` (the Campaigns page shown), with every
+ * console error, script error, failed request and answer of 400 or above pushed to `problems` (a test
+ * checks it is empty). A request the next navigation cancels (net::ERR_ABORTED: a page's fetch, left at
+ * once for another page) is no failure.
+ */
+export async function signedInPanel (browser: Browser, url: string, user: { email: string, password: string }, problems: string[]): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  context.setDefaultTimeout(15_000)
+  const page = await context.newPage()
+  page.on('console', message => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+  page.on('pageerror', error => problems.push(`page error: ${error.message}`))
+  page.on('requestfailed', request => {
+    if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${request.url()} (${request.failure()?.errorText})`)
+  })
+  page.on('response', response => { if (response.status() >= 400) problems.push(`${response.status()} for ${response.url()}`) })
+  await page.goto(`${url}/panel/`)
+  await page.getByLabel('Email').fill(user.email)
+  await page.getByLabel('Password').fill(user.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor()
+  return page
 }
 
 export interface PageServer {
