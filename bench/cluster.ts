@@ -579,9 +579,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     const natsPids = cluster.servers.map(server => server.pid!)
     if (runRows) for (const workload of WORKLOADS) rows.push(await measure('b3', workload, nodes, natsPids, tenant))
     nodes.push(...await Promise.all(ids.slice(1).map(id => startNode(id, clusterEnv('bench3', cluster.urls, 3, id)))))
-    // The joins hand over what (b3) wrote; at a load of 20+ on 2 cores they outlasted 90 s (twice on
-    // 2026-11-27: "owned 0 of 64"), so the wait is longer here.
-    await settled(nodes, 300_000)
+    await settled(nodes)
     await served(tenant, nodes)
     // The joins hand 42 partitions over: snapshots, recoveries, and the compaction of what (b3) wrote
     // (one delete per message on nats-server < 2.9.18). Measured, that work would be charged to (c).
