@@ -102,7 +102,7 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
       kept()
       return { status: 201, body: await catalogs.savedReports.create(account, definition(request.body)) }
     }),
-    route('post', `${base}/preview`, 'viewer', {
+    route('post', `${base}-preview`, 'viewer', {
       summary: 'Compute an unsaved report',
       description: 'The result a report of this definition would answer, without saving it (the panel\'s builder). Changes nothing.',
       tag: 'Reports',

@@ -163,7 +163,7 @@ export function describeResendAfterTakeover (title: string, target: ResendTarget
       await cluster.settled()
       console.log(`      node-1 SIGKILLed, the survivors own its partitions ${Date.now() - killedMs} ms later`)
       // The new owners resent the rows above node-1's last watermark: listed, and attempted, within a few relays.
-      const resent = await checkLog(cluster.members[0]!, first, ['a'], 4 * ACK_WAIT_MS)
+      const resent = await checkLog(cluster.members[0]!, first, ['a'], 8 * ACK_WAIT_MS)
       check('after the kill', 'a')
       // The rows above node-1's last watermark were resent: at least the last of each of its partitions.
       expect(resent.length).to.be.above(0)
@@ -185,7 +185,7 @@ export function describeResendAfterTakeover (title: string, target: ResendTarget
       })
       console.log(`      ${PURCHASES} purchases delivered ${Date.now() - pausedMs} ms after the pause`)
       // node-1 (back) holds its records of round a, the survivors those they resent of them: all listed, once.
-      const resent = await checkLog(cluster.members[1]!, [...first, ...visitors], ['a', 'b'], 4 * ACK_WAIT_MS)
+      const resent = await checkLog(cluster.members[1]!, [...first, ...visitors], ['a', 'b'], 8 * ACK_WAIT_MS)
       check('after the pause and kill', 'b')
       check('round a, node-1 back', 'a')
       expect(resent.length).to.be.above(0)

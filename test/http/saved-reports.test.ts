@@ -35,7 +35,7 @@ describe('saved reports', () => {
     return { from: new Date(start).toISOString(), to: new Date(start + count * DAY_MS).toISOString() }
   }
   const preview = async (definition: Record<string, unknown>): Promise<{ rows: Row[], totals: Row[], eventsRead: number, groupsOmitted: number }> => {
-    const res = await admin(beacon.url, 'POST', `${base}/preview`, { name: 'preview', range: days(1), granularity: 'day', ...definition })
+    const res = await admin(beacon.url, 'POST', `${base}-preview`, { name: 'preview', range: days(1), granularity: 'day', ...definition })
     expect(res.status, JSON.stringify(res.body)).to.equal(200)
     return res.body
   }
@@ -81,7 +81,7 @@ describe('saved reports', () => {
       const editor = (await signIn(beacon.url, 'editor@example.com')).signedIn!.cookie
       expect((await asUser(beacon.url, viewer, 'GET', base)).status).to.equal(200)
       expect((await asUser(beacon.url, viewer, 'GET', `${base}/${id}/result`)).status).to.equal(200)
-      expect((await asUser(beacon.url, viewer, 'POST', `${base}/preview`, definition)).status).to.equal(200)
+      expect((await asUser(beacon.url, viewer, 'POST', `${base}-preview`, definition)).status).to.equal(200)
       expectError(await asUser(beacon.url, viewer, 'POST', base, definition), 'role_forbidden')
       expectError(await asUser(beacon.url, viewer, 'PUT', `${base}/${id}`, definition), 'role_forbidden')
       expectError(await asUser(beacon.url, viewer, 'DELETE', `${base}/${id}`), 'role_forbidden')
@@ -252,7 +252,7 @@ describe('saved reports', () => {
     const definition = { name: 'x', metric: { type: 'events' }, range: { lastDays: 1 }, granularity: 'day' }
     expectError(await admin(beacon.url, 'GET', base), 'event_log_not_kept')
     expectError(await admin(beacon.url, 'POST', base, definition), 'event_log_not_kept')
-    expectError(await admin(beacon.url, 'POST', `${base}/preview`, definition), 'event_log_not_kept')
+    expectError(await admin(beacon.url, 'POST', `${base}-preview`, definition), 'event_log_not_kept')
     expectError(await admin(beacon.url, 'GET', `${base}/r-1/result`), 'event_log_not_kept')
   })
 })

@@ -89,7 +89,7 @@ export function SavedReports (): JSX.Element {
   const set = (patch: Partial<Draft>): void => setDraft(d => ({ ...d, ...patch }))
 
   const preview = useAction(async () => {
-    setResult({ result: await call<Result>('POST', accountPath('/saved-reports/preview'), definitionOf(draft)), metric: draft.metric })
+    setResult({ result: await call<Result>('POST', accountPath('/saved-reports-preview'), definitionOf(draft)), metric: draft.metric })
   })
   const save = useAction(async () => {
     const def = definitionOf(draft)
