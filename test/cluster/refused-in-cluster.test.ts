@@ -43,7 +43,7 @@ describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)
     const definition = { name: 'Visitors', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day' }
     expectError(await admin(node.url, 'GET', base), 'event_log_not_kept')
     expectError(await admin(node.url, 'POST', base, definition), 'event_log_not_kept')
-    expectError(await admin(node.url, 'POST', `${base}/preview`, definition), 'event_log_not_kept')
+    expectError(await admin(node.url, 'POST', `${base}-preview`, definition), 'event_log_not_kept')
     expectError(await admin(node.url, 'GET', `${base}/r-1`), 'event_log_not_kept')
     expectError(await admin(node.url, 'PUT', `${base}/r-1`, definition), 'event_log_not_kept')
     expectError(await admin(node.url, 'DELETE', `${base}/r-1`), 'event_log_not_kept')
