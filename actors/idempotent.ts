@@ -1,4 +1,4 @@
-// Idempotency-Key in the visitor and profile actors (docs/api.md, "Idempotent writes"). A write message
+// Idempotency-Key in the visitor and profile actors (docs/retries-and-limits.md, "Idempotent writes"). A write message
 // may carry a claim (the key and the request's fingerprint): before applying it the actor looks for the
 // key's record; found with the same fingerprint, the message is not applied and the stored answer is the
 // reply (the claim says so: `replayed`); found with another, 422. Not found, the message is applied and

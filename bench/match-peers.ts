@@ -1,5 +1,5 @@
 // The peers bench/match.ts measures Beacon's compiled matcher against, each given the same
-// campaigns as one rule per campaign, with Beacon's semantics (docs/api.md, "Campaigns"):
+// campaigns as one rule per campaign, with Beacon's semantics (docs/campaigns.md):
 //
 // - json-rules-engine: interpreted, async; built-in operators where their meaning is ours, custom
 //   ones where it is not (ne and nin are false on a missing fact here, true there).

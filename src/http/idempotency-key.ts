@@ -1,4 +1,4 @@
-// The Idempotency-Key header of the public writes (docs/api.md, "Idempotent writes"): checked and turned
+// The Idempotency-Key header of the public writes (docs/retries-and-limits.md, "Idempotent writes"): checked and turned
 // into the claim the actor stores or answers from (actors/idempotent.ts). Only a request that carries the
 // header pays for this (one hash of its body); one without it costs the header read in server.ts.
 

@@ -88,7 +88,7 @@ const ACCOUNT_QUERY: QueryParameter = {
   description: 'The account (browser calls): the preflight is answered for it; when the body names one too, they must be equal.',
   schema: { type: 'string', format: 'uuid' } as TSchema,
 }
-/** The public writes take an Idempotency-Key (docs/api.md, "Idempotent writes"). */
+/** The public writes take an Idempotency-Key (docs/retries-and-limits.md, "Idempotent writes"). */
 const IDEMPOTENCY_KEY: QueryParameter = {
   name: 'Idempotency-Key',
   description: 'Makes the write safe to retry: a retry with the same key, endpoint and body within 24 hours gets the first answer ' +
@@ -428,7 +428,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
 const PLAIN_OPTIONS = { Allow: 'POST, OPTIONS' }
 const PREFLIGHT = {
   'Access-Control-Allow-Methods': 'POST',
-  // Idempotency-Key: the SDK sends one with every event (docs/api.md, "Idempotent writes"); Beacon-Route:
+  // Idempotency-Key: the SDK sends one with every event (docs/retries-and-limits.md, "Idempotent writes"); Beacon-Route:
   // the route hint it sends back in cluster mode (src/http/route-hint.ts).
   'Access-Control-Allow-Headers': 'content-type, idempotency-key, beacon-route',
   'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_SECONDS),

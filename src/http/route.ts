@@ -23,7 +23,7 @@ export const TAGS = {
   People: 'Everything held on a visitor or profile; export and erasure (admin).',
   Operations: 'Health, readiness, metrics and this document (no key).',
   Browsers: 'CORS preflights of the public endpoints and the browser SDK (docs/sdk.md).',
-  Panel: 'Panel sign-in (sessions) and users of an account; see docs/api.md for the roles.',
+  Panel: 'Panel sign-in (sessions) and users of an account; see docs/panel.md for the roles.',
   Audit: 'Who changed what (owners and the admin key).',
   Media: 'Images for campaign content: uploaded by editors, served publicly at a stable URL.',
   Try: 'Trying configuration without changing anything: a campaign against an event, a webhook\'s test delivery.',

@@ -1,4 +1,4 @@
-// The answers of writes made with an Idempotency-Key (docs/api.md, "Idempotent writes"). A public write
+// The answers of writes made with an Idempotency-Key (docs/retries-and-limits.md, "Idempotent writes"). A public write
 // that carries a key stores, in the same LMDB transaction as the state it writes (and in cluster mode in
 // the same changelog entry: actors/entity-log.ts), a record of the request's fingerprint and the answer
 // it got; a retry with the key finds it and is answered the same, without applying again.

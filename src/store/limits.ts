@@ -1,5 +1,5 @@
 // How much one installation and one account may hold: every stored list is bounded, so no tenant can
-// make a listing, a compile or a start-up load unbounded. One place for all of them (docs/api.md, Limits).
+// make a listing, a compile or a start-up load unbounded. One place for all of them (docs/retries-and-limits.md, "Limits").
 
 /** Accounts in one installation. */
 export const ACCOUNTS_MAX = 10_000

@@ -4,7 +4,7 @@
 // (recovering the key records from the changelog), and every purchase is retried with its key through
 // another node: each is answered with its first answer (Idempotent-Replayed), counted once, and reaches
 // the sink under one webhook-id; the key with another body is refused (422) on the new owner as well.
-// This is the retry of a write whose answer the caller never got (docs/api.md, "Idempotent writes").
+// This is the retry of a write whose answer the caller never got (docs/retries-and-limits.md, "Idempotent writes").
 
 import { expect } from 'chai'
 import { admin, post, visitorId, type Answer } from '../helpers/beacon.js'

@@ -1,4 +1,4 @@
-// Idempotency-Key on the public writes (docs/api.md, "Idempotent writes"), on a real Beacon process
+// Idempotency-Key on the public writes (docs/retries-and-limits.md, "Idempotent writes"), on a real Beacon process
 // (embedded mode, real LMDB) with a real webhook sink: a retry with the key gets the first answer and
 // changes nothing more (no second count, impression or webhook), even after a SIGKILL and a restart; the
 // key with another body is refused; concurrent requests with one key are applied once; bad keys are 400.
