@@ -9,8 +9,9 @@
 
 import { expect } from 'chai'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { Forwarder, type ForwardedReply, type ForwardedRequest } from '../../src/cluster/forwarder.js'
+import type { ForwardedReply, ForwardedRequest } from '../../src/cluster/forwarder.js'
 import { Requests, TIMED_OUT } from '../../src/cluster/requests.js'
+import { startForwardNode, type ForwardNode } from '../helpers/forward-node.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { TableOwnership } from '../helpers/table-ownership.js'
 import { until } from '../helpers/until.js'
@@ -18,15 +19,7 @@ import { until } from '../helpers/until.js'
 const PARTITIONS = 16
 type NodeId = 'a' | 'b' | 'c'
 
-interface Node {
-  id: NodeId
-  nc: NatsConnection
-  forwarder: Forwarder
-  /** Request urls this node ran, in order. */
-  ran: string[]
-  /** Set by a test: how the handler answers (default: the node's id and the url). */
-  handler: ((request: ForwardedRequest) => Promise<ForwardedReply>) | null
-}
+type Node = ForwardNode<NodeId>
 
 function request (url: string, body: Uint8Array | null = null): ForwardedRequest {
   return { route: 'post /things', method: 'post', url, query: '', params: [], headers: {}, remoteAddress: '10.0.0.1', body }
@@ -53,18 +46,12 @@ describe('Forwarder batches (a real 3-server NATS cluster, three nodes, table ow
 
   /** Node `id` on server `index`; a (the sender) reads `view`, b and c the table. */
   async function startNode (id: NodeId, index: number, options: { attemptTimeoutMs?: number, batchMax?: number } = {}): Promise<Node> {
-    const nc = await connect({ servers: cluster.urls[index]! })
-    const forwarder = new Forwarder({
-      nc, cluster: 'batchtest', ownership: new TableOwnership(id, PARTITIONS, id === 'a' ? view : table),
+    const node = await startForwardNode(id, cluster.urls[index]!, {
+      cluster: 'batchtest', ownership: new TableOwnership(id, PARTITIONS, id === 'a' ? view : table),
       syncIntervalMs: 3_600_000, // the tests call sync() themselves
       observe: (_outcome, sends) => { attempts.push(sends) },
       ...options,
-    })
-    const node: Node = { id, nc, forwarder, ran: [], handler: null }
-    forwarder.serve(async forwarded => {
-      node.ran.push(forwarded.url)
-      return node.handler !== null ? node.handler(forwarded) : answerOf(id, forwarded)
-    })
+    }, answerOf)
     nodes.set(id, node)
     return node
   }

@@ -6,10 +6,10 @@
 // after a timed-out attempt is answered from the first execution (one run).
 
 import { expect } from 'chai'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { Forwarder, type ForwardedReply, type ForwardedRequest } from '../../src/cluster/forwarder.js'
+import type { ForwardedReply, ForwardedRequest } from '../../src/cluster/forwarder.js'
 import { ApiError } from '../../src/errors.js'
 import { log } from '../../src/log.js'
+import { startForwardNode, type ForwardNode } from '../helpers/forward-node.js'
 import { startNatsServer, type NatsServer } from '../helpers/nats-server.js'
 import { TableOwnership } from '../helpers/table-ownership.js'
 
@@ -17,15 +17,7 @@ const PARTITIONS = 8
 const NODES = ['a', 'b', 'c'] as const
 type NodeId = typeof NODES[number]
 
-interface Node {
-  id: NodeId
-  nc: NatsConnection
-  forwarder: Forwarder
-  /** Request urls this node ran, in order. */
-  ran: string[]
-  /** Set by a test: how the handler answers (default: `answerOf`). */
-  handler: ((request: ForwardedRequest) => Promise<ForwardedReply>) | null
-}
+type Node = ForwardNode<NodeId>
 
 function request (url: string, body: Uint8Array | null = null): ForwardedRequest {
   return {
@@ -60,19 +52,13 @@ for (const batch of [true, false]) {
     const outcomes: [string, number, number][] = []
 
     async function startNode (id: NodeId, options: { budgetMs?: number, attemptTimeoutMs?: number, dedupeMs?: number, handlerExtraMs?: (account: string) => number } = {}): Promise<Node> {
-      const nc = await connect({ servers: server.url })
-      const forwarder = new Forwarder({
-        nc, cluster: 'fwdtest', ownership: new TableOwnership(id, PARTITIONS, table),
+      const node = await startForwardNode(id, server.url, {
+        cluster: 'fwdtest', ownership: new TableOwnership(id, PARTITIONS, table),
         syncIntervalMs: 3_600_000, // the tests call sync() themselves, to place each handover exactly
         observe: (outcome, attempts, ms) => { outcomes.push([outcome, attempts, ms]) },
         batch,
         ...options,
-      })
-      const node: Node = { id, nc, forwarder, ran: [], handler: null }
-      forwarder.serve(async forwarded => {
-        node.ran.push(forwarded.url)
-        return node.handler !== null ? node.handler(forwarded) : answerOf(id, forwarded)
-      })
+      }, answerOf)
       nodes.set(id, node)
       return node
     }
