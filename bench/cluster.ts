@@ -51,6 +51,7 @@ import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
 import { clusterNginxConf, startNginxWith } from '../test/helpers/nginx.js'
 import { cleanUpOnExit, cleanup, tempDirs, track } from './children.js'
+import { machineCpu, processCpu } from './proc-cpu.js'
 import { BeaconClient } from '../src/client/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -282,28 +283,11 @@ async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, second
   return { runs }
 }
 
-/** utime + stime of a process (all its threads), in seconds (USER_HZ 100); 0 once it is gone. */
-function processCpu (pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return 0
-  }
-}
-
 /** cutime + cstime of this process: the CPU of its children that ended and were waited for, in seconds. */
 function reapedChildrenCpu (): number {
   const stat = readFileSync('/proc/self/stat', 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[13]) + Number(fields[14])) / 100
-}
-
-/** Busy CPU seconds of the whole machine: everything but idle and iowait. */
-function machineCpu (): number {
-  const ticks = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number)
-  return (ticks[0]! + ticks[1]! + ticks[2]! + ticks[5]! + ticks[6]! + (ticks[7] ?? 0)) / 100
 }
 
 const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + processCpu(pid), 0)

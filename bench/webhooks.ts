@@ -35,13 +35,14 @@
 //   BENCH_STRICT=1      exit 1 when a target is missed
 
 import { fork, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { Pool } from 'undici'
+import { processCpu } from './proc-cpu.js'
 
 const SELF = fileURLToPath(import.meta.url)
 
@@ -191,7 +192,7 @@ async function main (): Promise<void> {
     let t0 = 0
     let cpu0 = process.cpuUsage()
     let elu0 = performance.eventLoopUtilization()
-    let receiver0 = cpuSeconds(receiverProc.pid!)
+    let receiver0 = processCpu(receiverProc.pid!)
     const loop = async (): Promise<void> => {
       while (next < total) {
         next++
@@ -199,7 +200,7 @@ async function main (): Promise<void> {
         const res = await pool.request({ method: 'POST', path: '/hook', headers: payload.headers, body: payload.body })
         await res.body.dump()
         if (res.statusCode !== 200) failed++
-        if (++done === warm) { t0 = performance.now(); cpu0 = process.cpuUsage(); elu0 = performance.eventLoopUtilization(); receiver0 = cpuSeconds(receiverProc.pid!) }
+        if (++done === warm) { t0 = performance.now(); cpu0 = process.cpuUsage(); elu0 = performance.eventLoopUtilization(); receiver0 = processCpu(receiverProc.pid!) }
       }
     }
     await ask('reset')
@@ -207,7 +208,7 @@ async function main (): Promise<void> {
     const seconds = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
     const elu = performance.eventLoopUtilization(elu0).utilization
-    const cpuReceiver = (cpuSeconds(receiverProc.pid!) - receiver0) / seconds
+    const cpuReceiver = (processCpu(receiverProc.pid!) - receiver0) / seconds
     await pool.close()
     const result: Result = {
       name, transport: 'undici', batchSize: 1, concurrency, items: total - warm, seconds, perSecond: (total - warm) / seconds,
@@ -282,8 +283,8 @@ async function main (): Promise<void> {
     let t0 = 0
     let cpu0 = process.cpuUsage()
     let elu0 = performance.eventLoopUtilization()
-    let nats0 = natsPid === null ? 0 : cpuSeconds(natsPid)
-    let receiver0 = cpuSeconds(receiverProc.pid!)
+    let nats0 = natsPid === null ? 0 : processCpu(natsPid)
+    let receiver0 = processCpu(receiverProc.pid!)
     const startedMs = Date.now()
     const timeoutMs = 120_000
     // eslint-disable-next-line no-unmodified-loop-condition -- the receiver's callbacks count them while this loop sleeps
@@ -292,8 +293,8 @@ async function main (): Promise<void> {
         t0 = performance.now()
         cpu0 = process.cpuUsage()
         elu0 = performance.eventLoopUtilization()
-        nats0 = natsPid === null ? 0 : cpuSeconds(natsPid)
-        receiver0 = cpuSeconds(receiverProc.pid!)
+        nats0 = natsPid === null ? 0 : processCpu(natsPid)
+        receiver0 = processCpu(receiverProc.pid!)
       }
       const room = Math.min((scenario.destination === true ? 10_000 : BACKLOG) - (appended - delivered - dead), total - appended)
       // Website events need a user agent and a page for Meta: the destination's rows carry them.
@@ -305,8 +306,8 @@ async function main (): Promise<void> {
     const seconds = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
     const elu = performance.eventLoopUtilization(elu0).utilization
-    const natsCpu = natsPid === null ? null : (cpuSeconds(natsPid) - nats0) / seconds
-    const cpuReceiver = (cpuSeconds(receiverProc.pid!) - receiver0) / seconds
+    const natsCpu = natsPid === null ? null : (processCpu(natsPid) - nats0) / seconds
+    const cpuReceiver = (processCpu(receiverProc.pid!) - receiver0) / seconds
     const problems: string[] = []
     if (delivered + dead < total) problems.push(`timed out: ${delivered} of ${total} delivered`)
     if (retried > 0) problems.push(`${retried} retries`)
@@ -369,17 +370,6 @@ function table (results: Result[]): string {
   const numeric = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9])
   const fmt = (row: string[]): string => '| ' + row.map((cell, c) => numeric.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)).join(' | ') + ' |'
   return [fmt(head), '|' + widths.map((w, c) => numeric.has(c) ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2)).join('|') + '|', ...rows.map(fmt)].join('\n')
-}
-
-/** CPU seconds (user + system) a process used so far. */
-function cpuSeconds (pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return 0
-  }
 }
 
 const quietLog = { debug () {}, info () {}, warn (o: object, m?: string) { log(`warn: ${m ?? ''} ${JSON.stringify(o)}`) }, error (o: object, m?: string) { log(`error: ${m ?? ''} ${JSON.stringify(o)}`) } }
