@@ -70,6 +70,7 @@ import { eventLogRoutes } from './http/event-log-routes.js'
 import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
+import { loadSavedReports } from './reports/saved-load.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
 import { ImportJobs } from './jobs/import-jobs.js'
 import { importRoutes } from './http/import-routes.js'
@@ -159,14 +160,18 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ? null
     : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
   const stopEventTrim = events === null ? null : trimEventLog(events, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
-  // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts): loaded here,
-  // before anything is served, then fed each appended event and each erasure.
+  // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts): loaded in the
+  // background from here (saved-load.ts), the server serving meanwhile, and fed each appended event and
+  // each erasure (queued for an account the load has not finished).
   const savedIndex = events === null ? null : new SavedReportIndex()
-  if (savedIndex !== null) {
-    const loaded = savedIndex.load(store.events)
-    if (loaded > 0) log.info({ events: loaded }, 'saved reports: event log loaded')
-    catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
-  }
+  const stopSavedLoad = events === null || savedIndex === null
+    ? null
+    : loadSavedReports({
+      index: savedIndex, events: store.events, upToSeq: events.lastSeq,
+      onLoaded: (rows, ms) => { if (rows > 0) log.info({ events: rows, ms }, 'saved reports: event log loaded') },
+      onError: error => log.error({ err: error }, 'saved reports: loading the event log failed (results answer 503 until a restart)'),
+    })
+  if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
   const appendEvent: EventAppender | null = events === null || savedIndex === null
     ? null
     : (account, visitorId, profileId, event, nowMs) => {
@@ -387,6 +392,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         maintenance.stop()
         stopIdempotencySweep()
         stopEventTrim?.()
+        stopSavedLoad?.()
         await bandits.stop()
         await server.drain()
         // The steps under way end; the rest resumes at the next start.

@@ -68,6 +68,7 @@ export const ERRORS = {
   // 501
   event_log_not_kept: [501, 'This server keeps no event log: cluster mode does not keep one yet, and BEACON_EVENT_RETENTION_DAYS=0 turns it off (docs/event-log.md).'],
   // 503
+  reports_loading: [503, 'Saved reports\' results are not ready yet: the retained event log is still being loaded after a start (docs/reports.md); retry shortly.'],
   overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],
   shutting_down: [503, 'The server is shutting down.'],
   // Cluster mode: a configuration change could not take its account's lock, or be stored or applied, in time.

@@ -3,7 +3,8 @@
 // or CSV, and preview an unsaved definition (what the panel's builder draws before saving). Results are
 // computed from the in-memory columns of the retained event log (src/reports/saved-index.ts): embedded
 // mode only; without a log (cluster mode, BEACON_EVENT_RETENTION_DAYS=0) every route answers 501
-// event_log_not_kept, as GET …/events does.
+// event_log_not_kept, as GET …/events does. While the columns load after a start (saved-load.ts), results
+// and previews answer 503 reports_loading with Retry-After; definitions can still be changed.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
@@ -70,7 +71,9 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
     return def
   }
   const result = (account: string, report: SavedReport): SavedResult => {
-    const columns = kept().of(account)
+    const loaded = kept()
+    if (!loaded.ready) throw new ApiError('reports_loading', undefined, undefined, { 'Retry-After': '2' })
+    const columns = loaded.of(account)
     // The log's oldest row (committed) bounds what is kept; rows appended but not committed yet are newer.
     columns?.compact(oldestKeptMs(store, account) ?? clock.nowMs() - retentionMs)
     return runSavedReport(report, columns, clock.nowMs())
@@ -107,7 +110,7 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
       description: 'The result a report of this definition would answer, without saving it (the panel\'s builder). Changes nothing.',
       tag: 'Reports',
       body: { schema: SavedReportBody, example: EXAMPLE as unknown as Record<string, unknown> },
-      ok: json(200, 'The result.', SavedResultAnswer), errors: ['invalid_field', 'account_not_found', 'event_log_not_kept'],
+      ok: json(200, 'The result.', SavedResultAnswer), errors: ['invalid_field', 'account_not_found', 'event_log_not_kept', 'reports_loading'],
     }, request => {
       const account = accountParam(request, catalogs)
       kept()
@@ -148,7 +151,7 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
       description: 'Computed now from the retained event log, exactly (distinct visitors and profiles are exact). `format=csv` answers text/csv: `bucket,group,value` (and `started,converted` for a conversion), one line per row.',
       tag: 'Reports',
       query: [{ name: 'format', description: 'json (default) or csv.', schema: Type.Union([Type.Literal('json'), Type.Literal('csv')]) }],
-      ok: json(200, 'The result (or CSV with format=csv).', SavedResultAnswer), errors: ['invalid_field', ...errors],
+      ok: json(200, 'The result (or CSV with format=csv).', SavedResultAnswer), errors: ['invalid_field', ...errors, 'reports_loading'],
     }, request => {
       const account = accountParam(request, catalogs)
       kept()

@@ -4,13 +4,18 @@
 // arrays with integer keys (bench/reports.ts: under 2 s on this machine under load, where walking the
 // log's LMDB rows reads about 300,000 events/s and DuckDB's grouped distinct counts took 2-13 s).
 //
-// Built once at start from the log (before any request is served, so nothing arrives during the walk),
-// then kept in step by the wiring: each appended event is added, each erasure marks its rows dead, and
-// rows the log no longer has (retention, size cap, account deletion) are dropped when a report reads the
-// account (`compact`). The log stays the record; this is a derived view of it, never written to disk.
+// Loaded from the log in the background at start (saved-load.ts drives the turns): the server serves
+// meanwhile, and the index is `ready` once the walk is done. The walk reads only the rows logged before
+// it began (seq ≤ `upToSeq`, up to each account's last such key); what happens to an account the walk has not finished yet (appends,
+// erasures) is queued for it, in order, and replayed once its rows are in, so every event is counted
+// once. Then the wiring keeps it in step: each appended event is added, each erasure marks its rows
+// dead, and rows the log no longer has (retention, size cap, account deletion) are dropped when a
+// report reads the account (`compact`). The log stays the record; this is a derived view of it, never
+// written to disk.
 
-import type { Database } from 'lmdb'
+import type { Database, Key } from 'lmdb'
 import type { StoredEvent } from '../store/event-log.js'
+import { KEY_PART_MAX } from '../store/store.js'
 
 /** The columns every event has (absent: NONE), besides time, visitor, profile and kind. */
 export const DIMENSION_FIELDS = ['platform', 'device', 'path', 'campaignId', 'variant'] as const
@@ -199,34 +204,117 @@ export class AccountColumns {
   }
 }
 
+/** What happened to an account while the load had not finished it: replayed in order after its rows. */
+type Queued =
+  | { add: true, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown> }
+  | { add: false, visitors: ReadonlySet<string>, profiles: ReadonlySet<string> }
+
+/** Where the load stands: where the next turn starts, and what it waits to replay. */
+interface Loading {
+  /** Rows logged after the load began (seq above this) reach the index as appends, never through the walk. */
+  upToSeq: number
+  /** The key the next turn starts at (undefined: the log's first). */
+  next: Key | undefined
+  /** The account being walked, and the last key it had when the load began (null: none). */
+  account: string | null
+  end: [number, number] | null
+  /** Accounts whose rows are all in (their appends go straight to the columns). */
+  done: Set<string>
+  queued: Map<string, Queued[]>
+  /** Accounts deleted during the load: their remaining logged rows are skipped. */
+  removed: Set<string>
+  read: number
+}
+
 /** Every account's columns: what the wiring feeds and the report engine reads. */
 export class SavedReportIndex {
   private readonly accounts = new Map<string, AccountColumns>()
+  private loading: Loading | null = null
 
-  /** The log's rows, in key order (account, then time): called once at start, before serving. */
-  load (events: Database): number {
-    let loaded = 0
-    // Key order is time order within an account: the columns come out ordered (unless the clock stepped back).
-    for (const { key, value } of events.getRange()) {
-      const [account, timeMs] = key as [string, number, number]
-      const stored = value as StoredEvent
-      this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields)
-      loaded++
+  /** Whether the columns hold the whole log (false while the background load runs). */
+  get ready (): boolean { return this.loading === null }
+
+  /** Start a load of the rows logged so far (seq ≤ upToSeq): not ready until `loadTurn` answers true. Its `read` counts the rows loaded. */
+  beginLoad (upToSeq: number): Readonly<{ read: number }> {
+    const loading: Loading = { upToSeq, next: undefined, account: null, end: null, done: new Set(), queued: new Map(), removed: new Set(), read: 0 }
+    this.loading = loading
+    return loading
+  }
+
+  /**
+   * Read up to `rows` more rows of the log (key order: account, then time). Each account is walked up
+   * to the last key it had when the load began, then skipped to the next account: rows appended since
+   * (its newest) are never walked, so the load ends however fast events arrive. Answers true once the
+   * walk is done and everything queued is replayed (the index is then ready), in the same synchronous turn.
+   */
+  loadTurn (events: Database, rows: number): boolean {
+    const loading = this.loading
+    if (loading === null) return true
+    let budget = rows
+    while (budget > 0) {
+      const asked = budget
+      let got = 0
+      let skipped = false
+      for (const { key, value } of events.getRange({ start: loading.next, limit: asked })) {
+        got++
+        budget--
+        const [account, timeMs, seq] = key as [string, number, number]
+        if (account !== loading.account) {
+          if (loading.account !== null) this.finishAccount(loading.account)
+          loading.account = account
+          loading.end = loading.removed.has(account) ? null : lastKeyUpTo(events, account, loading.upToSeq)
+        }
+        const end = loading.end
+        if (end === null || timeMs > end[0] || (timeMs === end[0] && seq > end[1])) {
+          // Past the account's rows of before the load: on to the next account.
+          loading.next = [account, KEY_PART_MAX]
+          skipped = true
+          break
+        }
+        // [account, t, seq + 1] is the first key after [account, t, seq] (seq is an integer).
+        loading.next = [account, timeMs, seq + 1]
+        if (seq > loading.upToSeq) continue
+        const stored = value as StoredEvent
+        this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields)
+        loading.read++
+      }
+      if (skipped) continue
+      if (got === asked) return false
+      // The walk is done. The final catch-up: every account not finished yet gets what was queued for it.
+      for (const account of loading.queued.keys()) this.replay(account)
+      this.loading = null
+      return true
     }
-    return loaded
+    return false
+  }
+
+  /** The log's rows, in key order, in one synchronous walk (a bench; the server loads in turns). */
+  load (events: Database): number {
+    const loading = this.beginLoad(Number.MAX_SAFE_INTEGER)
+    while (!this.loadTurn(events, 100_000));
+    return loading.read
   }
 
   /** An event just appended to the log (the visitor actor's event turn). */
   add (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number): void {
-    this.columns(account).add(nowMs, visitorId, profileId, event.event as string, event)
+    const queue = this.queueOf(account)
+    if (queue !== null) queue.push({ add: true, timeMs: nowMs, visitorId, profileId, kind: event.event as string, fields: { ...event } })
+    else this.columns(account).add(nowMs, visitorId, profileId, event.event as string, event)
   }
 
   forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): void {
-    this.accounts.get(account)?.forget(visitors, profiles)
+    const queue = this.queueOf(account)
+    if (queue !== null) queue.push({ add: false, visitors, profiles })
+    else this.accounts.get(account)?.forget(visitors, profiles)
   }
 
   removeAccount (account: string): void {
     this.accounts.delete(account)
+    const loading = this.loading
+    if (loading !== null && !loading.done.has(account)) {
+      loading.queued.delete(account)
+      loading.removed.add(account)
+    }
   }
 
   /** The account's columns (empty when it has no event yet). */
@@ -239,6 +327,39 @@ export class SavedReportIndex {
     if (columns === undefined) this.accounts.set(account, columns = new AccountColumns())
     return columns
   }
+
+  /** The queue of an account the load has not finished, or null when its changes go straight in. */
+  private queueOf (account: string): Queued[] | null {
+    const loading = this.loading
+    if (loading === null || loading.done.has(account)) return null
+    let queue = loading.queued.get(account)
+    if (queue === undefined) loading.queued.set(account, queue = [])
+    return queue
+  }
+
+  private finishAccount (account: string): void {
+    this.replay(account)
+    this.loading!.done.add(account)
+  }
+
+  private replay (account: string): void {
+    const queue = this.loading!.queued.get(account)
+    if (queue === undefined) return
+    this.loading!.queued.delete(account)
+    for (const op of queue) {
+      if (op.add) this.columns(account).add(op.timeMs, op.visitorId, op.profileId, op.kind, op.fields)
+      else this.accounts.get(account)?.forget(op.visitors, op.profiles)
+    }
+  }
+}
+
+/** The account's last key [timeMs, seq] among rows of seq ≤ upToSeq (walked from its newest), or null. */
+function lastKeyUpTo (events: Database, account: string, upToSeq: number): [number, number] | null {
+  for (const key of events.getKeys({ start: [account, KEY_PART_MAX], end: [account], reverse: true })) {
+    const [, timeMs, seq] = key as [string, number, number]
+    if (seq <= upToSeq) return [timeMs, seq]
+  }
+  return null
 }
 
 function resized<T extends Float64Array | Int32Array | Uint8Array> (array: T, capacity: number): T {

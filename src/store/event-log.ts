@@ -101,6 +101,9 @@ export class EventLog {
     this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
   }
 
+  /** The seq of the last row appended (rows logged so far have seq ≤ it). */
+  get lastSeq (): number { return this.seq }
+
   private nextSeq (): number {
     const seq = ++this.seq
     if (seq > this.seqReserved) {
