@@ -77,6 +77,8 @@ module.exports = {
   'node-option': ['import=tsx'],
   require: [require.resolve('./test/helpers/file-times.cjs')],
   ...(namesTests(process.argv.slice(2)) ? {} : { spec: suite() }),
+  // A folder on the command line (`npx mocha test/architecture`) runs its test files, not its helpers.
+  extension: ['test.ts'],
   timeout: 60000,
   exit: true,
 }
