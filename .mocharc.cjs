@@ -1,8 +1,10 @@
 // Mocha's settings for every run (tests are TypeScript, loaded through tsx).
 //
-// The whole suite lists the slowest files first (measured, longest first), then the others in path
-// order: `npm test` runs it on two workers (--parallel), and a long file started last would make the
-// whole run wait for it alone. A file missing here still runs, in its place among the others.
+// The whole suite lists the slowest files first (measured, longest first), then the others:
+// `npm test` runs it on two workers (--parallel), and a long file started last would make the
+// whole run wait for it alone. A file missing here still runs: a test/cluster file (most start NATS
+// servers and Beacon processes: tens of seconds) right after the listed ones, any other in path order
+// after those, so that a new slow file never comes last by its name alone.
 //
 // Mocha adds a config's `spec` to the files named on the command line, so a `spec` here would make
 // `npx mocha test/x.test.ts` run the whole suite after all: the whole suite is the default only when
@@ -56,7 +58,9 @@ function suite () {
     .map(name => `test/${name}`)
     .sort()
   const slow = SLOWEST_FIRST.filter(file => all.includes(file))
-  return [...slow, ...all.filter(file => !slow.includes(file))]
+  const rest = all.filter(file => !slow.includes(file))
+  const cluster = rest.filter(file => file.startsWith('test/cluster/'))
+  return [...slow, ...cluster, ...rest.filter(file => !cluster.includes(file))]
 }
 
 function namesTests (args) {
@@ -73,6 +77,8 @@ module.exports = {
   'node-option': ['import=tsx'],
   require: [require.resolve('./test/helpers/file-times.cjs')],
   ...(namesTests(process.argv.slice(2)) ? {} : { spec: suite() }),
+  // A folder on the command line (`npx mocha test/architecture`) runs its test files, not its helpers.
+  extension: ['test.ts'],
   timeout: 60000,
   exit: true,
 }

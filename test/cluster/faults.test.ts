@@ -110,9 +110,11 @@ describe('Beacon cluster mode under faults and concurrent load (3 nodes, real pr
         await cluster.kill(index)
         await cluster.settled()
         settledMs.push(Date.now() - killedAt)
-        // The survivors' last log lines may still be in their pipes when the cluster answers settled.
-        await new Promise(resolve => setTimeout(resolve, 500))
-        const taken = survivors.flatMap((member, i) => takeoversSince(member.process!, marks[i]!))
+        // The survivors' last log lines may still be in their pipes when the cluster answers settled:
+        // polled until a line per lost partition is there, for up to 2 s (fewer lines are printed, not failed).
+        const takenSince = (): number[] => survivors.flatMap((member, i) => takeoversSince(member.process!, marks[i]!))
+        await until('a takeover line per lost partition', () => takenSince().length >= lost, 2_000, 20).catch(() => {})
+        const taken = takenSince()
         takeoverMs.push(...taken)
         counted.push(`${taken.length}/${lost}`)
         await cluster.restart(index)
