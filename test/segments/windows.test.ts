@@ -4,7 +4,7 @@ import type { MatchContext } from '../../src/matching/index.js'
 
 const HOUR_MS = 3_600_000
 const spec = (fields: Partial<WindowSpec> = {}): WindowSpec => ({
-  key: 'k', fact: 'count', event: 'view', field: null, where: null, withinMs: HOUR_MS, bucketMs: HOUR_MS / BUCKETS_PER_WINDOW, ...fields,
+  key: 'k', fact: 'count', event: 'view', field: null, where: null, withinMs: HOUR_MS, bucketMs: HOUR_MS / BUCKETS_PER_WINDOW, countsFromMs: 0, ...fields,
 })
 const ctx = (event: Record<string, unknown>, nowMs: number): MatchContext => ({
   event, attributes: {}, segments: new Set(), nowMs,
