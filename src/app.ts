@@ -194,7 +194,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     owns: cluster?.ownsKey ?? null,
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
-  // Segment backfills over the event log (docs/event-log.md, "Backfill"): resumed, holds and all, before any traffic.
+  // Segment backfills over the event log (docs/event-log.md, "Backfilling a segment"): resumed, holds and all, before any traffic.
   const backfills = events === null
     ? null
     : new SegmentBackfills({

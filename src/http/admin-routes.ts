@@ -286,9 +286,9 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     }),
     route('put', '/admin/accounts/:account/segments/:name', 'editor', {
       summary: 'Create or replace a segment',
-      description: 'With a rule it is computed (members are re-evaluated); without, it is manual. `backfill: true` (a computed segment) evaluates it over the retained event log: follow it at GET …/segments/{name}/backfill; 409 `backfill_running` while one runs for the segment, 501 `event_log_not_kept` without a log (docs/event-log.md, "Backfill"). Saving it without `backfill`, or deleting it, cancels a running backfill.',
+      description: 'With a rule it is computed (members are re-evaluated); without, it is manual. `backfill: true` (a computed segment) evaluates it over the retained event log: follow it at GET …/segments/{name}/backfill; 409 `backfill_running` while one runs for the segment, 501 `event_log_not_kept` without a log (docs/event-log.md, "Backfilling a segment"). Saving it without `backfill`, or deleting it, cancels a running backfill.',
       tag: 'Segments',
-      body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } } },
+      body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 }, backfill: true } },
       ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'invalid_segment', 'conflict', 'backfill_running', 'event_log_not_kept'],
     }, async request => {
       const name = pathName(request, 'segment name')
@@ -321,7 +321,7 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
     }),
     route('get', '/admin/accounts/:account/segments/:name/backfill', 'viewer', {
       summary: 'Read a segment\'s backfill', tag: 'Segments',
-      description: 'The progress of the segment\'s last backfill over the event log (docs/event-log.md, "Backfill"): `state` (running, done, cancelled), events read, visitors updated, members now.',
+      description: 'The progress of the segment\'s last backfill over the event log (docs/event-log.md, "Backfilling a segment"): `state` (running, done, cancelled), events read, visitors updated, members now.',
       ok: json(200, 'The backfill.', R.SegmentBackfill), errors: ['account_not_found', 'segment_not_found', 'backfill_not_found', 'event_log_not_kept', 'unavailable'],
     }, async request => {
       const account = param(request, 0)

@@ -268,7 +268,7 @@ const segmentFields = {
 }
 export const SegmentPut = Type.Object({
   ...segmentFields,
-  backfill: Type.Optional(Type.Boolean({ description: 'A computed segment: evaluate it over the retained event log (docs/event-log.md, "Backfill"). Not stored.' })),
+  backfill: Type.Optional(Type.Boolean({ description: 'A computed segment: evaluate it over the retained event log (docs/event-log.md, "Backfilling a segment"). Not stored.' })),
 }, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
 export const Segment = Type.Object({
   name: Type.String(),
@@ -278,7 +278,7 @@ export const Segment = Type.Object({
 export const SegmentList = Type.Object({ segments: Type.Array(Segment), next: Next })
 export const SegmentBackfill = Type.Object({
   id: Type.String(), segment: Type.String(),
-  state: Type.Union(['running', 'done', 'cancelled', 'failed'].map(state => Type.Literal(state))),
+  state: Type.Union(['running', 'done', 'cancelled'].map(state => Type.Literal(state))),
   before: Type.String({ description: 'Logged events before this time are the backfill\'s; later ones counted live.' }),
   events: Type.Integer({ description: 'Logged events read so far.' }),
   visitors: Type.Integer({ description: 'Visitors whose counters it rebuilt.' }),

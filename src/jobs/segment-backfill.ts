@@ -1,4 +1,4 @@
-// Segment backfills (docs/event-log.md, "Backfill"): a computed segment saved with `backfill: true` is
+// Segment backfills (docs/event-log.md, "Backfilling a segment"): a computed segment saved with `backfill: true` is
 // evaluated over the retained event log, so its members are who it would have had.
 //
 // The cut is the moment the new segment set is swapped in (`fromMs`, src/catalog/segments.ts `put`):
@@ -28,7 +28,7 @@ import type { ActorRuntime } from '../../actors/runtime.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import { EMPTY_METRICS } from '../../actors/entity.js'
 
-export const BACKFILL_STATES = ['running', 'done', 'cancelled', 'failed'] as const
+export const BACKFILL_STATES = ['running', 'done', 'cancelled'] as const
 export type BackfillState = typeof BACKFILL_STATES[number]
 
 /** Logged events read per step (one read transaction, then at most this many visitor messages). */

@@ -1,4 +1,4 @@
-// Segment backfills (docs/event-log.md, "Backfill"): a computed segment saved with `backfill: true`
+// Segment backfills (docs/event-log.md, "Backfilling a segment"): a computed segment saved with `backfill: true`
 // is evaluated over the retained event log. Each test feeds one seeded history to two in-process
 // Beacons sharing one manual clock: one had the segments from the start (the from-scratch evaluation),
 // the other gets them at the end with a backfill; every visitor's segments must be the same. Real HTTP,
