@@ -249,8 +249,7 @@ export class SegmentBackfills {
     }
   }
 
-  /** Read the next events, send each of their visitors its counters. */
-  /** Resolves with whether it read to the end of the range (for now). */
+  /** Read the next events, send each of their visitors its counters; resolves with whether it read to the end (for now). */
   private async step (row: BackfillRow, orders: Map<string, Set<string>>, settleFrom: number): Promise<boolean> {
     const set = this.segments.compiledSet(row.account)
     // The counters of events before fromMs: the live specs skip those.
