@@ -165,11 +165,11 @@ export function evaluateInto (ref: EntityRef, wantsChange: ChangeWanted, state: 
       for (const segment of exited) counter(ref.account, segment, -1)
     }
     for (const segment of entered) {
-      if (!wantsChange(ref.account, 'enter', segment)) continue
+      if (set.backfilling.has(segment) || !wantsChange(ref.account, 'enter', segment)) continue
       ref.store.appendOutbox(withAttributes({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'enter', occurredAtMs: nowMs }, ref))
     }
     for (const segment of exited) {
-      if (!wantsChange(ref.account, 'exit', segment)) continue
+      if (set.backfilling.has(segment) || !wantsChange(ref.account, 'exit', segment)) continue
       ref.store.appendOutbox(withAttributes({ kind: 'audience', account: ref.account, segment, [who]: ref.id, change: 'exit', occurredAtMs: nowMs }, ref))
     }
     state.computed = members

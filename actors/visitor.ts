@@ -7,7 +7,7 @@ import { assignVariant, inHoldout, isCapped, recordImpression, variantById, type
 import { countAllGoals, expose, HOLDOUT_GOALS, HOLDOUT_KEY, type ExperimentCounter, type Exposure } from './experiments.js'
 import type { SegmentContext } from '../src/segments/rules.js'
 import type { SegmentSet } from '../src/segments/segment-set.js'
-import { pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
+import { addBackfilled, pruneWindows, recordEvent, type Windows } from '../src/segments/windows.js'
 import {
   allSegments, applyAttributes, applySegments, evaluateInto, evaluateSegments, type ChangeWanted, type MembersListed, type MembershipCounter, countErased, indexMembership, outboxErased, outboxEvent, queryEntity, EMPTY_METRICS,
   type Attributes, type AttributeValue, type EntityQuery, type EntityState, type EntityView, type EventWanted, type AttributesWanted, type EntityRef, pickAttributes,
@@ -59,6 +59,12 @@ export interface VisitorState extends EntityState {
    * of inactive visitors reads (src/jobs/visitor-retention.ts). Set with the write it dates: no read writes.
    */
   activeMs: number
+  /**
+   * By segment, the backfill that last added counters to this visitor and the last log event it added
+   * ([timeMs, seq]): a step sent again (a restart) is not counted twice (src/jobs/segment-backfill.ts).
+   * Entries of segments no longer computed go with the next backfill step.
+   */
+  backfills: Record<string, { id: string, through: [number, number] }>
 }
 
 /** An event as validated by the HTTP layer (common fields, kind fields, custom fields). */
@@ -134,6 +140,11 @@ export type VisitorMessage =
   | { type: 'snapshot' }
   | { type: 'evaluate', nowMs: number }
   | { type: 'erase', ofProfile?: string, idleBefore?: number }
+  /**
+   * A segment backfill's step: counters of the visitor's logged events up to `through`, by window spec,
+   * added to its own (src/jobs/segment-backfill.ts); its segment's changes are quiet meanwhile.
+   */
+  | { type: 'backfill', id: string, segment: string, through: [number, number], windows: Windows }
 
 /**
  * What an erase did: `kept` when it was asked for a profile's devices and this one belongs to another
@@ -159,6 +170,8 @@ export interface VisitorReplies {
   snapshot: VisitorState
   evaluate: undefined
   erase: VisitorErased
+  /** Whether this was the backfill's first step for the visitor (false: none applied, or not the first). */
+  backfill: boolean
 }
 
 export type VisitorKind = ActorKind<VisitorState, VisitorMessage, VisitorReplies>
@@ -186,6 +199,7 @@ export function emptyVisitor (): VisitorState {
     profileSeq: 0,
     experiments: {},
     activeMs: 0,
+    backfills: {},
     computed: [],
     segmentsVersion: 0,
     expiresAtMs: 0,
@@ -468,6 +482,23 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
           save(actor, NO_EVENT, message.nowMs, segs)
           return undefined
         }
+        case 'backfill': {
+          // Never seen, or erased since the log was read: nothing to rebuild, nothing written.
+          if (state.firstSeenMs === 0) return false
+          const last = Object.hasOwn(state.backfills, message.segment) ? state.backfills[message.segment]! : null
+          const first = last === null || last.id !== message.id
+          if (!first && !isAfter(message.through, last.through)) return false
+          const segs = segments(actor.account)
+          for (const key in message.windows) {
+            const spec = segs.specsByKey.get(key)
+            if (spec !== undefined) addBackfilled(state.windows, spec, message.windows[key]!, first)
+          }
+          for (const segment in state.backfills) if (!segs.computedNames.has(segment)) delete state.backfills[segment]
+          state.backfills[message.segment] = { id: message.id, through: message.through }
+          if (state.profileId !== null) return afterUpdate(actor, () => first)
+          save(actor, NO_EVENT, clock.nowMs(), segs)
+          return first
+        }
         case 'query': {
           const segs = segments(actor.account)
           if (state.segmentsVersion !== segs.version) save(actor, NO_EVENT, clock.nowMs(), segs)
@@ -571,6 +602,11 @@ function variantOf (state: VisitorState, experiment: Experiment, event: EventBod
 }
 
 function noExperiment (): undefined { return undefined }
+
+/** Whether the log position a is after b (both [timeMs, seq]). */
+function isAfter (a: readonly [number, number], b: readonly [number, number]): boolean {
+  return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])
+}
 
 /**
  * When the visitor was last active, as far as its row tells: its activity time, or for a row of an

@@ -32,6 +32,7 @@ import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './jobs/segment-maintenance.js'
+import { SegmentBackfills } from './jobs/segment-backfill.js'
 import { DeliveryHub } from './delivery/hub.js'
 import { ClusterDeliveries } from './delivery/cluster-history.js'
 import { ClusterErasures } from './delivery/cluster-erasures.js'
@@ -198,6 +199,16 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     owns: cluster?.ownsKey ?? null,
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
+  // Segment backfills over the event log (docs/event-log.md, "Backfilling a segment"): resumed, holds and all, before any traffic.
+  const backfills = events === null
+    ? null
+    : new SegmentBackfills({
+      store, events, segments: catalogs.segments, runtime, visitors, clock,
+      accountActive: account => catalogs.accounts.active(account) !== undefined,
+      entitiesIdle: account => maintenance.idle(account),
+      onError: error => log.error({ err: error }, 'segment backfill failed'),
+    })
+  backfills?.start()
   maintenance.start()
   // Cluster mode: outcomes of attempts go back to the node holding each record (its data folder id) through the queue's outcome stream;
   // erasures of a person's delivery records reach every node through its erasure stream.
@@ -337,7 +348,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         trustedProxies: trustedProxySet(config.trustedProxies),
       }),
       ...adminRoutes({
-        catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries,
+        catalogs, runtime, visitors, profiles, deliveries, segmentMembers, accountDeletions, clusterDeliveries, backfills,
         defaultRate: { perSecond: config.accountRatePerSecond, burst: config.accountRateBurst },
         erasure: new Erasure({ store, runtime, visitors, profiles, deliveries: clusterErasures ?? deliveries, clock, links: new ProfileLinks({ store, ready: () => linksBackfill.settled(), calls: cluster?.calls ?? null }), peers: cluster?.actors ?? null, events: eventErasure }),
       }),
@@ -389,6 +400,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     reweightBandits: () => bandits.run(),
     stop () {
       stopping ??= (async () => {
+        // Before the pass stops: a backfill waiting for it must not take its end for the pass's.
+        const backfillsStopped = backfills?.stop()
         maintenance.stop()
         stopIdempotencySweep()
         stopEventTrim?.()
@@ -400,6 +413,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         // Its erases write through the partitions' owners: done before they are handed over.
         await visitorRetention.stop()
         await replays?.stop()
+        await backfillsStopped
         // Cluster mode: in-flight writes done, every partition handed over and its lease released.
         if (cluster !== null) await cluster.stop()
         await accountDeletions.stop()

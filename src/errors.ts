@@ -47,6 +47,7 @@ export const ERRORS = {
   media_not_found: [404, 'No such media.'],
   replay_not_found: [404, 'No such replay.'],
   import_not_found: [404, 'No such import.'],
+  backfill_not_found: [404, 'This segment was never backfilled.'],
   // 405
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
@@ -55,6 +56,7 @@ export const ERRORS = {
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
   replay_target_refused: [409, 'The target cannot take a replay of events: it is disabled, or not an event webhook.'],
   replay_limit: [409, 'The account runs as many replays as it may at once.'],
+  backfill_running: [409, 'A backfill of this segment runs: wait for it to end (GET …/segments/{name}/backfill) before saving the segment with another.'],
   // 422
   idempotency_key_reused: [422, 'This Idempotency-Key was used with another request: a retry must send the same body to the same endpoint.'],
   // 413

@@ -8,8 +8,9 @@ import type { Listeners } from '../listeners.js'
 import type { Store } from '../store/store.js'
 import { SEGMENT_DEFS_MAX } from '../store/limits.js'
 import type { Page } from '../store/paging.js'
-import { compileSegments, EMPTY_SEGMENTS, type SegmentSet } from '../segments/segment-set.js'
-import type { SegmentDef } from '../segments/rules.js'
+import { compileSegments, EMPTY_SEGMENTS, type BackfillHold, type SegmentSet } from '../segments/segment-set.js'
+import type { WindowSpec } from '../segments/windows.js'
+import { compileRule, type SegmentDef } from '../segments/rules.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
 import type { ConfigWriter, RowWrite } from '../store/config-writer.js'
@@ -21,6 +22,8 @@ interface AccountSegments {
   /** Bumped on every change (persisted), so entities evaluated under an older set are re-evaluated. */
   version: number
   compiled: SegmentSet | null
+  /** Running backfills by segment name (src/jobs/segment-backfill.ts). */
+  holds: Map<string, BackfillHold>
 }
 
 const VERSION_KIND = 'segments-version'
@@ -95,7 +98,7 @@ export class SegmentCatalog implements ConfigCatalog {
   compiledSet (account: string): SegmentSet {
     const entry = this.sets.get(account)
     if (entry === undefined) return EMPTY_SEGMENTS
-    entry.compiled ??= compileSegments(this.rows.of(account) ?? NO_SEGMENTS, entry.version)
+    entry.compiled ??= compileSegments(this.rows.of(account) ?? NO_SEGMENTS, entry.version, entry.holds)
     return entry.compiled
   }
 
@@ -109,23 +112,59 @@ export class SegmentCatalog implements ConfigCatalog {
     return this.rows.get(account, name)
   }
 
-  async put (account: string, name: string, def: SegmentDef): Promise<void> {
+  /**
+   * `backfill` (embedded mode only): the segment's window specs the account's set did not have count
+   * live events from the moment the new set is swapped in on, and the segment's changes are quiet, until
+   * `release`: what a backfill counts from the log is every event before that moment. Resolves with its hold.
+   */
+  async put (account: string, name: string, def: SegmentDef, backfill = false): Promise<BackfillHold | null> {
     if (this.writer !== null) {
       await this.writer.change(account, () => {
         this.accounts.get(account)
         this.rows.checkLimit(account, name)
         return [{ row: this.rows.row(account, name), value: def }, this.versionRow(account)]
       })
-      return
+      return null
     }
     this.accounts.get(account)
     const entry = this.setOf(account)
+    let hold: BackfillHold | null = null
     await this.rows.reserve(account, name, async () => {
+      // Against the set as it is before this change.
+      const specKeys = backfill ? this.newSpecKeys(account, def) : []
       this.store.config.put(this.rows.key(account, name), def).catch(noop)
       const version = await this.newVersion(account, entry)
       this.rows.set(account, name, def)
+      // In the event turn of the swap: an event applied after it is counted live from its own time on,
+      // one applied before it has an earlier time (+1: one of this very millisecond is the backfill's).
+      if (backfill) hold = this.hold(account, name, { fromMs: this.clock.nowMs() + 1, specKeys })
       this.versionChanged(account, entry, version)
     })
+    return hold
+  }
+
+  /** A backfill of the segment runs (a restart resumes one: its hold comes back before traffic does). */
+  hold (account: string, name: string, hold: BackfillHold): BackfillHold {
+    const entry = this.setOf(account)
+    entry.holds.set(name, hold)
+    entry.compiled = null
+    return hold
+  }
+
+  /** The backfill of the segment ended: its windows count every live event again, its changes are heard. */
+  release (account: string, name: string): void {
+    const entry = this.sets.get(account)
+    if (entry === undefined || !entry.holds.delete(name)) return
+    entry.compiled = null
+  }
+
+  /** The window specs of this definition the account's set does not have (their counters start empty). */
+  private newSpecKeys (account: string, def: SegmentDef): string[] {
+    if (def.rule === undefined) return []
+    const specs = new Map<string, WindowSpec>()
+    compileRule(def.rule, specs)
+    const known = this.compiledSet(account).specsByKey
+    return [...specs.keys()].filter(key => !known.has(key))
   }
 
   async delete (account: string, name: string): Promise<void> {
@@ -172,7 +211,7 @@ export class SegmentCatalog implements ConfigCatalog {
 
   private setOf (account: string): AccountSegments {
     let entry = this.sets.get(account)
-    if (entry === undefined) this.sets.set(account, entry = { version: 0, compiled: null })
+    if (entry === undefined) this.sets.set(account, entry = { version: 0, compiled: null, holds: new Map() })
     return entry
   }
 }

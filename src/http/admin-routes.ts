@@ -16,6 +16,7 @@ import { visitorKey, type VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import { deliveryView, profileView, visitorView } from './admin-views.js'
 import type { Erasure } from '../jobs/erasure.js'
+import { backfillView, type SegmentBackfills } from '../jobs/segment-backfill.js'
 import type { AccountDeletions } from '../jobs/account-deletion.js'
 import type { DeliveryHub } from '../delivery/hub.js'
 import { CLUSTER_CURSOR_LENGTH_MAX, LIST_PAGE_MAX } from '../delivery/limits.js'
@@ -54,6 +55,8 @@ export interface AdminDeps {
    * every live node's share added (src/reports/cluster-reports.ts), a 503 when one does not answer.
    */
   segmentMembers: (account: string, segments: readonly string[]) => number[] | Promise<number[]>
+  /** Backfills of segments over this node's event log; null: no log kept (cluster mode, or retention 0): `backfill: true` is 501. */
+  backfills: SegmentBackfills | null
   /** Cluster mode: the deliveries log of every live node (src/delivery/cluster-history.ts); null or absent: this node's. */
   clusterDeliveries?: ClusterDeliveriesLog | null
 }
@@ -77,7 +80,7 @@ export function publicToken (record: TokenRecord): Omit<TokenRecord, 'hash'> {
   return rest
 }
 
-export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers, clusterDeliveries = null, defaultRate = { perSecond: 0 } }: AdminDeps): RouteDefinition[] {
+export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries, erasure, accountDeletions, segmentMembers, backfills, clusterDeliveries = null, defaultRate = { perSecond: 0 } }: AdminDeps): RouteDefinition[] {
   const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler): RouteDefinition =>
     ({ method, pattern, body: method === 'post' || method === 'put' || method === 'patch', role, doc, handler })
   const ok = (body: unknown, status = 200): Reply => ({ status, body })
@@ -282,16 +285,29 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       return ok({ segments: items.map(({ name, segment }, i) => ({ name, ...segment, members: members[i]! })), next })
     }),
     route('put', '/admin/accounts/:account/segments/:name', 'editor', {
-      summary: 'Create or replace a segment', description: 'With a rule it is computed (members are re-evaluated); without, it is manual.',
+      summary: 'Create or replace a segment',
+      description: 'With a rule it is computed (members are re-evaluated); without, it is manual. `backfill: true` (a computed segment) evaluates it over the retained event log: follow it at GET …/segments/{name}/backfill; 409 `backfill_running` while one runs for the segment, 501 `event_log_not_kept` without a log (docs/event-log.md, "Backfilling a segment"). Saving it without `backfill`, or deleting it, cancels a running backfill.',
       tag: 'Segments',
-      body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 } } },
-      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'invalid_segment', 'conflict'],
+      body: { schema: R.SegmentPut, example: { description: 'Viewed 3 products this week', rule: { fact: 'count', event: 'productView', within: '7d', op: 'gte', value: 3 }, backfill: true } },
+      ok: json(200, 'The segment.', R.Segment), errors: ['account_not_found', 'invalid_segment', 'conflict', 'backfill_running', 'event_log_not_kept'],
     }, async request => {
       const name = pathName(request, 'segment name')
-      const errors = validateSegment(request.body)
+      const account = param(request, 0)
+      // `backfill` asks for the save, it is not part of the segment.
+      const isObject = typeof request.body === 'object' && request.body !== null && !Array.isArray(request.body)
+      const { backfill, ...body } = (isObject ? request.body : {}) as Record<string, unknown>
+      const errors = validateSegment(isObject ? body : request.body)
+      if (backfill !== undefined && typeof backfill !== 'boolean') errors.push(errorItem('invalid_segment', '/backfill', 'backfill must be true or false'))
+      if (backfill === true && body.rule === undefined) errors.push(errorItem('invalid_segment', '/backfill', 'only a computed segment (with a rule) can be backfilled'))
       if (errors.length > 0) throw ApiError.of(errors, 'The segment definition is invalid.')
-      const def = request.body as SegmentDef
-      await catalogs.segments.put(param(request, 0), name, def)
+      const def = body as SegmentDef
+      if (backfill === true) {
+        if (backfills === null) throw new ApiError('event_log_not_kept')
+        await backfills.create(account, name, def)
+      } else {
+        await catalogs.segments.put(account, name, def)
+        await backfills?.cancel(account, name, 'The segment was changed.')
+      }
       return ok({ name, ...def })
     }),
     route('get', '/admin/accounts/:account/segments/:name', 'viewer', {
@@ -303,12 +319,26 @@ export function adminRoutes ({ catalogs, runtime, visitors, profiles, deliveries
       const [members] = await segmentMembers(param(request, 0), [name])
       return ok({ name, ...segment, members: members! })
     }),
+    route('get', '/admin/accounts/:account/segments/:name/backfill', 'viewer', {
+      summary: 'Read a segment\'s backfill', tag: 'Segments',
+      description: 'The progress of the segment\'s last backfill over the event log (docs/event-log.md, "Backfilling a segment"): `state` (running, done, cancelled), events read, visitors updated, members now.',
+      ok: json(200, 'The backfill.', R.SegmentBackfill), errors: ['account_not_found', 'segment_not_found', 'backfill_not_found', 'event_log_not_kept', 'unavailable'],
+    }, async request => {
+      const account = param(request, 0)
+      const name = param(request, 1)
+      catalogs.segments.get(account, name)
+      if (backfills === null) throw new ApiError('event_log_not_kept')
+      const row = backfills.get(account, name)
+      const [members] = await segmentMembers(account, [name])
+      return ok(backfillView(row, members!))
+    }),
     route('del', '/admin/accounts/:account/segments/:name', 'editor', {
       summary: 'Delete a segment', tag: 'Segments',
       ok: json(200, 'Deleted.', R.NameDeleted), errors: ['account_not_found', 'segment_not_found'],
     }, async request => {
       const name = param(request, 1)
       await catalogs.segments.delete(param(request, 0), name)
+      await backfills?.cancel(param(request, 0), name, 'The segment was deleted.')
       return ok({ name, deleted: true })
     }),
 

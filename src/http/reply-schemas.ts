@@ -266,13 +266,27 @@ const segmentFields = {
   description: Type.Optional(Type.String({ maxLength: 1000 })),
   rule: Type.Optional(ref(REF.SegmentCondition)),
 }
-export const SegmentPut = Type.Object(segmentFields, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
+export const SegmentPut = Type.Object({
+  ...segmentFields,
+  backfill: Type.Optional(Type.Boolean({ description: 'A computed segment: evaluate it over the retained event log (docs/event-log.md, "Backfilling a segment"). Not stored.' })),
+}, { additionalProperties: false, description: 'With a rule: computed. Without: manual.' })
 export const Segment = Type.Object({
   name: Type.String(),
   ...segmentFields,
   members: Type.Optional(Type.Integer({ minimum: 0, description: 'GET only: visitors and profiles in it now, from counters moved on enter and exit (eventually consistent).' })),
 })
 export const SegmentList = Type.Object({ segments: Type.Array(Segment), next: Next })
+export const SegmentBackfill = Type.Object({
+  id: Type.String(), segment: Type.String(),
+  state: Type.Union(['running', 'done', 'cancelled'].map(state => Type.Literal(state))),
+  before: Type.String({ description: 'Logged events before this time are the backfill\'s; later ones counted live.' }),
+  events: Type.Integer({ description: 'Logged events read so far.' }),
+  visitors: Type.Integer({ description: 'Visitors whose counters it rebuilt.' }),
+  members: Type.Integer({ description: 'Visitors and profiles in the segment now (as GET …/segments/{name}).' }),
+  walked: Type.Boolean({ description: 'Every logged event before `before` was read.' }),
+  createdAt: Type.String(), updatedAt: Type.String(), finishedAt: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why it was cancelled (the segment changed or was deleted).' }),
+}, { description: 'A segment backfill and its progress.' })
 
 // ---- webhooks ----
 

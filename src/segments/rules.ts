@@ -99,25 +99,29 @@ function onlyEventFacts (node: unknown): boolean {
   return typeof node.fact === 'string' && node.fact.startsWith('event.')
 }
 
-/** Compile a validated rule. Window specs it reads are added to `specs` (shared across an account's segments). */
-export function compileRule (rule: unknown, specs: Map<string, WindowSpec>): SegmentTest {
+/**
+ * Compile a validated rule. Window specs it reads are added to `specs` (shared across an account's
+ * segments), their keys to `used` when given.
+ */
+export function compileRule (rule: unknown, specs: Map<string, WindowSpec>, used: Set<string> | null = null): SegmentTest {
   const node = rule as Record<string, unknown>
   if (Array.isArray(node.all)) {
-    const tests = node.all.map(child => compileRule(child, specs))
+    const tests = node.all.map(child => compileRule(child, specs, used))
     return ctx => tests.every(test => test(ctx))
   }
   if (Array.isArray(node.any)) {
-    const tests = node.any.map(child => compileRule(child, specs))
+    const tests = node.any.map(child => compileRule(child, specs, used))
     return ctx => tests.some(test => test(ctx))
   }
   if (node.not !== undefined) {
-    const test = compileRule(node.not, specs)
+    const test = compileRule(node.not, specs, used)
     return ctx => !test(ctx)
   }
   if (!isWindowLeaf(node)) return compileCondition(node as unknown as Condition)
   const spec = windowSpec(node)
   const shared = specs.get(spec.key) ?? spec
   specs.set(shared.key, shared)
+  used?.add(shared.key)
   return compare(shared, node.op as WindowOp, node.value as number)
 }
 
@@ -132,6 +136,7 @@ function windowSpec (node: Record<string, unknown>): WindowSpec {
     where: node.where === undefined ? null : compileCondition(node.where as Condition),
     withinMs,
     bucketMs: withinMs === null ? 0 : withinMs / BUCKETS_PER_WINDOW,
+    countsFromMs: 0,
   }
 }
 

@@ -17,21 +17,49 @@ export interface SegmentSet {
   readonly computedNames: ReadonlySet<string>
   readonly specs: readonly WindowSpec[]
   readonly specsByKey: ReadonlyMap<string, WindowSpec>
+  /**
+   * Segments whose backfill runs, and those reading a window one rebuilds: their enters and exits write
+   * no audience event (src/jobs/segment-backfill.ts).
+   */
+  readonly backfilling: ReadonlySet<string>
+}
+
+/** A running backfill as the compiled set sees it: its windows count live events from `fromMs` on. */
+export interface BackfillHold {
+  fromMs: number
+  specKeys: readonly string[]
 }
 
 export const EMPTY_SEGMENTS: SegmentSet = {
-  version: 0, computed: [], computedNames: new Set(), specs: [], specsByKey: new Map(),
+  version: 0, computed: [], computedNames: new Set(), specs: [], specsByKey: new Map(), backfilling: new Set(),
 }
 
-export function compileSegments (defs: ReadonlyMap<string, SegmentDef>, version: number): SegmentSet {
+const NO_HOLDS: ReadonlyMap<string, BackfillHold> = new Map()
+
+/** `holds`: the account's running backfills, by segment name. */
+export function compileSegments (defs: ReadonlyMap<string, SegmentDef>, version: number, holds: ReadonlyMap<string, BackfillHold> = NO_HOLDS): SegmentSet {
   const specsByKey = new Map<string, WindowSpec>()
   const computed: ComputedSegment[] = []
+  const used = new Map<string, Set<string>>()
   for (const [name, def] of [...defs].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
-    if (def.rule !== undefined) computed.push({ name, test: compileRule(def.rule, specsByKey) })
+    if (def.rule === undefined) continue
+    const keys = new Set<string>()
+    computed.push({ name, test: compileRule(def.rule, specsByKey, keys) })
+    used.set(name, keys)
+  }
+  const backfilling = new Set(holds.keys())
+  for (const hold of holds.values()) {
+    for (const key of hold.specKeys) {
+      const spec = specsByKey.get(key)
+      if (spec !== undefined) spec.countsFromMs = Math.max(spec.countsFromMs, hold.fromMs)
+      // Another segment reading a window being rebuilt is quiet until it is.
+      for (const [name, keys] of used) if (keys.has(key)) backfilling.add(name)
+    }
   }
   return {
     version,
     computed,
+    backfilling,
     computedNames: new Set(computed.map(c => c.name)),
     specs: [...specsByKey.values()],
     specsByKey,

@@ -21,6 +21,11 @@ export interface WindowSpec {
   /** null: all time. */
   withinMs: number | null
   bucketMs: number
+  /**
+   * Live events before this time are not counted (0: all are): set while a backfill rebuilds this
+   * spec's counters from the event log up to it (src/jobs/segment-backfill.ts), so no event counts twice.
+   */
+  countsFromMs: number
 }
 
 export type Windows = Record<string, number[]>
@@ -44,7 +49,7 @@ export function recordEvent (windows: Windows, specs: readonly WindowSpec[], ctx
   let changed = false
   const kind = ctx.event.event
   for (const spec of specs) {
-    if (spec.event !== kind) continue
+    if (spec.event !== kind || ctx.nowMs < spec.countsFromMs) continue
     if (spec.where !== null && !spec.where(ctx)) continue
     let amount = 1
     if (spec.fact === 'sum') {
@@ -70,6 +75,23 @@ function add (pairs: number[], bucket: number, amount: number): void {
   if (at >= 0 && pairs[at] === bucket) pairs[at + 1] = pairs[at + 1]! + amount
   else if (at === pairs.length - 2) pairs.push(bucket, amount)
   else pairs.splice(at + 2, 0, bucket, amount)
+}
+
+/**
+ * Add a backfill's counters (events before `spec.countsFromMs`, read from the log) to the live ones.
+ * Live buckets that end before that time are dropped first, once (`first`): no live event older than it
+ * was counted, so they are left over from an earlier rule with this spec.
+ */
+export function addBackfilled (windows: Windows, spec: WindowSpec, pairs: readonly number[], first: boolean): void {
+  const live = windows[spec.key] ??= []
+  if (first && spec.withinMs !== null) {
+    const from = bucketOf(spec, spec.countsFromMs)
+    let drop = 0
+    while (drop < live.length && live[drop]! < from) drop += 2
+    if (drop > 0) live.splice(0, drop)
+  }
+  for (let i = 0; i < pairs.length; i += 2) add(live, pairs[i]!, pairs[i + 1]!)
+  if (live.length === 0) delete windows[spec.key]
 }
 
 /** The spec's value now: the sum of its buckets still inside the window. */

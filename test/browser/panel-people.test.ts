@@ -84,8 +84,11 @@ describe('panel in a browser: people search, recently active, segment preview', 
     expect(await sample.locator('tbody tr td:first-child').allTextContents()).to.deep.equal([ANN, CAT])
     await shot('audiences-preview')
     expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/segments`)).body.segments).to.deep.equal([])
+    await page.getByLabel('Backfill from the event log').check()
     await page.getByRole('button', { name: 'Save segment' }).click()
     await page.locator('[data-segment="pro-plan"]').waitFor()
+    // Saved with a backfill over the event log (docs/event-log.md, "Backfilling a segment").
+    expect((await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/segments/pro-plan/backfill`)).status).to.equal(200)
   })
 
   it('fits a phone: the search results and the preview scroll inside their frame, the page no wider than the screen', async () => {

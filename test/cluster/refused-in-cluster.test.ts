@@ -37,6 +37,13 @@ describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)
     expect((await admin(node.url, 'GET', `/admin/accounts/${account}`)).status).to.equal(200)
   })
 
+  it('answers 501 event_log_not_kept to a segment saved with backfill: true, saving nothing', async () => {
+    const node = cluster.live()[0]!
+    const path = `/admin/accounts/${cluster.tenant.account}/segments/backfilled`
+    expectError(await admin(node.url, 'PUT', path, { rule: { fact: 'count', event: 'purchase', within: '30d', op: 'gte', value: 1 }, backfill: true }), 'event_log_not_kept')
+    expectError(await admin(node.url, 'GET', path), 'segment_not_found')
+  })
+
   it('answers 501 event_log_not_kept to every saved-report route (they read the event log)', async () => {
     const node = cluster.live()[0]!
     const base = `/admin/accounts/${cluster.tenant.account}/saved-reports`

@@ -1,10 +1,10 @@
 import { expect } from 'chai'
-import { BUCKETS_PER_WINDOW, mergeWindows, nextExpiryMs, parseWithin, pruneWindows, recordEvent, windowValue, type WindowSpec, type Windows } from '../../src/segments/windows.js'
+import { addBackfilled, BUCKETS_PER_WINDOW, mergeWindows, nextExpiryMs, parseWithin, pruneWindows, recordEvent, windowValue, type WindowSpec, type Windows } from '../../src/segments/windows.js'
 import type { MatchContext } from '../../src/matching/index.js'
 
 const HOUR_MS = 3_600_000
 const spec = (fields: Partial<WindowSpec> = {}): WindowSpec => ({
-  key: 'k', fact: 'count', event: 'view', field: null, where: null, withinMs: HOUR_MS, bucketMs: HOUR_MS / BUCKETS_PER_WINDOW, ...fields,
+  key: 'k', fact: 'count', event: 'view', field: null, where: null, withinMs: HOUR_MS, bucketMs: HOUR_MS / BUCKETS_PER_WINDOW, countsFromMs: 0, ...fields,
 })
 const ctx = (event: Record<string, unknown>, nowMs: number): MatchContext => ({
   event, attributes: {}, segments: new Set(), nowMs,
@@ -74,6 +74,21 @@ describe('window counters', () => {
     const windows: Windows = { gone: [1, 1], k: [0, 1] }
     pruneWindows(windows, new Map([['k', spec({ withinMs: null, bucketMs: 0 })]]), 5)
     expect(Object.keys(windows)).to.deep.equal(['k'])
+  })
+
+  it('skips events before countsFromMs (a backfill counts those), and adds a backfill\'s buckets to the live ones', () => {
+    const bucketMs = HOUR_MS / BUCKETS_PER_WINDOW
+    const held = spec({ countsFromMs: 100 * bucketMs })
+    const windows: Windows = { k: [90, 4] } // left over from an earlier rule with this spec
+    expect(recordEvent(windows, [held], ctx({ event: 'view' }, 100 * bucketMs - 1))).to.equal(false)
+    recordEvent(windows, [held], ctx({ event: 'view' }, 100 * bucketMs))
+    expect(windows.k).to.deep.equal([90, 4, 100, 1])
+    // The first step drops the stale bucket before the cut, then adds (a shared bucket sums).
+    addBackfilled(windows, held, [95, 2, 99, 1, 100, 1], true)
+    expect(windows.k).to.deep.equal([95, 2, 99, 1, 100, 2])
+    addBackfilled(windows, held, [97, 3], false)
+    expect(windows.k).to.deep.equal([95, 2, 97, 3, 99, 1, 100, 2])
+    expect(windowValue(windows.k, held, 100 * bucketMs)).to.equal(8)
   })
 
   it('merges several entities bucket by bucket', () => {

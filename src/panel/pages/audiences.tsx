@@ -72,8 +72,9 @@ function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => voi
   const [name, setName] = useState(initial.name)
   const [description, setDescription] = useState(initial.description ?? '')
   const [rule, setRule] = useState<Condition | undefined>(initial.rule)
+  const [backfill, setBackfill] = useState(false)
   const save = useAction(async () => {
-    await call('PUT', accountPath(`/segments/${enc(name)}`), { ...(description === '' ? {} : { description }), ...(rule === undefined ? {} : { rule }) })
+    await call('PUT', accountPath(`/segments/${enc(name)}`), { ...(description === '' ? {} : { description }), ...(rule === undefined ? {} : { rule, ...(backfill ? { backfill } : {}) }) })
     onDone()
   })
   return (
@@ -88,6 +89,11 @@ function SegmentForm ({ initial, onDone }: { initial: Segment, onDone: () => voi
       <ConditionBuilder name='Segment rule' rule={rule} onChange={setRule} />
       <p class='rule-text' aria-live='polite'>{rule === undefined ? 'No rule: a manual segment.' : `Visitors who ${ruleText(rule)}.`}</p>
       {rule !== undefined && <MatchPreview rule={rule} description={description} />}
+      {rule !== undefined && (
+        <Field label='Backfill from the event log' hint='Evaluate it over the retained events, as if it had been there all along'>
+          <input type='checkbox' checked={backfill} onChange={e => setBackfill(e.currentTarget.checked)} />
+        </Field>
+      )}
       <div class='row'>
         <button type='submit' disabled={save.busy}>Save segment</button>
         <button type='button' class='secondary' onClick={onDone}>Cancel</button>
