@@ -207,6 +207,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       entitiesIdle: account => maintenance.idle(account),
       onError: error => log.error({ err: error }, 'segment backfill failed'),
+      settleMs: config.backfillSettleMs,
     })
   backfills?.start()
   maintenance.start()

@@ -43,6 +43,8 @@ export interface Config {
   eventLogMaxBytes: number
   /** BEACON_REPLAY_INFLIGHT_MAX: a replay's deliveries not settled at once (src/jobs/replay.ts). */
   replayInflightMax: number
+  /** BEACON_BACKFILL_SETTLE_MS: a segment backfill's walk reads the log at least this long (src/jobs/segment-backfill.ts). */
+  backfillSettleMs: number
   /** BEACON_IMPORT_MAX_BYTES: the largest NDJSON body POST …/imports takes. */
   importMaxBytes: number
   /** BEACON_IMPORTS_RUNNING_MAX: imports applied at once (the others wait, queued). */
@@ -345,6 +347,7 @@ export function loadConfig (env: Env = process.env): Config {
     eventRetentionDays: integer(env, 'BEACON_EVENT_RETENTION_DAYS', 30, 0, 3650, problems),
     eventLogMaxBytes: integer(env, 'BEACON_EVENT_LOG_MAX_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems),
     replayInflightMax: integer(env, 'BEACON_REPLAY_INFLIGHT_MAX', 100, 1, 10_000, problems),
+    backfillSettleMs: integer(env, 'BEACON_BACKFILL_SETTLE_MS', 1000, 100, 600_000, problems),
     importMaxBytes: integer(env, 'BEACON_IMPORT_MAX_BYTES', 10 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER, problems),
     importsRunningMax: integer(env, 'BEACON_IMPORTS_RUNNING_MAX', 1, 1, 16, problems),
     webhookAllowPrivate: boolean(env, 'BEACON_WEBHOOK_ALLOW_PRIVATE', false, problems),

@@ -35,7 +35,7 @@ export type BackfillState = typeof BACKFILL_STATES[number]
 export const BACKFILL_STEP_DEFAULT = 1000
 /**
  * The walk's last read comes at least this long after it started (real time): events received before
- * the swap, still waiting in a mailbox, are applied and logged by then.
+ * the swap, still waiting in a mailbox, are applied and logged by then (BEACON_BACKFILL_SETTLE_MS).
  */
 export const BACKFILL_SETTLE_MS = 1000
 /** How long a failed step waits before it is tried again. */
@@ -83,6 +83,8 @@ export interface SegmentBackfillsOptions {
   onError: (error: unknown) => void
   stepMax?: number
   retryMs?: number
+  /** How long the walk keeps reading after it started; default BACKFILL_SETTLE_MS. */
+  settleMs?: number
 }
 
 export class SegmentBackfills {
@@ -97,13 +99,14 @@ export class SegmentBackfills {
   private readonly onError: (error: unknown) => void
   private readonly stepMax: number
   private readonly retryMs: number
+  private readonly settleMs: number
   /** Running backfills by `account/segment`, with the walk's promise. */
   private readonly active = new Map<string, { row: BackfillRow, walk: Promise<void> }>()
   /** Segments whose backfill is being created (a second one is refused meanwhile). */
   private readonly starting = new Set<string>()
   private stopped = false
 
-  constructor ({ store, events, segments, runtime, visitors, clock, accountActive, entitiesIdle, onError, stepMax = BACKFILL_STEP_DEFAULT, retryMs = BACKFILL_RETRY_MS }: SegmentBackfillsOptions) {
+  constructor ({ store, events, segments, runtime, visitors, clock, accountActive, entitiesIdle, onError, stepMax = BACKFILL_STEP_DEFAULT, retryMs = BACKFILL_RETRY_MS, settleMs = BACKFILL_SETTLE_MS }: SegmentBackfillsOptions) {
     this.store = store
     this.events = events
     this.segments = segments
@@ -115,6 +118,7 @@ export class SegmentBackfills {
     this.onError = onError
     this.stepMax = stepMax
     this.retryMs = retryMs
+    this.settleMs = settleMs
   }
 
   /** Resume the backfills a stop (or a crash) interrupted: their holds come back before any traffic. */
@@ -216,7 +220,7 @@ export class SegmentBackfills {
         await new Promise(resolve => setTimeout(resolve, this.retryMs))
       }
       // Let requests in between steps (a backfill is background work); at the end, wait to settle.
-      if (!row.walked && row.state === 'running' && atEnd) await new Promise(resolve => setTimeout(resolve, BACKFILL_SETTLE_MS / 10))
+      if (!row.walked && row.state === 'running' && atEnd) await new Promise(resolve => setTimeout(resolve, this.settleMs / 10))
       else await new Promise(resolve => setImmediate(resolve))
     }
   }
@@ -288,9 +292,9 @@ export class SegmentBackfills {
     }
     row.events += events.length
     row.cursor = last ?? through
-    // The end, read at least BACKFILL_SETTLE_MS after the swap: an event that came before it but was
+    // The end, read at least settleMs after the swap: an event that came before it but was
     // applied after it (a mailbox's wait) is in the log by then, after the cursor.
-    if (last === null && performance.now() - settleFrom >= BACKFILL_SETTLE_MS) row.walked = true
+    if (last === null && performance.now() - settleFrom >= this.settleMs) row.walked = true
     return last === null
   }
 

@@ -12,7 +12,9 @@ import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
 
 const DAY_MS = 86_400_000
-const ENV = { BEACON_EVENT_RETENTION_DAYS: '60' }
+// A backfill's walk lasts at least BEACON_BACKFILL_SETTLE_MS: long enough here for a test to see it running
+// (and stop or change it) however slow the machine.
+const ENV = { BEACON_EVENT_RETENTION_DAYS: '60', BEACON_BACKFILL_SETTLE_MS: '8000' }
 
 const SEGMENTS: Record<string, unknown> = {
   recent: { fact: 'count', event: 'purchase', within: '30d', op: 'gte', value: 2 },
