@@ -73,7 +73,7 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     const bodies = []
     for (const subject of [`beacon.events.c2.${account}.${visitor}._`, `beacon.events.c2.${account}.${visitor}.${profileToken('p.1@example.com')}`]) {
       expect(info.state.subjects?.[subject], subject).to.equal(1)
-      bodies.push((await jsm.streams.getMessage(eventStreamName('c2'), { last_by_subj: subject })).json())
+      bodies.push((await jsm.streams.getMessage(eventStreamName('c2'), { last_by_subj: subject }))?.json())
     }
     expect(bodies).to.deep.equal([
       { time: '2026-11-01T00:00:00.000Z', visitorId: visitor, kind: 'pageView', fields: { path: '/a' } },
