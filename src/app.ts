@@ -254,6 +254,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           keysIn: (partition, account) => cluster.keysIn(partition, account),
         },
     removeMedia: cluster === null ? null : account => cluster.media.removeAccount(account),
+    removeEvents: clusterEvents === null ? null : account => clusterEvents.removeAccount(account),
   })
   accountDeletions.start()
   if (cluster !== null) {

@@ -3,7 +3,8 @@
 // node's partitions, are read back through any node (the page newest first, its filters and cursor,
 // the NDJSON export) from the cluster's stream (src/cluster/event-stream.ts, docs/event-log.md "Cluster
 // mode"); the stream has the retention settings; a retry with the same Idempotency-Key is logged once;
-// erasing a person through one node removes their events before it answers; and a node SIGKILLed right
+// erasing a person through one node removes their events before it answers, deleting an account all of
+// its events; and a node SIGKILLed right
 // after its 200s loses none of those events.
 
 import { expect } from 'chai'
@@ -13,6 +14,7 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { ADMIN_KEY, admin, identified, post, type Answer } from '../helpers/beacon.js'
 import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
+import { until } from '../helpers/until.js'
 import { partitionOf } from '../../src/cluster/partition.js'
 import { eventStreamName } from '../../src/cluster/event-stream.js'
 
@@ -147,6 +149,28 @@ describe('Beacon cluster mode: the retained event log through any node (3 nodes,
     const erasedVisitor = await admin(cluster.members[2]!.url, 'DELETE', `/admin/accounts/${account()}/visitors/${other}`)
     expect(erasedVisitor.status, JSON.stringify(erasedVisitor.body)).to.equal(200)
     expect(await allPages(cluster.members[0]!.url, `&visitorId=${other}`, 100)).to.deep.equal([])
+  })
+
+  it('deleting an account purges its events from the stream', async () => {
+    const created = await admin(cluster.members[0]!.url, 'POST', '/admin/accounts', { name: 'Leaving' })
+    expect(created.status, JSON.stringify(created.body)).to.equal(201)
+    const leaving = created.body.account as string
+    const through = cluster.members[1]!
+    await until('the new account on node 2', async () => (await admin(through.url, 'GET', `/admin/accounts/${leaving}`)).status === 200, 15_000, 20)
+    for (let i = 0; i < 3; i++) {
+      const res = await post(through.url, '/campaigns/query', { account: leaving, platform: 'web', visitorId: randomUUID(), event: 'pageView', path: '/leaving' })
+      expect(res.status, JSON.stringify(res.body)).to.equal(200)
+    }
+    const nc = await connect({ servers: cluster.nats.urls })
+    try {
+      const jsm = await jetstreamManager(nc)
+      const held = async (): Promise<number> => Object.keys((await jsm.streams.info(eventStreamName(cluster.name), { subjects_filter: `beacon.events.${cluster.name}.${leaving}.>` })).state.subjects ?? {}).length
+      expect(await held()).to.equal(3)
+      expect((await admin(cluster.members[2]!.url, 'DELETE', `/admin/accounts/${leaving}`)).status).to.equal(202)
+      await until('the deleted account\'s events purged', async () => await held() === 0, 30_000, 100)
+    } finally {
+      await nc.close()
+    }
   })
 
   it('loses none of the events a node answered 200 for when it is SIGKILLed right after', async () => {
