@@ -2,8 +2,8 @@
 // account's report definitions (viewers read, editors and owners change), compute one's result as JSON
 // or CSV, and preview an unsaved definition (what the panel's builder draws before saving). Results are
 // computed from the in-memory columns of the retained event log (src/reports/saved-index.ts): embedded
-// mode only; without a log (cluster mode, BEACON_EVENT_RETENTION_DAYS=0) every route answers 501
-// event_log_not_kept, as GET …/events does.
+// mode only; in cluster mode (its log is a JetStream stream) and without a log
+// (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
