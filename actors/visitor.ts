@@ -600,7 +600,6 @@ export function metricsOf (state: VisitorState): VisitorMetrics {
   }
 }
 
-/** Visitor ids are UUIDs, compared without case: one spelling, lower case. */
 /** Resolves when both have (a write and its event's append), rejects with the first failure. */
 function bothDone (write: Promise<void>, logged: Promise<void>): Promise<void> {
   return Promise.all([write, logged]).then(noop)
@@ -608,6 +607,7 @@ function bothDone (write: Promise<void>, logged: Promise<void>): Promise<void> {
 
 function noop (): void {}
 
+/** Visitor ids are UUIDs, compared without case: one spelling, lower case. */
 export function visitorKey (id: string): string {
   return id.toLowerCase()
 }
