@@ -26,7 +26,7 @@ import {
 import { ApiError } from '../errors.js'
 import { EVENT_SCAN_MAX, eventColumns, parseCursor, type EventQuery, type EventStore, type LoggedEvent } from '../store/event-log.js'
 import { Requests } from './requests.js'
-import { isStreamNameInUse, isSubjectOverlap, retryWhileElecting } from './retry.js'
+import { isStreamNameInUse, isStreamNotFound, isSubjectOverlap, retryWhileElecting } from './retry.js'
 
 export interface EventStreamOptions {
   nc: NatsConnection
@@ -159,8 +159,12 @@ export class EventStream implements EventStore {
   }
 
   /** One page, newest first, as EventLog.page (cursor: a `next`, its sequence part). */
-  async page (account: string, query: EventQuery, limit: number, cursor: string | null): Promise<{ events: LoggedEvent[], next: string | null }> {
-    const info = await this.jsm.streams.info(this.stream)
+  page (account: string, query: EventQuery, limit: number, cursor: string | null): Promise<{ events: LoggedEvent[], next: string | null }> {
+    return this.page0(account, query, limit, cursor).catch(unavailable)
+  }
+
+  private async page0 (account: string, query: EventQuery, limit: number, cursor: string | null): Promise<{ events: LoggedEvent[], next: string | null }> {
+    const info = await this.retry(() => this.jsm.streams.info(this.stream))
     const first = Math.max(1, info.state.first_seq)
     const after = cursor === null ? null : parseCursor(cursor)
     let hi = after === null ? info.state.last_seq + 1 : Math.min(after[1], info.state.last_seq + 1)
@@ -189,14 +193,14 @@ export class EventStream implements EventStore {
 
   /** The account's events matching the query, oldest first (in the order they were accepted), in steps: what an export streams. */
   async * range (account: string, query: EventQuery): AsyncGenerator<LoggedEvent[]> {
-    const info = await this.jsm.streams.info(this.stream)
+    const info = await this.retry(() => this.jsm.streams.info(this.stream)).catch(unavailable)
     const end = info.state.last_seq + 1
     const filter = this.filter(account, query)
     let lo = Math.max(1, info.state.first_seq)
     while (lo < end) {
       const hi = Math.min(end, lo + WINDOW_MAX)
       const batch: LoggedEvent[] = []
-      for (const one of await this.window(filter, lo, hi)) if (matches(one, query)) batch.push(view(one))
+      for (const one of await this.window(filter, lo, hi).catch(unavailable)) if (matches(one, query)) batch.push(view(one))
       if (batch.length > 0) yield batch
       lo = hi
     }
@@ -220,8 +224,16 @@ export class EventStream implements EventStore {
   }
 
   private async purge (filter: string): Promise<number> {
-    const answer = await retryWhileElecting(() => this.jsm.streams.purge(this.stream, { filter }), this.appendTimeoutMs)
+    const answer = await this.retry(() => this.jsm.streams.purge(this.stream, { filter })).catch(unavailable)
     return answer.purged
+  }
+
+  /**
+   * A call on the stream, retried while NATS elects, and on "stream not found": the stream exists (opened),
+   * but a server that has not applied its creation yet may answer so (retry.ts, isStreamNotFound).
+   */
+  private retry<T> (operation: () => Promise<T>): Promise<T> {
+    return retryWhileElecting(operation, this.appendTimeoutMs, isStreamNotFound)
   }
 
   private filter (account: string, query: EventQuery): string {
@@ -232,10 +244,10 @@ export class EventStream implements EventStore {
 
   /** The messages of `filter` with sequences in [lo, hi), in order, through an ephemeral consumer. */
   private async window (filter: string, lo: number, hi: number): Promise<Read[]> {
-    const consumer = await retryWhileElecting(() => this.jsm.consumers.add(this.stream, {
+    const consumer = await this.retry(() => this.jsm.consumers.add(this.stream, {
       filter_subject: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lo,
       ack_policy: AckPolicy.None, mem_storage: true, num_replicas: 1, inactive_threshold: nanos(30_000),
-    }), this.appendTimeoutMs)
+    }))
     const out: Read[] = []
     try {
       let pending = consumer.num_pending
@@ -257,6 +269,12 @@ export class EventStream implements EventStore {
       await this.jsm.consumers.delete(this.stream, consumer.name).catch(() => {})
     }
   }
+}
+
+/** A failure to read or purge the stream, after its retries: 503 (an ApiError passes as it is). */
+function unavailable (error: unknown): never {
+  if (error instanceof ApiError) throw error
+  throw new ApiError('unavailable', `The event log (JetStream) cannot be read or changed right now (${error instanceof Error ? error.message : String(error)}); retry.`)
 }
 
 function matches (one: Read, query: EventQuery): boolean {
