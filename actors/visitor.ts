@@ -275,13 +275,14 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   }
 
   /** Write the state; with a claim, the request's Idempotency-Key answer too (same transaction, same changelog entry). */
-  function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown): void {
+  function persist (actor: Actor<VisitorState>, claim: IdempotencyClaim | null = null, answer?: unknown, logged: void | Promise<void> = undefined): void {
     const idem = claim === null ? null : remember(idempotency, actor.account, 'v', actor.id, claim, answer, clock.nowMs())
     // A row first written by something other than activity (a query's re-evaluation) is dated by it, so that it can expire.
     if (actor.state.activeMs === 0) actor.state.activeMs = clock.nowMs()
     // Evicted while it ran (cluster mode: its partition lost, maybe recovered since): its state may be older than the partition's.
     const write = writes === null ? store.durable(db.put([actor.account, actor.id], actor.state)) : actor.broken ? writes.refuse(actor.account, actor.id) : writes.write('visitor', actor.account, actor.id, actor.state, idem)
-    actor.track(withRecord(idempotency, actor.account, idem, write))
+    // Cluster mode: the event's append to the log flies beside the write; the reply waits for both.
+    actor.track(withRecord(idempotency, actor.account, idem, logged === undefined ? write : bothDone(write, logged)))
   }
 
   /** For event-driven webhooks: an outbox row, when one selects this type (call right before persist). */
@@ -316,16 +317,16 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs, null, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
       if (!quiet) announce(actor, event.event, nowMs, event)
-      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, atMs)
-      persist(actor, claim, matched)
+      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, null, event, atMs, claim === null ? null : claim.key)
+      persist(actor, claim, matched, logged)
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs, quiet).then(view => {
       evaluate(actor, event, nowMs, segs, view.attributes, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       if (!quiet) announce(actor, event.event, nowMs, event, view.attributes)
-      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, atMs)
-      persist(actor, claim, matched)
+      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, profileId, event, atMs, claim === null ? null : claim.key)
+      persist(actor, claim, matched, logged)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))
   }
@@ -634,6 +635,13 @@ export function metricsOf (state: VisitorState): VisitorMetrics {
     viewedCategories: state.viewedCategories,
   }
 }
+
+/** Resolves when both have (a write and its event's append), rejects with the first failure. */
+function bothDone (write: Promise<void>, logged: Promise<void>): Promise<void> {
+  return Promise.all([write, logged]).then(noop)
+}
+
+function noop (): void {}
 
 /** Visitor ids are UUIDs, compared without case: one spelling, lower case. */
 export function visitorKey (id: string): string {

@@ -39,6 +39,7 @@
 //                            run on each in turn (new, old, new, old...), and the rows are compared as ratios new/old.
 //                            Nodes on an older server than cluster mode supports start with BEACON_NATS_ANY_VERSION.
 //   BENCH_NODE_ARGS          extra node flags for the Beacon processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
+//   BENCH_NODE_ENV           extra settings for the Beacon processes, 'NAME=value,NAME=value' (e.g. BEACON_EVENT_RETENTION_DAYS=0: no event log)
 
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -78,6 +79,7 @@ const NATS_RUNS: NatsRun[] = [
 /** The nats-server the phase under way runs on (set by main before each phase; (a) runs on none). */
 let natsRun: NatsRun = NATS_RUNS[0]!
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(arg => arg !== '')
+const NODE_ENV = Object.fromEntries((process.env.BENCH_NODE_ENV ?? '').split(',').filter(pair => pair.includes('=')).map(pair => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
 const PHASES = ['a', 'b', 'c', 'takeover'] as const
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map(name => name.trim()).filter(name => name !== '')
 
@@ -129,7 +131,7 @@ async function startNode (id: string, env: Record<string, string>): Promise<Node
     env: {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
       BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY, BEACON_LOG_LEVEL: 'info',
-      ...env,
+      ...NODE_ENV, ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   }))

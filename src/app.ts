@@ -66,7 +66,7 @@ import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
 import { RouteHint } from './http/route-hint.js'
-import { EventLog, trimEventLog, type EventAppender } from './store/event-log.js'
+import { EventLog, trimEventLog, type EventAppender, type EventStore } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
 import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
@@ -97,7 +97,7 @@ export interface Beacon {
   pruneDeliveries (): Promise<number>
   /** Erase the anonymous visitors inactive past their retention (the periodic pass, on demand: tests). */
   sweepInactiveVisitors (): Promise<RetentionOutcome>
-  /** The retained event log (docs/event-log.md); null when none is kept (cluster mode, or retention 0). */
+  /** This data folder's event log (docs/event-log.md); null when it keeps none (cluster mode: the cluster's stream; retention 0). */
   events: EventLog | null
   stop (): Promise<void>
 }
@@ -155,38 +155,45 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // Idempotency-Key answers, written with the writes they answer; expired ones swept in the background.
   const idempotency = new IdempotencyRecords(store, idempotencySwept)
   const stopIdempotencySweep = sweepIdempotency(idempotency, () => clock.nowMs(), error => log.error({ err: error }, 'Idempotency-Key sweep failed'))
-  // The retained event log (src/store/event-log.ts): embedded mode only, for now (docs/event-log.md,
-  // "Cluster mode"); trimmed in the background to its retention and size cap.
-  const events = cluster !== null || config.eventRetentionDays === 0
+  // The retained event log (docs/event-log.md): this folder's (src/store/event-log.ts), trimmed in the
+  // background to its retention and size cap; in cluster mode the cluster's JetStream stream
+  // (src/cluster/event-stream.ts), which JetStream trims.
+  const localEvents = cluster !== null || config.eventRetentionDays === 0
     ? null
     : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
-  const stopEventTrim = events === null ? null : trimEventLog(events, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
+  const events: EventStore | null = cluster === null ? localEvents : cluster.events
+  const stopEventTrim = localEvents === null ? null : trimEventLog(localEvents, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
   // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts): loaded in the
   // background from here (saved-load.ts), the server serving meanwhile, and fed each appended event and
-  // each erasure (queued for an account the load has not finished).
-  const savedIndex = events === null ? null : new SavedReportIndex()
-  const stopSavedLoad = events === null || savedIndex === null
+  // each erasure (queued for an account the load has not finished). Embedded mode only.
+  const savedIndex = localEvents === null ? null : new SavedReportIndex()
+  const stopSavedLoad = localEvents === null || savedIndex === null
     ? null
     : loadSavedReports({
-      index: savedIndex, events: store.events, upToSeq: events.lastSeq,
+      index: savedIndex, events: store.events, upToSeq: localEvents.lastSeq,
       onLoaded: (rows, ms) => { if (rows > 0) log.info({ events: rows, ms }, 'saved reports: event log loaded') },
       onError: error => log.error({ err: error }, 'saved reports: loading the event log failed (results answer 503 until a restart)'),
     })
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
-  const appendEvent: EventAppender | null = events === null || savedIndex === null
-    ? null
-    : (account, visitorId, profileId, event, nowMs) => {
-        events.append(account, visitorId, profileId, event, nowMs)
-        savedIndex.add(account, visitorId, profileId, event, nowMs)
-      }
-  const eventErasure: Pick<EventLog, 'forget'> | null = events === null || savedIndex === null
-    ? null
-    : {
-        forget: (account, visitors, profiles) => {
-          savedIndex.forget(account, visitors, profiles)
-          return events.forget(account, visitors, profiles)
-        },
-      }
+  const clusterEvents = cluster?.events ?? null
+  const appendEvent: EventAppender | null = clusterEvents !== null
+    ? (account, visitorId, profileId, event, nowMs, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, dedupeKey)
+    : localEvents === null || savedIndex === null
+      ? null
+      : (account, visitorId, profileId, event, nowMs, dedupeKey) => {
+          localEvents.append(account, visitorId, profileId, event, nowMs, dedupeKey)
+          savedIndex.add(account, visitorId, profileId, event, nowMs)
+        }
+  const eventErasure: Pick<EventStore, 'forget'> | null = clusterEvents !== null
+    ? clusterEvents
+    : localEvents === null || savedIndex === null
+      ? null
+      : {
+          forget: (account, visitors, profiles) => {
+            savedIndex.forget(account, visitors, profiles)
+            return localEvents.forget(account, visitors, profiles)
+          },
+        }
   const profiles = profileKind({ store, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency })
   const visitors = visitorKind({
     store, runtime, profiles, campaigns: account => catalogs.campaigns.compiledSet(account), segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership, writes, idempotency, peers: cluster?.actors ?? null,
@@ -200,10 +207,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
   // Segment backfills over the event log (docs/event-log.md, "Backfilling a segment"): resumed, holds and all, before any traffic.
-  const backfills = events === null
+  const backfills = localEvents === null
     ? null
     : new SegmentBackfills({
-      store, events, segments: catalogs.segments, runtime, visitors, clock,
+      store, events: localEvents, segments: catalogs.segments, runtime, visitors, clock,
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       entitiesIdle: account => maintenance.idle(account),
       onError: error => log.error({ err: error }, 'segment backfill failed'),
@@ -229,10 +236,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   await deliveries.start()
   // Replays of the event log to one target (docs/event-log.md, "Replay"): resumed where a stop left them.
-  const replays = events === null
+  const replays = localEvents === null
     ? null
     : new Replays({
-      store, events, deliveries, clock, inflightMax: config.replayInflightMax,
+      store, events: localEvents, deliveries, clock, inflightMax: config.replayInflightMax,
       target: (account, key) => targets.webhook(account, key),
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       onError: error => log.error({ err: error }, 'event log replay failed'),
@@ -264,6 +271,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
           keysIn: (partition, account) => cluster.keysIn(partition, account),
         },
     removeMedia: cluster === null ? null : account => cluster.media.removeAccount(account),
+    removeEvents: clusterEvents === null ? null : account => clusterEvents.removeAccount(account),
   })
   accountDeletions.start()
   if (cluster !== null) {
@@ -396,7 +404,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     runSchedules: () => deliveries.runSchedules(),
     pruneDeliveries: () => deliveries.prune(),
     sweepInactiveVisitors: () => visitorRetention.sweep(),
-    events,
+    events: localEvents,
     foldReports: () => reports.fold(),
     reweightBandits: () => bandits.run(),
     stop () {

@@ -17,6 +17,7 @@ import type { IdempotencySwept } from './store/idempotency.js'
 import { partitionIndex } from '../actors/entity-log-format.js'
 import { Changelog, changelogStreamName } from './cluster/changelog.js'
 import { ClusterNode } from './cluster/node.js'
+import { EventStream } from './cluster/event-stream.js'
 import { unsupportedServer } from './cluster/server-version.js'
 import { EntityLog, type PartitionRefused } from '../actors/entity-log.js'
 import type { ActorRuntime } from '../actors/runtime.js'
@@ -78,6 +79,8 @@ export interface ClusterMode {
    * and call through it; src/app.ts builds them).
    */
   calls: NodeCalls
+  /** The retained event log: the cluster's JetStream stream of accepted events (null: BEACON_EVENT_RETENTION_DAYS=0). */
+  events: EventStream | null
   /** The media routes' store (images in the cluster's bucket) and the account deletions' `removeMedia`. */
   media: ClusterMediaStore
   /**
@@ -173,6 +176,9 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       locks: await LeaseTable.open({ nc, bucket: `BEACON_MEDIA_LOCKS_${cluster}`, leaseMs: MEDIA_LOCK_MS, replicas: config.replicas, node: store.nodeId.replace(/[^A-Za-z0-9_-]/g, '_') }),
       store, clock, perAccountMax: config.mediaPerAccountMax,
     })
+    const events = config.eventRetentionDays === 0
+      ? null
+      : await EventStream.open({ nc, cluster, replicas: config.replicas, retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
     const rateShares = new RateShares(node, config.partitions)
     const signInLimit = new SharedSignInLimit(await SignInKv.open({ nc, bucket: `BEACON_SIGNIN_${cluster}`, replicas: config.replicas, ttlMs: SIGN_IN_LIMITS.windowMs }))
     owned.add(() => { rateShares.update() })
@@ -210,6 +216,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       forwarder,
       actors,
       calls,
+      events,
       media,
       async start (catalogs, panel) {
         replicatedConfig = await startReplicatedConfig({ nc, cluster, replicas: config.replicas, store, catalogs, users: panel.users, signer, resign: config.clusterResign })
@@ -234,6 +241,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
         media.close()
         sessions?.close()
         entityLog.close()
+        events?.close()
         await nc.close().catch(() => {})
       },
     }

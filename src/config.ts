@@ -37,9 +37,9 @@ export interface Config {
   visitorRetentionMs: number
   /** BEACON_VISITOR_RETENTION_SWEEP_MS: how often the visitors are swept for inactive ones (with a retention set). */
   visitorRetentionSweepMs: number
-  /** BEACON_EVENT_RETENTION_DAYS: how long the retained event log keeps an event (docs/event-log.md); 0: no log kept. */
+  /** BEACON_EVENT_RETENTION_DAYS: how long the retained event log keeps an event (docs/event-log.md; cluster mode: its stream's MaxAge); 0: no log kept. */
   eventRetentionDays: number
-  /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size). */
+  /** BEACON_EVENT_LOG_MAX_BYTES: past this size the log's oldest events go first (0: no cap but the map size; cluster mode: its stream's MaxBytes). */
   eventLogMaxBytes: number
   /** BEACON_REPLAY_INFLIGHT_MAX: a replay's deliveries not settled at once (src/jobs/replay.ts). */
   replayInflightMax: number

@@ -1,11 +1,12 @@
 // The retained event log over the admin API (docs/event-log.md): a page of an account's events, newest
 // first, and the same range as an NDJSON stream for an export. Served from this node's log (embedded
-// mode); without one (cluster mode, or BEACON_EVENT_RETENTION_DAYS=0) both answer 501 event_log_not_kept.
+// mode) or the cluster's stream (cluster mode, through any node); without one
+// (BEACON_EVENT_RETENTION_DAYS=0) both answer 501 event_log_not_kept.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
 import type { Catalogs } from '../catalog/catalogs.js'
-import { EVENT_PAGE_DEFAULT, EVENT_PAGE_MAX, parseCursor, type EventLog, type EventQuery, type LoggedEvent } from '../store/event-log.js'
+import { EVENT_PAGE_DEFAULT, EVENT_PAGE_MAX, parseCursor, type EventQuery, type EventStore, type LoggedEvent } from '../store/event-log.js'
 import { visitorKey } from '../../actors/visitor.js'
 import { NAME_PATTERN, UUID_PATTERN } from '../patterns.js'
 import { LIMITS } from './schemas.js'
@@ -27,12 +28,12 @@ const RANGE_QUERY: QueryParameter[] = [
 
 export interface EventLogRoutesDeps {
   catalogs: Catalogs
-  /** This node's log; null: none kept (cluster mode, or retention 0): 501. */
-  events: EventLog | null
+  /** This node's log, or the cluster's; null: none kept (retention 0): 501. */
+  events: EventStore | null
 }
 
 export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): RouteDefinition[] {
-  const kept = (): EventLog => {
+  const kept = (): EventStore => {
     if (events === null) throw new ApiError('event_log_not_kept')
     return events
   }
@@ -40,7 +41,7 @@ export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): Route
     method: 'get', pattern: '/admin/accounts/:account/events', body: false, role: 'viewer',
     doc: {
       summary: 'The retained event log, newest first',
-      description: 'A page of the account\'s accepted events (live and batch) in [from, to), newest first, filtered by visitor, profile or kind. A page reads at most 20000 events: a rare filter may answer fewer than `limit` events with a `next`; follow `next` until it is null. 501 `event_log_not_kept` in cluster mode (docs/event-log.md).',
+      description: 'A page of the account\'s accepted events (live and batch) in [from, to), newest first, filtered by visitor, profile or kind. A page reads at most 20000 events: a rare filter may answer fewer than `limit` events with a `next`; follow `next` until it is null. Cluster mode: the cluster\'s log through any node, in the order events were accepted (docs/event-log.md). 501 `event_log_not_kept` when BEACON_EVENT_RETENTION_DAYS=0.',
       tag: 'Event log',
       query: [
         ...RANGE_QUERY,
@@ -49,7 +50,7 @@ export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): Route
       ],
       ok: json(200, 'A page of events.', R.EventLogPage), errors: ['account_not_found', 'invalid_field', 'event_log_not_kept'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
       const log = kept()
       const params = new URLSearchParams(request.query)
@@ -57,13 +58,13 @@ export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): Route
       const limit = wholeNumber(params.get('limit'), 1, EVENT_PAGE_MAX, 'limit', EVENT_PAGE_DEFAULT)
       const cursor = params.get('cursor')
       if (cursor !== null && parseCursor(cursor) === null) throw new ApiError('invalid_field', 'cursor must be the `next` of a previous page (<timeMs>-<seq>).', '/cursor')
-      return { status: 200, body: log.page(account, query, limit, cursor) }
+      return { status: 200, body: await log.page(account, query, limit, cursor) }
     },
   }, {
     method: 'get', pattern: '/admin/accounts/:account/events/export', body: false, role: 'owner',
     doc: {
       summary: 'Export the event log as NDJSON',
-      description: 'The account\'s events in [from, to) matching the filters, oldest first, one JSON object a line (the fields of a page\'s events), streamed as they are read. What `beacon export-events` saves. 501 `event_log_not_kept` in cluster mode.',
+      description: 'The account\'s events in [from, to) matching the filters, oldest first, one JSON object a line (the fields of a page\'s events), streamed as they are read. What `beacon export-events` saves. Cluster mode: the cluster\'s log through any node, in the order events were accepted. 501 `event_log_not_kept` when BEACON_EVENT_RETENTION_DAYS=0.',
       tag: 'Event log',
       query: RANGE_QUERY,
       ok: { status: 200, description: 'One event a line.', schema: Type.String(), contentType: NDJSON },
@@ -82,8 +83,8 @@ export function eventLogRoutes ({ catalogs, events }: EventLogRoutesDeps): Route
 const EXPORT_CHUNK_EVENTS = 1000
 
 /** The lines of an export, in chunks of EXPORT_CHUNK_EVENTS (each step of the walk is one read transaction). */
-async function * ndjson (steps: Generator<LoggedEvent[]>): AsyncGenerator<string> {
-  for (const batch of steps) {
+async function * ndjson (steps: Iterable<LoggedEvent[]> | AsyncIterable<LoggedEvent[]>): AsyncGenerator<string> {
+  for await (const batch of steps) {
     for (let at = 0; at < batch.length; at += EXPORT_CHUNK_EVENTS) {
       let chunk = ''
       for (const event of batch.slice(at, at + EXPORT_CHUNK_EVENTS)) chunk += JSON.stringify(event) + '\n'

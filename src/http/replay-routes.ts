@@ -1,7 +1,7 @@
 // Replays of the retained event log over the admin API (docs/event-log.md, "Replay"): start one, read
 // its progress, list them, cancel one. Owners and the admin key. Served from this node's log
-// (embedded mode); without one (cluster mode, or BEACON_EVENT_RETENTION_DAYS=0) every route answers
-// 501 event_log_not_kept.
+// (embedded mode); in cluster mode (its log is the cluster's JetStream stream, which replays do not
+// read) and without one (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'

@@ -2,9 +2,10 @@
 // account's report definitions (viewers read, editors and owners change), compute one's result as JSON
 // or CSV, and preview an unsaved definition (what the panel's builder draws before saving). Results are
 // computed from the in-memory columns of the retained event log (src/reports/saved-index.ts): embedded
-// mode only; without a log (cluster mode, BEACON_EVENT_RETENTION_DAYS=0) every route answers 501
-// event_log_not_kept, as GET …/events does. While the columns load after a start (saved-load.ts), results
-// and previews answer 503 reports_loading with Retry-After; definitions can still be changed.
+// mode only; in cluster mode (its log is a JetStream stream) and without a log
+// (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept, as GET …/events does
+// without a log. While the columns load after a start (saved-load.ts), results and previews answer 503
+// reports_loading with Retry-After; definitions can still be changed.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'

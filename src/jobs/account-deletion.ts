@@ -8,7 +8,8 @@
 // actors, so the partition's changelog records the deletion and no recovery brings them back; rows of
 // partitions owned elsewhere are stale copies, removed here only. A partition this node gains later is
 // searched for every deleted account's keys (`partitionOwned`), which are erased the same way. Images
-// live in the cluster's media bucket: the `media` phase deletes them there first (`removeMedia`).
+// live in the cluster's media bucket: the `media` phase deletes them there first (`removeMedia`); its
+// events in the cluster's event log stream: the `events` phase purges them first (`removeEvents`).
 
 import { KEY_PART_MAX, type Key, type Store } from '../store/store.js'
 import type { Catalogs } from '../catalog/catalogs.js'
@@ -63,6 +64,8 @@ export interface AccountDeletionsDeps {
    * it; the first finds them). The `media` phase then removes this node's copies. Null in embedded mode.
    */
   removeMedia?: ((account: string) => Promise<number>) | null
+  /** Cluster mode: purges the account's events from the cluster's event log stream (every node's job calls it). Null otherwise. */
+  removeEvents?: ((account: string) => Promise<number>) | null
 }
 
 /** What a cluster node gives the deletions. */
@@ -185,6 +188,7 @@ export class AccountDeletions {
       const phase = DELETION_PHASES[job.phase]!
       if (phase === 'visitors' && job.after === null) await this.deps.entitiesIdle(job.account)
       if (phase === 'media' && job.after === null) await this.deps.removeMedia?.(job.account)
+      if (phase === 'events' && job.after === null) await this.deps.removeEvents?.(job.account)
       const db = dbOf(store, phase)
       const { remove, cursor, exhausted } = this.batch(phase, db, job.account, job.after)
       const cluster = this.deps.cluster

@@ -44,8 +44,28 @@ export interface EventQuery {
   kind: string | null
 }
 
-/** Appends an accepted event (the visitor actor calls it in the event turn of its state write). */
-export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number) => void
+/**
+ * Appends an accepted event (the visitor actor calls it in the event turn of its state write).
+ * `dedupeKey`: the request's Idempotency-Key, if any. A promise (cluster mode: the stream's
+ * acknowledgement) is waited for by the actor's reply, as its state write is.
+ */
+export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, dedupeKey?: string | null) => void | Promise<void>
+
+/**
+ * A retained event log as the admin routes and erasure use it: this folder's (EventLog, embedded mode)
+ * or the cluster's JetStream stream (src/cluster/event-stream.ts).
+ */
+export interface EventStore {
+  page (account: string, query: EventQuery, limit: number, cursor: string | null): { events: LoggedEvent[], next: string | null } | Promise<{ events: LoggedEvent[], next: string | null }>
+  range (account: string, query: EventQuery): Iterable<LoggedEvent[]> | AsyncIterable<LoggedEvent[]>
+  forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): Promise<number>
+}
+
+/** An event body's kind and the fields kept: the token (browsers may send one) never; account, visitor, profile and kind are columns. */
+export function eventColumns (event: Record<string, unknown>): { kind: string, fields: Record<string, unknown> } {
+  const { token: _token, account: _account, visitorId: _visitor, profileId: _profile, event: kind, ...fields } = event
+  return { kind: kind as string, fields }
+}
 
 /** Events per page of the admin read (default and most). */
 export const EVENT_PAGE_DEFAULT = 100
@@ -75,7 +95,7 @@ export interface EventLogOptions {
   sizeMaxBytes: number
 }
 
-export class EventLog {
+export class EventLog implements EventStore {
   private readonly store: Store
   private readonly db: Database
   private readonly retentionMs: number
@@ -94,9 +114,8 @@ export class EventLog {
 
   /** For the visitor actor: bound once, so the hot path makes no closure. */
   readonly append: EventAppender = (account, visitorId, profileId, event, nowMs) => {
-    // The token (browsers may send one) is never kept; account, visitor, profile and kind are columns.
-    const { token: _token, account: _account, visitorId: _visitor, profileId: _profile, event: kind, ...fields } = event
-    const value: StoredEvent = profileId === null ? { visitorId, kind: kind as string, fields } : { visitorId, profileId, kind: kind as string, fields }
+    const { kind, fields } = eventColumns(event)
+    const value: StoredEvent = profileId === null ? { visitorId, kind, fields } : { visitorId, profileId, kind, fields }
     // Its failure is the transaction's, reported through the state write it travels with.
     this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
   }
