@@ -88,7 +88,7 @@ export interface Beacon {
   deliveries: DeliveryHub
   /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
   sweepSegments (): Promise<number>
-  /** Run the schedule webhooks that are due (the periodic tick, on demand: tests). */
+  /** Run the schedule webhooks and saved report deliveries that are due (the periodic tick, on demand: tests). */
   runSchedules (): Promise<number>
   /** Fold the report counters into the store now (the periodic fold, on demand: tests). */
   foldReports (): Promise<void>

@@ -157,7 +157,7 @@ export class DeliveryHub {
     return this.history.prune()
   }
 
-  /** Run every schedule webhook whose time has come (schedules.ts). Resolves with the number of runs made. */
+  /** Run every schedule webhook and saved report delivery whose time has come (schedules.ts). Resolves with the number of runs made. */
   runSchedules (): Promise<number> {
     return this.schedules.run()
   }

@@ -98,7 +98,7 @@ export class Schedules {
     this.walked.delete(slot(account, webhookId))
   }
 
-  /** Run every schedule webhook whose time has come. Resolves with the number of runs made. */
+  /** Run every schedule webhook and saved report delivery whose time has come. Resolves with the number of runs made. */
   run (): Promise<number> {
     this.scheduling ??= this.runOnce().finally(() => { this.scheduling = null })
     return this.scheduling
