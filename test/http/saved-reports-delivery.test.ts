@@ -105,6 +105,28 @@ describe('saved reports: scheduled delivery to a webhook', () => {
     await until('the deliveries', () => receiver.requests.length === 2)
   })
 
+  it('follows a replaced schedule from the replacement on, and stops with the report\'s delivery or the report', async () => {
+    await start()
+    await putWebhook('reports')
+    const definition = report({ webhook: 'reports', every: 'day', at: '20:00' })
+    const id = (await admin(beacon.url, 'POST', base, definition)).body.id as string
+    await at('2026-01-05T13:00:00.000Z')
+    expect((await admin(beacon.url, 'PUT', `${base}/${id}`, { ...definition, delivery: { webhook: 'reports', every: 'day', at: '14:00' } })).status).to.equal(200)
+    await at('2026-01-05T14:00:00.000Z')
+    const read = await admin(beacon.url, 'GET', `${base}/${id}`)
+    expect(read.body.lastDelivery).to.include({ at: '2026-01-05T14:00:00.000Z', status: 'queued' })
+    await at('2026-01-05T20:00:00.000Z')
+    const { delivery: _none, ...plain } = definition
+    expect((await admin(beacon.url, 'PUT', `${base}/${id}`, plain)).status).to.equal(200)
+    await at('2026-01-06T14:00:00.000Z')
+    expect((await admin(beacon.url, 'PUT', `${base}/${id}`, definition)).status).to.equal(200)
+    expect((await admin(beacon.url, 'DELETE', `${base}/${id}`)).status).to.equal(200)
+    await at('2026-01-07T20:00:00.000Z')
+    const listed = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/webhooks/reports/deliveries`)
+    expect(listed.body.deliveries).to.have.length(1)
+    await until('the one delivery', () => receiver.requests.length === 1)
+  })
+
   it('retries a delivery the receiver failed, under the same webhook-id', async () => {
     await start((_request, index) => ({ status: index === 0 ? 503 : 200 }))
     await putWebhook('reports')
