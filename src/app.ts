@@ -71,6 +71,8 @@ import { eventLogRoutes } from './http/event-log-routes.js'
 import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
+import { SavedResults } from './reports/saved-results.js'
+import { ReportDeliveries } from './catalog/report-deliveries.js'
 import { loadSavedReports } from './reports/saved-load.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
 import { ImportJobs } from './jobs/import-jobs.js'
@@ -87,7 +89,7 @@ export interface Beacon {
   deliveries: DeliveryHub
   /** Evaluate now the entities whose segment windows expired (the periodic sweep, on demand: tests). */
   sweepSegments (): Promise<number>
-  /** Run the schedule webhooks that are due (the periodic tick, on demand: tests). */
+  /** Run the schedule webhooks and saved report deliveries that are due (the periodic tick, on demand: tests). */
   runSchedules (): Promise<number>
   /** Fold the report counters into the store now (the periodic fold, on demand: tests). */
   foldReports (): Promise<void>
@@ -175,6 +177,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       onError: error => log.error({ err: error }, 'saved reports: loading the event log failed (results answer 503 until a restart)'),
     })
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
+  const savedResults = savedIndex === null ? null : new SavedResults({ index: savedIndex, store, clock, retentionMs: config.eventRetentionDays * 86_400_000 })
   const clusterEvents = cluster?.events ?? null
   const appendEvent: EventAppender | null = clusterEvents !== null
     ? (account, visitorId, profileId, event, nowMs, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, dedupeKey)
@@ -233,6 +236,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ...(queue === null ? {} : { queue }),
     cluster: cluster === null ? null : { ...cluster.deliveries, outcomes: queue?.outcomes ?? null },
     relayGate: cluster?.relayGate ?? null,
+    // Saved reports with a delivery (docs/reports.md): embedded mode with a retained log only.
+    ...(savedResults === null ? {} : { reports: new ReportDeliveries(catalogs.savedReports, savedResults) }),
   })
   await deliveries.start()
   // Replays of the event log to one target (docs/event-log.md, "Replay"): resumed where a stop left them.
@@ -366,7 +371,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...eventLogRoutes({ catalogs, events }),
       ...replayRoutes({ catalogs, replays }),
-      ...savedReportRoutes({ catalogs, store, clock, index: savedIndex, retentionMs: config.eventRetentionDays * 86_400_000 }),
+      ...savedReportRoutes({ catalogs, clock, results: savedResults }),
       ...importRoutes({ catalogs, imports, maxBytes: config.importMaxBytes }),
       ...mediaRoutes({ catalogs, media }),
       // Cluster mode: refused (501), a node holding only its own partitions' visitors.

@@ -52,6 +52,7 @@ export const ERRORS = {
   method_not_allowed: [405, 'This path does not accept that method.'],
   // 409
   conflict: [409, 'The request conflicts with the current state.'],
+  report_webhook_unusable: [409, 'A saved report\'s delivery names a webhook of the account that does not exist, is disabled, or sends no body (GET or DELETE); a report\'s result goes to an enabled POST or PUT webhook.'],
   segment_computed: [409, 'The segment is computed from its rule: it cannot be assigned or removed by hand.'],
   entity_full: [409, 'The visitor or profile is at its limit of attributes or segments.'],
   replay_target_refused: [409, 'The target cannot take a replay of events: it is disabled, or not an event webhook.'],

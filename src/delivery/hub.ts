@@ -27,6 +27,7 @@ import { laterThan, slot, type DeliveryOutcome, type DeliveryRecord, type Delive
 import { readRecordById } from './records-db.js'
 import { Relay } from './relay.js'
 import { Schedules, type ScheduleCluster } from './schedules.js'
+import { NO_REPORTS, type ScheduledReports } from './scheduled-reports.js'
 import type { RelayGate } from './relay-gate.js'
 import { SyncWaits } from './sync-waits.js'
 import { DeliveryWorker, systemScheduler, type NextAttempt } from './worker.js'
@@ -64,6 +65,8 @@ export interface DeliveryHubOptions {
   cluster?: { idOrigin: string, schedules: ScheduleCluster, outcomes?: OutcomeTransport | null, rateShare?: () => number } | null
   /** Cluster mode: the relay takes no row whose write the changelog has not acknowledged yet (relay-gate.ts). */
   relayGate?: RelayGate | null
+  /** Saved reports with a delivery, run by the schedules (embedded mode with a retained event log; default none). */
+  reports?: ScheduledReports
 }
 
 export class DeliveryHub {
@@ -95,7 +98,7 @@ export class DeliveryHub {
 
   constructor ({
     store, registry, webhookChanged, outboxAppended, clock, allowPrivate, queue, onAttempt = null, membersReady = async () => {}, workerQueueItemsMax,
-    retentionMs = RETENTION_DEFAULT_MS, writeDelayMs = HUB_WRITE_DELAY_MS, relayDelayMs = RELAY_DELAY_MS, cluster = null, relayGate = null,
+    retentionMs = RETENTION_DEFAULT_MS, writeDelayMs = HUB_WRITE_DELAY_MS, relayDelayMs = RELAY_DELAY_MS, cluster = null, relayGate = null, reports = NO_REPORTS,
   }: DeliveryHubOptions) {
     const idOrigin = cluster?.idOrigin ?? null
     this.store = store
@@ -112,7 +115,7 @@ export class DeliveryHub {
     this.writes = new HubWrites({ store, queue: this.queue, delayMs: writeDelayMs, onFailure })
     this.syncWaits = new SyncWaits({ store, registry, writes: this.writes, onFailure })
     this.relay = new Relay({ store, registry, clock, queue: this.queue, writes: this.writes, listener: this.syncWaits, delayMs: relayDelayMs, onFailure, idOrigin, gate: relayGate })
-    this.schedules = new Schedules({ store, registry, clock, queue: this.queue, writes: this.writes, membersReady, onFailure, idOrigin, cluster: cluster?.schedules ?? null })
+    this.schedules = new Schedules({ store, registry, clock, queue: this.queue, writes: this.writes, membersReady, onFailure, idOrigin, cluster: cluster?.schedules ?? null, reports })
     const isLive = (id: string): boolean => this.live.has(id)
     this.overflow = new Overflow({
       store, writes: this.writes, isLive, onFailure,
@@ -154,7 +157,7 @@ export class DeliveryHub {
     return this.history.prune()
   }
 
-  /** Run every schedule webhook whose time has come (schedules.ts). Resolves with the number of runs made. */
+  /** Run every schedule webhook and saved report delivery whose time has come (schedules.ts). Resolves with the number of runs made. */
   runSchedules (): Promise<number> {
     return this.schedules.run()
   }

@@ -7,6 +7,9 @@
 // and the call without segments once its claim for (webhook, run) did: one node in the cluster each.
 // A partition this node takes after it walked a run (a takeover, a handover) gets its part of that run
 // at the next check, unless its previous owner claimed it: no partition misses a run for moving.
+// Saved reports with a delivery (scheduled-reports.ts, embedded mode only) run here too: at each due
+// time the report's result is one delivery to its webhook, written in the transaction of the run's row
+// (its time), so a restart neither loses nor repeats a run.
 
 import type { Clock } from '../clock.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
@@ -18,6 +21,7 @@ import type { HubWrites } from './hub-writes.js'
 import { SCHEDULE_INTERVAL_MS, SCHEDULE_PAGE_MAX } from './limits.js'
 import type { DeliveryQueue } from './queue.js'
 import { scheduledRecord, slot } from './record.js'
+import { NO_REPORTS, type LastDelivery, type ScheduledReport, type ScheduledReports } from './scheduled-reports.js'
 
 export interface SchedulesOptions {
   store: Store
@@ -32,6 +36,8 @@ export interface SchedulesOptions {
   idOrigin?: string | null
   /** Cluster mode: ownership and run claims (src/cluster/schedule-claims.ts); null in embedded mode. */
   cluster?: ScheduleCluster | null
+  /** Saved reports with a delivery; NO_REPORTS in cluster mode and without a retained event log. */
+  reports?: ScheduledReports
 }
 
 /** What a node of a cluster tells the schedules. */
@@ -56,6 +62,9 @@ export class Schedules {
   private readonly onFailure: (error: unknown) => void
   private readonly idOrigin: string | null
   private readonly cluster: ScheduleCluster | null
+  private readonly reports: ScheduledReports
+  /** Per saved report with a delivery, its schedule (cron source) and the time of its next run. */
+  private reportRuns = new Map<string, { source: string, dueMs: number }>()
   /** Per schedule webhook, the time of its next run (before its delay). */
   private readonly nextRuns = new Map<string, number>()
   /** Cluster mode: per schedule webhook with segments, its latest run and the partitions walked for it. */
@@ -64,7 +73,8 @@ export class Schedules {
   private timer: NodeJS.Timeout | null = null
   private stopped = false
 
-  constructor ({ store, registry, clock, queue, writes, membersReady, onFailure, idOrigin = null, cluster = null }: SchedulesOptions) {
+  constructor ({ store, registry, clock, queue, writes, membersReady, onFailure, idOrigin = null, cluster = null, reports = NO_REPORTS }: SchedulesOptions) {
+    this.reports = reports
     this.idOrigin = idOrigin
     this.cluster = cluster
     this.store = store
@@ -88,7 +98,7 @@ export class Schedules {
     this.walked.delete(slot(account, webhookId))
   }
 
-  /** Run every schedule webhook whose time has come. Resolves with the number of runs made. */
+  /** Run every schedule webhook and saved report delivery whose time has come. Resolves with the number of runs made. */
   run (): Promise<number> {
     this.scheduling ??= this.runOnce().finally(() => { this.scheduling = null })
     return this.scheduling
@@ -134,7 +144,63 @@ export class Schedules {
       this.nextRuns.set(key, nextRunMs(trigger.schedule, Math.max(dueMs, nowMs - webhook.delayMs)) ?? Number.MAX_SAFE_INTEGER)
       runs++
     }
+    return runs + await this.runReports(nowMs)
+  }
+
+  /** Deliver the result of every saved report whose time has come; the number of runs made. */
+  private async runReports (nowMs: number): Promise<number> {
+    const before = this.reportRuns
+    const next = this.reportRuns = new Map()
+    let runs = 0
+    for (const report of this.reports.scheduled()) {
+      if (this.stopped) break
+      const key = slot(report.account, report.id)
+      let run = before.get(key)
+      // After a restart, the run after the last one made; a report never run yet (or changed since) counts
+      // from when it was saved, so a run due while the server was down is still made.
+      if (run === undefined || run.source !== report.schedule.source) {
+        const afterMs = Math.max(report.lastRunMs ?? 0, report.savedMs)
+        run = { source: report.schedule.source, dueMs: nextRunMs(report.schedule, afterMs) ?? Number.MAX_SAFE_INTEGER }
+      }
+      next.set(key, run)
+      if (nowMs < run.dueMs || !await this.runReport(report, run.dueMs)) continue
+      // Runs missed while down are not repeated one by one: the result sent is as of now, which covers them.
+      run.dueMs = nextRunMs(report.schedule, Math.max(run.dueMs, nowMs)) ?? Number.MAX_SAFE_INTEGER
+      runs++
+    }
     return runs
+  }
+
+  /** One run of a report: its result queued to its webhook, or the reason it was not kept. False: not now (the log is loading). */
+  private async runReport (report: ScheduledReport, runMs: number): Promise<boolean> {
+    const at = new Date(runMs).toISOString()
+    const failed = (error: string): LastDelivery => ({ at, status: 'failed', error })
+    const webhook = this.reportWebhook(report)
+    if (typeof webhook === 'string') {
+      await this.reports.ran(report.account, report.id, { lastRunMs: runMs, lastDelivery: failed(webhook) })
+      return true
+    }
+    const body = this.reports.resultJson(report.account, report.id)
+    if (body === null) return false
+    const record = scheduledRecord(this.store.allocateSeq(), webhook, { account: report.account }, runMs, this.clock.nowMs(), this.store.nodeId, this.idOrigin)
+    record.item.body = body
+    // Both writes are issued in this turn: lmdb-js commits the writes of one event turn in one transaction
+    // (its README, "put"), so the run is made, or not at all.
+    const written = this.writes.writeRecords([record])!
+    const kept = this.reports.ran(report.account, report.id, { lastRunMs: runMs, lastDelivery: { at, status: 'queued', deliveryId: record.id } })
+    await this.store.durable(written)
+    await kept
+    await this.queue.publish([record])
+    return true
+  }
+
+  /** The report's webhook, or why its result cannot go there (it changed since the report was saved). */
+  private reportWebhook (report: ScheduledReport): CompiledWebhook | string {
+    const webhook = Array.from(this.registry.webhooksOf(report.account)).find(w => w.id === report.webhookId)
+    if (webhook === undefined) return `The webhook ${report.webhookId} no longer exists.`
+    if (!webhook.enabled) return `The webhook ${report.webhookId} is disabled.`
+    if (webhook.native !== undefined || !webhook.hasBody) return `The webhook ${report.webhookId} is not a POST or PUT webhook.`
+    return webhook
   }
 
   /** Cluster mode: the latest run's parts of the partitions this node took since it walked that run. */

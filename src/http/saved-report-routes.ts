@@ -6,17 +6,17 @@
 // (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept, as GET …/events does
 // without a log. While the columns load after a start (saved-load.ts), results and previews answer 503
 // reports_loading with Retry-After; definitions can still be changed.
+// A report with a `delivery` names one of the account's webhooks: refused (409 report_webhook_unusable)
+// unless it exists, is enabled and sends a body; the schedules send its result (src/delivery/schedules.ts).
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
 import type { Catalogs } from '../catalog/catalogs.js'
-import type { Store } from '../store/store.js'
-import { KEY_PART_MAX } from '../store/store.js'
 import { validator } from '../validator.js'
 import { checkDefinition, SavedReportBody, type SavedReport, type SavedReportDefinition } from '../reports/saved-definition.js'
-import type { SavedReportIndex } from '../reports/saved-index.js'
-import { runSavedReport, type SavedResult } from '../reports/saved-query.js'
+import type { SavedResult } from '../reports/saved-query.js'
+import type { SavedResults } from '../reports/saved-results.js'
 import { csvField } from '../reports/report.js'
 import { pageRequest } from './admin-routes.js'
 import { accountParam } from './access.js'
@@ -25,8 +25,14 @@ import type { Handler, Route, RouteRole } from './server.js'
 
 const validateBody = validator(SavedReportBody)
 
+const LastDelivery = Type.Object({
+  at: Type.String({ description: 'The run\'s time.' }),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('failed')], { description: 'queued: the result is a delivery of the webhook (its attempts are in the webhook\'s deliveries); failed: it could not be sent.' }),
+  deliveryId: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+}, { description: 'How the latest scheduled delivery run ended.' })
 const SavedReportAnswer = Type.Object({
-  id: Type.String(), ...SavedReportBody.properties, createdAt: Type.String(), updatedAt: Type.String(),
+  id: Type.String(), ...SavedReportBody.properties, createdAt: Type.String(), updatedAt: Type.String(), lastDelivery: Type.Optional(LastDelivery),
 }, { description: 'A saved report.' })
 const SavedReportList = Type.Object({ savedReports: Type.Array(SavedReportAnswer), next: Type.Union([Type.String(), Type.Null()]) })
 const ResultRow = Type.Object({
@@ -49,36 +55,37 @@ const EXAMPLE: SavedReportDefinition = {
 
 export interface SavedReportRouteDeps {
   catalogs: Catalogs
-  store: Store
   clock: Clock
-  /** The columns of the retained log; null: no log is kept here (cluster mode, retention 0): 501. */
-  index: SavedReportIndex | null
-  /** BEACON_EVENT_RETENTION_DAYS in ms: an account with nothing left in the log keeps only this window. */
-  retentionMs: number
+  /** Results over the columns of the retained log; null: no log is kept here (cluster mode, retention 0): 501. */
+  results: SavedResults | null
 }
 
-export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs }: SavedReportRouteDeps): RouteDefinition[] {
+export function savedReportRoutes ({ catalogs, clock, results }: SavedReportRouteDeps): RouteDefinition[] {
   const base = '/admin/accounts/:account/saved-reports'
   const route = (method: Route['method'], pattern: string, role: RouteRole, doc: RouteDoc, handler: Handler, audit = true): RouteDefinition => ({
     method, pattern, body: method === 'post' || method === 'put', role, doc, handler, ...(audit ? {} : { audit: false }),
   })
-  const kept = (): SavedReportIndex => {
-    if (index === null) throw new ApiError('event_log_not_kept')
-    return index
+  const kept = (): SavedResults => {
+    if (results === null) throw new ApiError('event_log_not_kept')
+    return results
   }
   const definition = (body: unknown): SavedReportDefinition => {
     const def = validateBody(body)
     checkDefinition(def, clock.nowMs())
     return def
   }
-  const result = (account: string, report: SavedReport): SavedResult => {
-    const loaded = kept()
-    if (!loaded.ready) throw new ApiError('reports_loading', undefined, undefined, { 'Retry-After': '2' })
-    const columns = loaded.of(account)
-    // The log's oldest row (committed) bounds what is kept; rows appended but not committed yet are newer.
-    columns?.compact(oldestKeptMs(store, account) ?? clock.nowMs() - retentionMs)
-    return runSavedReport(report, columns, clock.nowMs())
+  /** A definition to save: its delivery's webhook must be able to take the result. */
+  const saved = (account: string, body: unknown): SavedReportDefinition => {
+    const def = definition(body)
+    const id = def.delivery?.webhook
+    if (id === undefined) return def
+    const webhook = Array.from(catalogs.webhooks.webhooksOf(account)).find(w => w.id === id)
+    if (webhook === undefined) throw new ApiError('report_webhook_unusable', `The account has no webhook ${id}.`, '/delivery/webhook')
+    if (!webhook.enabled) throw new ApiError('report_webhook_unusable', `The webhook ${id} is disabled.`, '/delivery/webhook')
+    if (!webhook.hasBody) throw new ApiError('report_webhook_unusable', `The webhook ${id} uses ${webhook.method.toUpperCase()}, which sends no body: a report's result goes to a POST or PUT webhook.`, '/delivery/webhook')
+    return def
   }
+  const result = (account: string, report: SavedReport): SavedResult => kept().of(account, report)
   const errors = ['account_not_found', 'saved_report_not_found', 'event_log_not_kept'] as const
 
   return [
@@ -100,11 +107,11 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
       description: 'A metric (events, uniqueVisitors, uniqueProfiles, sum or mean of a numeric field, conversion from one event type to another within a window), an optional breakdown, filters, a range and a granularity (docs/reports.md).',
       tag: 'Reports',
       body: { schema: SavedReportBody, example: EXAMPLE as unknown as Record<string, unknown> },
-      ok: json(201, 'The saved report, with its id.', SavedReportAnswer), errors: ['invalid_field', 'account_not_found', 'conflict', 'event_log_not_kept'],
+      ok: json(201, 'The saved report, with its id.', SavedReportAnswer), errors: ['invalid_field', 'account_not_found', 'conflict', 'report_webhook_unusable', 'event_log_not_kept'],
     }, async request => {
       const account = accountParam(request, catalogs)
       kept()
-      return { status: 201, body: await catalogs.savedReports.create(account, definition(request.body)) }
+      return { status: 201, body: await catalogs.savedReports.create(account, saved(account, request.body)) }
     }),
     route('post', `${base}-preview`, 'viewer', {
       summary: 'Compute an unsaved report',
@@ -129,13 +136,13 @@ export function savedReportRoutes ({ catalogs, store, clock, index, retentionMs 
     route('put', `${base}/:id`, 'editor', {
       summary: 'Replace a saved report', tag: 'Reports',
       body: { schema: SavedReportBody, example: EXAMPLE as unknown as Record<string, unknown> },
-      ok: json(200, 'The saved report.', SavedReportAnswer), errors: ['invalid_field', ...errors],
+      ok: json(200, 'The saved report.', SavedReportAnswer), errors: ['invalid_field', 'report_webhook_unusable', ...errors],
     }, async request => {
       const account = accountParam(request, catalogs)
       kept()
       const id = request.params[1] ?? ''
       catalogs.savedReports.get(account, id)
-      return { status: 200, body: await catalogs.savedReports.replace(account, id, definition(request.body)) }
+      return { status: 200, body: await catalogs.savedReports.replace(account, id, saved(account, request.body)) }
     }),
     route('del', `${base}/:id`, 'editor', {
       summary: 'Delete a saved report', tag: 'Reports',
@@ -177,10 +184,4 @@ export function savedReportCsv (result: SavedResult): string {
     lines.push(conversion ? `${line},${row.started ?? 0},${row.converted ?? 0}` : line)
   }
   return lines.join('\r\n') + '\r\n'
-}
-
-/** The time of the account's oldest event in the log (what retention and the size cap left), or null when none. */
-function oldestKeptMs (store: Store, account: string): number | null {
-  const [first] = Array.from(store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
-  return first === undefined ? null : (first as [string, number])[1]
 }

@@ -60,6 +60,15 @@ export const Range = Type.Union([
   Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) }, { additionalProperties: false }),
 ])
 
+export const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
+
+export const Delivery = Type.Object({
+  webhook: Type.String({ pattern: NAME_PATTERN, description: 'The id of one of the account\'s webhooks (POST or PUT, enabled): its url, headers, signing, retries and dead letters carry the result.' }),
+  every: Type.Union([Type.Literal('day'), Type.Literal('week')], { description: 'How often the result is sent.' }),
+  at: Type.Optional(Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'The time of day, HH:MM in UTC (default 00:00).' })),
+  weekday: Type.Optional(Type.Union(WEEKDAYS.map(day => Type.Literal(day)), { description: 'every week: the day (default monday).' })),
+}, { additionalProperties: false, description: 'Send the result (as GET …/result answers it) to a webhook on a schedule.' })
+
 export const SavedReportBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
   metric: Metric,
@@ -67,18 +76,27 @@ export const SavedReportBody = Type.Object({
   filters: Type.Optional(Type.Array(Filter, { maxItems: FILTERS_MAX })),
   range: Range,
   granularity: Type.Union([Type.Literal('hour'), Type.Literal('day'), Type.Literal('week')]),
+  delivery: Type.Optional(Delivery),
 }, { additionalProperties: false })
 
 export type SavedReportDefinition = Static<typeof SavedReportBody>
 export type SavedMetric = Static<typeof Metric>
 export type SavedFilter = Static<typeof Filter>
 export type SavedBreakdown = Static<typeof Breakdown>
+export type SavedDelivery = Static<typeof Delivery>
 
 /** A saved report as stored and answered. */
 export interface SavedReport extends SavedReportDefinition {
   id: string
   createdAt: string
   updatedAt: string
+}
+
+/** The cron pattern (UTC) of a delivery's runs: src/webhooks/schedule.ts parses it, as a schedule webhook's. */
+export function deliveryCron (delivery: SavedDelivery): string {
+  const [hour, minute] = (delivery.at ?? '00:00').split(':').map(Number)
+  const weekday = delivery.every === 'week' ? String(WEEKDAYS.indexOf(delivery.weekday ?? 'monday')) : '*'
+  return `${minute} ${hour} * * ${weekday}`
 }
 
 const DAY_MS = 86_400_000
@@ -89,6 +107,7 @@ export function checkDefinition (def: SavedReportDefinition, nowMs: number): voi
   checkDimension(def.breakdown, '/breakdown')
   def.filters?.forEach((filter, i) => checkDimension(filter, `/filters/${i}`))
   const { fromMs, toMs } = rangeOf(def, nowMs)
+  if (def.delivery?.weekday !== undefined && def.delivery.every !== 'week') throw new ApiError('invalid_field', 'weekday goes only with every "week".', '/delivery/weekday')
   if (def.metric.type === 'conversion' && def.metric.from === def.metric.to) throw new ApiError('invalid_field', 'A conversion goes from one event type to another: from and to must differ.', '/metric/to')
   if (Math.ceil((toMs - fromMs) / GRANULARITY_MS[def.granularity]) > BUCKETS_MAX) {
     throw new ApiError('invalid_field', `The range holds more than ${BUCKETS_MAX} ${def.granularity}s: choose a coarser granularity or a shorter range.`, '/granularity')

@@ -102,7 +102,7 @@ interface RecordShape {
   replayedAtMs: number | null
   node?: string
   origin?: string
-  item: { id: string, occurredAtMs: number, context: ContextShape, messageId?: string, replay?: string }
+  item: { id: string, occurredAtMs: number, context: ContextShape, messageId?: string, replay?: string, body?: string }
 }
 
 interface ContextShape {
@@ -123,7 +123,7 @@ export function encodeRecord (value: object): Uint8Array {
   const context = item?.context
   const origin = record.origin
   const id = origin === undefined ? `${record.seq}.${record.webhookId}` : `${origin}:${record.seq}.${record.webhookId}`
-  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id || item.messageId !== undefined || item.replay !== undefined) {
+  if (context === undefined || context.account !== record.account || item.id !== record.id || record.id !== id || item.messageId !== undefined || item.replay !== undefined || item.body !== undefined) {
     return encoder.pack(value)
   }
   const tuple = [

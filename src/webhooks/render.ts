@@ -11,6 +11,7 @@
 // - url and header placeholders render from the first item of a batch.
 // - `beacon-replay: <replay id>` when every item is a delivery of one replay of the event log
 //   (src/jobs/replay.ts); a batch mixing live and replayed items has none: `{{replay}}` tells each.
+// - An item with a `body` of its own (a saved report's result) is sent as that body, not the payload.
 
 import { batchIdOf } from './batch-id.js'
 import type { CompiledWebhook } from './compile.js'
@@ -50,11 +51,12 @@ export function renderRequest (webhook: CompiledWebhook, items: readonly Deliver
     body = '['
     for (let i = 0; i < items.length; i++) {
       if (i > 0) body += ','
-      body += webhook.payload.render(items[i] as DeliveryItem)
+      const item = items[i] as DeliveryItem
+      body += item.body ?? webhook.payload.render(item)
     }
     body += ']'
   } else {
-    body = webhook.payload.render(first)
+    body = first.body ?? webhook.payload.render(first)
   }
   return { method: webhook.method, url, headers, body, deliveryId: batchIdOf(items) }
 }

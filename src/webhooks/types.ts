@@ -29,6 +29,11 @@ export interface DeliveryItem {
    * the `Beacon-Replay` header and readable as `{{replay}}` (docs/webhooks.md); absent on live deliveries.
    */
   replay?: string
+  /**
+   * A body made already, sent instead of the webhook's rendered payload: a saved report's result
+   * (src/delivery/schedules.ts, docs/reports.md "Delivery to a webhook"). Absent on every other delivery.
+   */
+  body?: string
 }
 
 /** What is kept of one attempt: for the dead letter and for delivery history. */

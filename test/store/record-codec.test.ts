@@ -41,6 +41,11 @@ describe('delivery record codec', () => {
     expect(encodeRecord(otherAccount).length).to.be.above(encodeRecord(record(8)).length)
   })
 
+  it('keeps the body of a record that carries one (a saved report\'s result)', () => {
+    const withBody = { ...record(9), item: { ...record(9).item, context: { account: 'acc-1' }, body: '{"id":"r-1","rows":[]}' } }
+    expect(decodeRecord(encodeRecord(withBody))).to.deep.equal(withBody)
+  })
+
   it('round-trips shapes it does not list, also site keys named like its own fields', () => {
     const odd = record(3, { account: 'x', context: { atMs: 1 }, list: [{ a: 1 }, { a: 2 }], empty: {} })
     expect(decodeRecord(encodeRecord(odd))).to.deep.equal(odd)

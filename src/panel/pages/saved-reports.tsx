@@ -21,6 +21,8 @@ interface Definition {
   filters?: Filter[]
   range: { lastDays: number } | { from: string, to: string }
   granularity: Granularity
+  /** Scheduled delivery to a webhook (docs/reports.md): set through the API; the form keeps it as it is. */
+  delivery?: Record<string, unknown>
 }
 interface SavedReport extends Definition { id: string, createdAt: string, updatedAt: string }
 interface ResultRow { bucket: string, group: string | null, value: number, started?: number, converted?: number }
@@ -49,6 +51,8 @@ interface Draft {
   filters: Array<{ by: Dimension, field: string, values: string }>
   lastDays: string
   granularity: Granularity
+  /** The saved report's delivery, sent back unchanged on save (a replacement without it would drop it). */
+  delivery?: Record<string, unknown>
 }
 
 const EMPTY: Draft = {
@@ -62,6 +66,7 @@ function definitionOf (draft: Draft): Definition {
   if (draft.metric === 'conversion') Object.assign(metric, { from: draft.from.trim(), to: draft.to.trim(), windowHours: Number(draft.windowHours) })
   const def: Definition = { name: draft.name.trim() === '' ? 'Untitled report' : draft.name.trim(), metric, range: { lastDays: Number(draft.lastDays) }, granularity: draft.granularity }
   if (draft.breakdown !== '') def.breakdown = draft.breakdown === 'field' ? { by: 'field', field: draft.breakdownField.trim() } : { by: draft.breakdown }
+  if (draft.delivery !== undefined) def.delivery = draft.delivery
   if (draft.filters.length > 0) def.filters = draft.filters.map(f => f.by === 'field' ? { by: 'field', field: f.field.trim(), values: toList(f.values) } : { by: f.by, values: toList(f.values) })
   return def
 }
@@ -74,6 +79,7 @@ function draftOf (report: SavedReport): Draft {
     filters: (report.filters ?? []).map(f => ({ by: f.by, field: f.field ?? '', values: fromList(f.values) })),
     lastDays: 'lastDays' in report.range ? String(report.range.lastDays) : String(Math.max(1, Math.round((Date.parse(report.range.to) - Date.parse(report.range.from)) / 86_400_000))),
     granularity: report.granularity,
+    ...(report.delivery === undefined ? {} : { delivery: report.delivery }),
   }
 }
 

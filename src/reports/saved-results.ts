@@ -1,0 +1,51 @@
+// A saved report's result as of now, the one thing both `GET …/saved-reports/{id}/result` and a
+// scheduled delivery of it (docs/reports.md, "Delivery to a webhook") compute: the account's columns,
+// first rid of the rows the log no longer keeps, then one pass over them (saved-query.ts).
+
+import type { Clock } from '../clock.js'
+import { ApiError } from '../errors.js'
+import type { Store } from '../store/store.js'
+import { KEY_PART_MAX } from '../store/store.js'
+import type { SavedReport } from './saved-definition.js'
+import type { SavedReportIndex } from './saved-index.js'
+import { runSavedReport, type SavedResult } from './saved-query.js'
+
+export interface SavedResultsOptions {
+  index: SavedReportIndex
+  store: Store
+  clock: Clock
+  /** BEACON_EVENT_RETENTION_DAYS in ms: an account with nothing left in the log keeps only this window. */
+  retentionMs: number
+}
+
+export class SavedResults {
+  private readonly index: SavedReportIndex
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly retentionMs: number
+
+  constructor ({ index, store, clock, retentionMs }: SavedResultsOptions) {
+    this.index = index
+    this.store = store
+    this.clock = clock
+    this.retentionMs = retentionMs
+  }
+
+  /** False while the log is still being loaded after a start. */
+  get ready (): boolean { return this.index.ready }
+
+  /** The report's result now; reports_loading (503) while the log is still being loaded after a start. */
+  of (account: string, report: SavedReport): SavedResult {
+    if (!this.index.ready) throw new ApiError('reports_loading', undefined, undefined, { 'Retry-After': '2' })
+    const columns = this.index.of(account)
+    // The log's oldest row (committed) bounds what is kept; rows appended but not committed yet are newer.
+    columns?.compact(this.oldestKeptMs(account) ?? this.clock.nowMs() - this.retentionMs)
+    return runSavedReport(report, columns, this.clock.nowMs())
+  }
+
+  /** The time of the account's oldest event in the log (what retention and the size cap left), or null when none. */
+  private oldestKeptMs (account: string): number | null {
+    const [first] = Array.from(this.store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
+    return first === undefined ? null : (first as [string, number])[1]
+  }
+}
