@@ -302,7 +302,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs, null, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
       if (!quiet) announce(actor, event.event, nowMs, event)
-      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, atMs)
+      if (eventLog !== null) eventLog(actor.account, actor.id, null, event, atMs, allSegments(state))
       persist(actor, claim, matched)
       return matched
     }
@@ -310,7 +310,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
       evaluate(actor, event, nowMs, segs, view.attributes, quiet)
       const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       if (!quiet) announce(actor, event.event, nowMs, event, view.attributes)
-      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, atMs)
+      if (eventLog !== null) eventLog(actor.account, actor.id, profileId, event, atMs, allSegments(state, view.segments))
       persist(actor, claim, matched)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))

@@ -100,7 +100,7 @@ function main (): void {
   const index = new SavedReportIndex()
   globalThis.gc?.()
   const before = process.memoryUsage()
-  const [, addMs] = time(() => { for (const e of events(EVENTS)) index.add(ACCOUNT, e.visitorId, e.profileId, { event: e.kind, ...e.fields }, e.timeMs) })
+  const [, addMs] = time(() => { for (const e of events(EVENTS)) index.add(ACCOUNT, e.visitorId, e.profileId, { event: e.kind, ...e.fields }, e.timeMs, []) })
   globalThis.gc?.()
   const after = process.memoryUsage()
   const columns = index.of(ACCOUNT) as AccountColumns

@@ -174,9 +174,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
   const appendEvent: EventAppender | null = events === null || savedIndex === null
     ? null
-    : (account, visitorId, profileId, event, nowMs) => {
-        events.append(account, visitorId, profileId, event, nowMs)
-        savedIndex.add(account, visitorId, profileId, event, nowMs)
+    : (account, visitorId, profileId, event, nowMs, segments) => {
+        events.append(account, visitorId, profileId, event, nowMs, segments)
+        savedIndex.add(account, visitorId, profileId, event, nowMs, segments)
       }
   const eventErasure: Pick<EventLog, 'forget'> | null = events === null || savedIndex === null
     ? null

@@ -22,6 +22,8 @@ export interface StoredEvent {
   profileId?: string
   kind: string
   fields: Record<string, unknown>
+  /** The segments the visitor was in once the event was applied (absent: none, or logged before they were kept). */
+  segments?: string[]
 }
 
 /** One logged event as the admin API and exports show it. */
@@ -33,6 +35,8 @@ export interface LoggedEvent {
   profileId?: string
   kind: string
   fields: Record<string, unknown>
+  /** The segments the visitor was in once the event was applied (absent: none, or logged before they were kept). */
+  segments?: string[]
 }
 
 /** A read of one account's log: the time range [fromMs, toMs) and optional filters. */
@@ -44,8 +48,11 @@ export interface EventQuery {
   kind: string | null
 }
 
-/** Appends an accepted event (the visitor actor calls it in the event turn of its state write). */
-export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number) => void
+/**
+ * Appends an accepted event (the visitor actor calls it in the event turn of its state write), with the
+ * segments the visitor is in once it is applied (computed and manual, its profile's too when linked).
+ */
+export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[]) => void
 
 /** Events per page of the admin read (default and most). */
 export const EVENT_PAGE_DEFAULT = 100
@@ -93,10 +100,12 @@ export class EventLog {
   }
 
   /** For the visitor actor: bound once, so the hot path makes no closure. */
-  readonly append: EventAppender = (account, visitorId, profileId, event, nowMs) => {
+  readonly append: EventAppender = (account, visitorId, profileId, event, nowMs, segments) => {
     // The token (browsers may send one) is never kept; account, visitor, profile and kind are columns.
     const { token: _token, account: _account, visitorId: _visitor, profileId: _profile, event: kind, ...fields } = event
     const value: StoredEvent = profileId === null ? { visitorId, kind: kind as string, fields } : { visitorId, profileId, kind: kind as string, fields }
+    // Only when the visitor is in some segment: a row of a visitor in none stays as small as before.
+    if (segments.length > 0) value.segments = segments.slice()
     // Its failure is the transaction's, reported through the state write it travels with.
     this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
   }
@@ -290,6 +299,7 @@ function matches (stored: StoredEvent, query: EventQuery): boolean {
 function view (key: EventKey, stored: StoredEvent): LoggedEvent {
   const event: LoggedEvent = { id: `${key[1]}-${key[2]}`, time: new Date(key[1]).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
   if (stored.profileId !== undefined) event.profileId = stored.profileId
+  if (stored.segments !== undefined) event.segments = stored.segments
   return event
 }
 

@@ -33,7 +33,7 @@ describe('saved reports: the log loads in the background after a start', functio
     const store = new Store({ path: dataDir, durability: 'committed' })
     const log = new EventLog(store, { retentionMs: 30 * 86_400_000, sizeMaxBytes: 0 })
     store.events.transactionSync(() => {
-      for (let i = 0; i < SEEDED; i++) log.append(tenant.account, `seed-${i % SEEDED_VISITORS}`, null, { event: 'pageView', platform: 'web' }, startMs + Math.floor(i / 200))
+      for (let i = 0; i < SEEDED; i++) log.append(tenant.account, `seed-${i % SEEDED_VISITORS}`, null, { event: 'pageView', platform: 'web' }, startMs + Math.floor(i / 200), [])
     })
     await store.close()
 
