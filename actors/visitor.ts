@@ -315,17 +315,21 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
     if (profileId === null) {
       // The hot path: synchronous from here to the write. Impressions are state too: match, then write.
       evaluate(actor, event, nowMs, segs, null, quiet)
-      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, allSegments(state), nowMs, experiments, actor.account, actor.id)
+      // The segments once this event is applied: what campaigns see, and what the log keeps with it.
+      const inSegments = allSegments(state)
+      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, state.attributes, inSegments, nowMs, experiments, actor.account, actor.id)
       if (!quiet) announce(actor, event.event, nowMs, event)
-      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, null, event, atMs, claim === null ? null : claim.key)
+      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, null, event, atMs, inSegments, claim === null ? null : claim.key)
       persist(actor, claim, matched, logged)
       return matched
     }
     return syncProfile(actor, profileId, event, nowMs, segs, quiet).then(view => {
       evaluate(actor, event, nowMs, segs, view.attributes, quiet)
-      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, [...allSegments(state), ...view.segments], nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
+      // The device's segments and its profile's, once this event is applied (campaigns see both; the log keeps them).
+      const inSegments = allSegments(state, view.segments)
+      const matched = set === null || held ? NO_CAMPAIGNS : matchCampaigns(set, event, state, { ...state.attributes, ...view.attributes }, inSegments, nowMs, experiments, actor.account, actor.id, view.assignments ?? null)
       if (!quiet) announce(actor, event.event, nowMs, event, view.attributes)
-      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, profileId, event, atMs, claim === null ? null : claim.key)
+      const logged = eventLog === null ? undefined : eventLog(actor.account, actor.id, profileId, event, atMs, inSegments, claim === null ? null : claim.key)
       persist(actor, claim, matched, logged)
       return matched
     }, (error: unknown) => failAfterChange(actor, event, nowMs, segs, error))

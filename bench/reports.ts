@@ -27,9 +27,11 @@ const START_MS = END_MS - DAYS * DAY_MS
 const ACCOUNT = 'bench'
 const PLATFORMS = ['web', 'ios', 'android']
 const DEVICES = ['desktop', 'mobile', 'tablet']
+/** The segments a visitor is in: none for half of them, one to three of these for the others (by the visitor's number / 1000: its low bits repeat). */
+const SEGMENT_SETS: readonly string[][] = [[], ['returning'], [], ['returning', 'high-value'], [], ['newsletter'], [], ['returning', 'newsletter', 'cart-abandoners']]
 
-/** A deterministic stream of typical events: kinds, platforms, paths, a quarter with a profile. */
-function * events (count: number): Generator<{ timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown> }> {
+/** A deterministic stream of typical events: kinds, platforms, paths, a quarter with a profile, half in segments. */
+function * events (count: number): Generator<{ timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: string[] }> {
   const visitors = Array.from({ length: VISITORS }, () => randomUUID())
   let seed = 42
   const next = (): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed }
@@ -48,7 +50,7 @@ function * events (count: number): Generator<{ timeMs: number, visitorId: string
       fields.campaignId = `c-${next() % 20}`
       fields.variant = next() % 2 === 0 ? 'a' : 'b'
     }
-    yield { timeMs: START_MS + Math.floor(i * stepMs), visitorId: visitors[v]!, profileId: v % 4 === 0 ? `person-${v}` : null, kind, fields }
+    yield { timeMs: START_MS + Math.floor(i * stepMs), visitorId: visitors[v]!, profileId: v % 4 === 0 ? `person-${v}` : null, kind, fields, segments: SEGMENT_SETS[Math.floor(v / 1000) % SEGMENT_SETS.length]! }
   }
 }
 
@@ -62,6 +64,8 @@ const REPORTS: Array<[string, Omit<SavedReportDefinition, 'name' | 'range'> & { 
   ['unique profiles per day by kind', { metric: { type: 'uniqueProfiles' }, breakdown: { by: 'kind' }, granularity: 'day' }],
   ['sum of orderTotal per day by device', { metric: { type: 'sum', field: 'orderTotal' }, breakdown: { by: 'device' }, granularity: 'day' }],
   ['events per day by sku (custom field), productView', { metric: { type: 'events' }, breakdown: { by: 'field', field: 'sku' }, filters: [{ by: 'kind', values: ['productView'] }], granularity: 'day' }],
+  ['events per day by segment (an event in each of its 0 to 3)', { metric: { type: 'events' }, breakdown: { by: 'segment' }, granularity: 'day' }],
+  ['unique visitors per day by segment, purchase only', { metric: { type: 'uniqueVisitors' }, breakdown: { by: 'segment' }, filters: [{ by: 'kind', values: ['purchase'] }], granularity: 'day' }],
   ['conversion productView → purchase in 24 h, by platform', { metric: { type: 'conversion', from: 'productView', to: 'purchase', windowHours: 24 }, breakdown: { by: 'platform' }, granularity: 'day' }],
 ]
 
@@ -84,6 +88,7 @@ function main (): void {
   root.transactionSync(() => {
     for (const e of events(LMDB_EVENTS)) {
       const value: StoredEvent = e.profileId === null ? { visitorId: e.visitorId, kind: e.kind, fields: e.fields } : { visitorId: e.visitorId, profileId: e.profileId, kind: e.kind, fields: e.fields }
+      if (e.segments.length > 0) value.segments = e.segments
       writes.push(db.put([ACCOUNT, e.timeMs, ++seq], value))
     }
   })
@@ -100,7 +105,7 @@ function main (): void {
   const index = new SavedReportIndex()
   globalThis.gc?.()
   const before = process.memoryUsage()
-  const [, addMs] = time(() => { for (const e of events(EVENTS)) index.add(ACCOUNT, e.visitorId, e.profileId, { event: e.kind, ...e.fields }, e.timeMs) })
+  const [, addMs] = time(() => { for (const e of events(EVENTS)) index.add(ACCOUNT, e.visitorId, e.profileId, { event: e.kind, ...e.fields }, e.timeMs, e.segments) })
   globalThis.gc?.()
   const after = process.memoryUsage()
   const columns = index.of(ACCOUNT) as AccountColumns

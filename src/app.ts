@@ -180,12 +180,12 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const savedResults = savedIndex === null ? null : new SavedResults({ index: savedIndex, store, clock, retentionMs: config.eventRetentionDays * 86_400_000 })
   const clusterEvents = cluster?.events ?? null
   const appendEvent: EventAppender | null = clusterEvents !== null
-    ? (account, visitorId, profileId, event, nowMs, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, dedupeKey)
+    ? (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
     : localEvents === null || savedIndex === null
       ? null
-      : (account, visitorId, profileId, event, nowMs, dedupeKey) => {
-          localEvents.append(account, visitorId, profileId, event, nowMs, dedupeKey)
-          savedIndex.add(account, visitorId, profileId, event, nowMs)
+      : (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => {
+          localEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
+          savedIndex.add(account, visitorId, profileId, event, nowMs, segments)
         }
   const eventErasure: Pick<EventStore, 'forget'> | null = clusterEvents !== null
     ? clusterEvents

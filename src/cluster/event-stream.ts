@@ -72,6 +72,8 @@ interface StoredPayload {
   profileId?: string
   kind: string
   fields: Record<string, unknown>
+  /** The segments the visitor was in once the event was applied (absent: none). */
+  segments?: string[]
 }
 
 interface Read { seq: number, timeMs: number, stored: StoredPayload }
@@ -130,10 +132,11 @@ export class EventStream implements EventStore {
   }
 
   /** Publishes the event; resolves once the stream's quorum stored it (the actor's reply waits for it). */
-  append (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, dedupeKey: string | null = null): Promise<void> {
+  append (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[], dedupeKey: string | null = null): Promise<void> {
     const { kind, fields } = eventColumns(event)
     const payload: StoredPayload = { time: new Date(nowMs).toISOString(), visitorId, kind, fields }
     if (profileId !== null) payload.profileId = profileId
+    if (segments.length > 0) payload.segments = segments.slice()
     const h = headers()
     h.set('Nats-Msg-Id', dedupeKey === null ? `${this.instance}-${++this.messageIds}` : `${account}.${visitorId}.${dedupeKey}`)
     return this.publish(this.subject(account, visitorId, profileId), textEncoder.encode(JSON.stringify(payload)), h)
@@ -285,6 +288,7 @@ function matches (one: Read, query: EventQuery): boolean {
 function view ({ seq, stored }: Read): LoggedEvent {
   const event: LoggedEvent = { id: `${Date.parse(stored.time)}-${seq}`, time: stored.time, visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
   if (stored.profileId !== undefined) event.profileId = stored.profileId
+  if (stored.segments !== undefined) event.segments = stored.segments
   return event
 }
 

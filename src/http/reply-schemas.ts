@@ -396,6 +396,7 @@ export const LoggedEvent = Type.Object({
   profileId: Type.Optional(Type.String({ description: 'The profile the visitor was linked to when the event was applied.' })),
   kind: Type.String({ description: 'The event type.' }),
   fields: Type.Record(Type.String(), Type.Unknown(), { description: 'Every other field the event carried (never its token).' }),
+  segments: Type.Optional(Type.Array(Type.String(), { description: 'The segments the visitor was in once the event was applied (absent: none, or logged before segments were kept).' })),
 })
 export const EventLogPage = Type.Object({ events: Type.Array(LoggedEvent), next: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next (older) page; null: the range is done.' }) })
 export const AuditPage = Type.Object({ entries: Type.Array(AuditEntry), next: Type.Union([Type.String(), Type.Null()]) })

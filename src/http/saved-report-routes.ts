@@ -45,6 +45,7 @@ const SavedResultAnswer = Type.Object({
   rows: Type.Array(ResultRow),
   totals: Type.Array(Type.Object({ group: Type.Union([Type.String(), Type.Null()]), value: Type.Number(), started: Type.Optional(Type.Integer()), converted: Type.Optional(Type.Integer()) })),
   groupsOmitted: Type.Integer(), eventsRead: Type.Integer(),
+  groupsOverlap: Type.Boolean({ description: 'True for a breakdown by segment: an event counts in each segment the visitor was in, so the groups add up to more than the whole.' }),
 }, { description: 'A saved report\'s result: one row per bucket (and group), then the totals over the range.' })
 const Deleted = Type.Object({ id: Type.String(), deleted: Type.Boolean() })
 

@@ -5,8 +5,11 @@ import Type, { type Static } from 'typebox'
 import { ApiError } from '../errors.js'
 import { NAME_PATTERN } from '../patterns.js'
 
-/** What a breakdown or a filter can read: a column every event has, or a custom field (`field`). */
-export const DIMENSIONS = ['kind', 'campaign', 'variant', 'platform', 'device', 'path', 'field'] as const
+/**
+ * What a breakdown or a filter can read: a column every event has, the segments the visitor was in at
+ * the event (`segment`: several per event), or a custom field (`field`).
+ */
+export const DIMENSIONS = ['kind', 'campaign', 'variant', 'segment', 'platform', 'device', 'path', 'field'] as const
 export type Dimension = typeof DIMENSIONS[number]
 export const SAVED_GRANULARITIES = ['hour', 'day', 'week'] as const
 export type SavedGranularity = typeof SAVED_GRANULARITIES[number]
@@ -41,7 +44,7 @@ export const Metric = Type.Union([
 ], { description: 'What is counted.' })
 
 const DimensionSchema = Type.Union([
-  Type.Literal('kind'), Type.Literal('campaign'), Type.Literal('variant'), Type.Literal('platform'), Type.Literal('device'), Type.Literal('path'), Type.Literal('field'),
+  Type.Literal('kind'), Type.Literal('campaign'), Type.Literal('variant'), Type.Literal('segment'), Type.Literal('platform'), Type.Literal('device'), Type.Literal('path'), Type.Literal('field'),
 ])
 
 export const Breakdown = Type.Object({

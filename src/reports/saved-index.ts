@@ -99,11 +99,17 @@ export class AccountColumns {
   /** 1: in the log; 0: erased (dropped at the next compaction). */
   alive = new Uint8Array(CAPACITY_MIN)
   dimensions: Int32Array[] = DIMENSION_FIELDS.map(() => new Int32Array(CAPACITY_MIN))
+  /** The segments the visitor was in at the event: a number in `segmentSets` (NONE: none, or a row logged before they were kept). */
+  segmentSet = new Int32Array(CAPACITY_MIN)
   readonly visitors = new Dictionary()
   readonly profiles = new Dictionary()
   readonly kinds = new Dictionary()
   readonly dimensionValues: Dictionary[] = DIMENSION_FIELDS.map(() => new Dictionary())
   readonly fields = new Map<string, SparseField>()
+  /** Each segment's name once, and each combination of segments seen (its members' numbers in `segmentNames`). */
+  readonly segmentNames = new Dictionary()
+  readonly segmentSets = new Dictionary()
+  readonly segmentSetMembers: Int32Array[] = []
   /** Rows marked dead by erasures since the last compaction. */
   dead = 0
   /**
@@ -112,7 +118,7 @@ export class AccountColumns {
    */
   ordered = true
 
-  add (timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>): void {
+  add (timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: readonly string[] | undefined): void {
     if (this.n === this.timeMs.length) this.grow(this.n * 2)
     const row = this.n++
     if (row > 0 && timeMs < this.timeMs[row - 1]!) this.ordered = false
@@ -125,6 +131,7 @@ export class AccountColumns {
       const value = fields[DIMENSION_FIELDS[d]!]
       this.dimensions[d]![row] = typeof value === 'string' ? this.dimensionValues[d]!.idOf(value) : NONE
     }
+    this.segmentSet[row] = segments === undefined || segments.length === 0 ? NONE : this.segmentSetOf(segments)
     for (const name in fields) {
       if (NOT_FIELDS.has(name)) continue
       const value = fields[name]
@@ -133,6 +140,14 @@ export class AccountColumns {
       if (field === undefined) this.fields.set(name, field = new SparseField())
       field.push(row, value)
     }
+  }
+
+  /** The number of this combination of segments (segment names hold no newline: NAME_PATTERN). */
+  private segmentSetOf (segments: readonly string[]): number {
+    const key = segments.length === 1 ? segments[0]! : segments.join('\n')
+    const id = this.segmentSets.idOf(key)
+    if (id === this.segmentSetMembers.length) this.segmentSetMembers.push(Int32Array.from(segments, name => this.segmentNames.idOf(name)))
+    return id
   }
 
   /** Mark dead the rows of these visitors and of devices linked to these profiles (an erasure). */
@@ -173,6 +188,7 @@ export class AccountColumns {
       this.kind[to] = this.kind[row]!
       this.alive[to] = 1
       for (const column of this.dimensions) column[to] = column[row]!
+      this.segmentSet[to] = this.segmentSet[row]!
     }
     for (const field of this.fields.values()) {
       let at = 0
@@ -201,12 +217,13 @@ export class AccountColumns {
     this.kind = resized(this.kind, capacity)
     this.alive = resized(this.alive, capacity)
     this.dimensions = this.dimensions.map(column => resized(column, capacity))
+    this.segmentSet = resized(this.segmentSet, capacity)
   }
 }
 
 /** What happened to an account while the load had not finished it: replayed in order after its rows. */
 type Queued =
-  | { add: true, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown> }
+  | { add: true, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: string[] }
   | { add: false, visitors: ReadonlySet<string>, profiles: ReadonlySet<string> }
 
 /** Where the load stands: where the next turn starts, and what it waits to replay. */
@@ -275,7 +292,7 @@ export class SavedReportIndex {
         loading.next = [account, timeMs, seq + 1]
         if (seq > loading.upToSeq) continue
         const stored = value as StoredEvent
-        this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields)
+        this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields, stored.segments)
         loading.read++
       }
       if (skipped) continue
@@ -296,10 +313,10 @@ export class SavedReportIndex {
   }
 
   /** An event just appended to the log (the visitor actor's event turn). */
-  add (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number): void {
+  add (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[]): void {
     const queue = this.queueOf(account)
-    if (queue !== null) queue.push({ add: true, timeMs: nowMs, visitorId, profileId, kind: event.event as string, fields: { ...event } })
-    else this.columns(account).add(nowMs, visitorId, profileId, event.event as string, event)
+    if (queue !== null) queue.push({ add: true, timeMs: nowMs, visitorId, profileId, kind: event.event as string, fields: { ...event }, segments: segments.slice() })
+    else this.columns(account).add(nowMs, visitorId, profileId, event.event as string, event, segments)
   }
 
   forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): void {
@@ -347,7 +364,7 @@ export class SavedReportIndex {
     if (queue === undefined) return
     this.loading!.queued.delete(account)
     for (const op of queue) {
-      if (op.add) this.columns(account).add(op.timeMs, op.visitorId, op.profileId, op.kind, op.fields)
+      if (op.add) this.columns(account).add(op.timeMs, op.visitorId, op.profileId, op.kind, op.fields, op.segments)
       else this.accounts.get(account)?.forget(op.visitors, op.profiles)
     }
   }

@@ -35,6 +35,11 @@ export interface SavedResult {
   totals: SavedResultTotal[]
   /** Groups beyond the GROUPS_MAX largest, left out. */
   groupsOmitted: number
+  /**
+   * Whether one event may count in several groups (a breakdown by segment: each segment the visitor was
+   * in): the groups' values then add up to more than the metric's value over all events.
+   */
+  groupsOverlap: boolean
   /** Events of the range that passed the filters. */
   eventsRead: number
 }
@@ -50,19 +55,35 @@ export function savedBucketStart (timeMs: number, granularity: SavedGranularity)
   return Math.floor((timeMs - origin) / step) * step + origin
 }
 
-/** Reads one dimension of a row as a group number in its own list of names (NONE: the row has none). */
+const NO_GROUPS: readonly number[] = []
+
+/**
+ * Reads one dimension of a row as group numbers in its own list of names: one group for a dimension an
+ * event has one value of, each of its segments for `segment` (none: the row has no value).
+ */
 class GroupReader {
   readonly names: (string | null)[] = []
   private readonly byName = new Map<string, number>()
+  /** Each group as a list of itself: what `groups` answers for a one-valued dimension. */
+  private readonly lists: number[][] = []
   private readonly column: Int32Array | null
   private readonly values: readonly string[]
   private readonly cached: Int32Array
   private readonly sparse: SparseField | null
+  /** By segment: each row's combination of segments, each combination's members, and its groups once read. */
+  private readonly sets: Int32Array | null = null
+  private readonly setMembers: readonly Int32Array[] = []
+  private readonly setGroups: Array<readonly number[] | undefined> = []
   private at = 0
 
   constructor (columns: AccountColumns, by: SavedFilter['by'], field: string | undefined) {
     this.sparse = null
-    if (by === 'kind') {
+    if (by === 'segment') {
+      this.column = null
+      this.sets = columns.segmentSet
+      this.setMembers = columns.segmentSetMembers
+      this.values = columns.segmentNames.values
+    } else if (by === 'kind') {
       this.column = columns.kind
       this.values = columns.kinds.values
     } else {
@@ -83,8 +104,22 @@ class GroupReader {
     this.cached = new Int32Array(this.values.length).fill(-2)
   }
 
-  /** The row's group; rows must be asked in ascending order (a custom field is read by a cursor). */
-  read (row: number): number {
+  /** The row's groups (empty: it has no value); rows must be asked in ascending order (a custom field is read by a cursor). */
+  groups (row: number): readonly number[] {
+    const sets = this.sets
+    if (sets !== null) {
+      const set = sets[row]!
+      if (set === NONE) return NO_GROUPS
+      return (this.setGroups[set] ??= Array.from(this.setMembers[set]!, id => this.ofValue(id)))
+    }
+    const g = this.read(row)
+    return g === NONE ? NO_GROUPS : this.lists[g]!
+  }
+
+  /** The group of rows without a value. */
+  none (): readonly number[] { return this.lists[this.named(NULL_GROUP)]! }
+
+  private read (row: number): number {
     if (this.column !== null) return this.ofValue(this.column[row]!)
     const sparse = this.sparse
     if (sparse === null) return NONE
@@ -101,11 +136,12 @@ class GroupReader {
     return (this.cached[id] = this.named(this.values[id]!))
   }
 
-  named (name: string): number {
+  private named (name: string): number {
     let id = this.byName.get(name)
     if (id === undefined) {
       id = this.names.length
       this.names.push(name)
+      this.lists.push([id])
       this.byName.set(name, id)
     }
     return id
@@ -134,12 +170,16 @@ class FilterCheck {
     this.allowed = new Set(filter.values)
   }
 
+  /** Whether one of the row's values is allowed (by segment: one of the segments the visitor was in). */
   passes (row: number): boolean {
-    const group = this.reader.read(row)
-    if (group === NONE) return false
-    let verdict = this.verdicts[group]
-    if (verdict === undefined) verdict = this.verdicts[group] = this.allowed.has(this.reader.names[group]!)
-    return verdict
+    const groups = this.reader.groups(row)
+    for (let i = 0; i < groups.length; i++) {
+      const group = groups[i]!
+      let verdict = this.verdicts[group]
+      if (verdict === undefined) verdict = this.verdicts[group] = this.allowed.has(this.reader.names[group]!)
+      if (verdict) return true
+    }
+    return false
   }
 }
 
@@ -230,11 +270,12 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
     const toKind = metric.type === 'conversion' ? columns.kinds.find(metric.to) : NONE
     const windowMs = metric.type === 'conversion' ? metric.windowHours * 3_600_000 : 0
     const startedAt = metric.type === 'conversion' ? new Float64Array(columns.visitors.size).fill(Number.NaN) : null
-    const startGroup = metric.type === 'conversion' ? new Int32Array(columns.visitors.size) : null
+    const startGroups: Array<readonly number[]> | null = metric.type === 'conversion' ? new Array(columns.visitors.size) : null
     const startBucket = metric.type === 'conversion' ? new Int32Array(columns.visitors.size) : null
     const converted = metric.type === 'conversion' ? new Uint8Array(columns.visitors.size) : null
     const { timeMs, alive, kind, visitor } = columns
     const filterCount = filters.length
+    const noBreakdown: readonly number[] = [0]
 
     for (let row = 0; row < columns.n; row++) {
       if (alive[row] === 0) continue
@@ -243,10 +284,11 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
       let f = 0
       while (f < filterCount && filters[f]!.passes(row)) f++
       if (f < filterCount) continue
-      let g = 0
+      // The row's groups: one, but one per segment the visitor was in by segment.
+      let gs = noBreakdown
       if (group !== null) {
-        g = group.read(row)
-        if (g === NONE) g = group.named(NULL_GROUP)
+        gs = group.groups(row)
+        if (gs.length === 0) gs = group.none()
       }
       const b = Math.floor((t - firstBucketMs) / step)
       eventsRead++
@@ -255,33 +297,40 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
         const v = visitor[row]!
         if (k === fromKind && Number.isNaN(startedAt[v]!)) {
           startedAt[v] = t
-          startGroup![v] = g
+          startGroups![v] = gs
           startBucket![v] = b
-          const cells = cellsOf(g)
-          cells.started[b]!++
-          cells.total.started++
+          for (let i = 0; i < gs.length; i++) {
+            const cells = cellsOf(gs[i]!)
+            cells.started[b]!++
+            cells.total.started++
+          }
         } else if (k === toKind && converted![v] === 0 && t >= startedAt[v]! && t - startedAt[v]! <= windowMs) {
           converted![v] = 1
-          const cells = cellsOf(startGroup![v]!)
-          cells.converted[startBucket![v]!]!++
-          cells.total.converted++
+          const started = startGroups![v]!
+          for (let i = 0; i < started.length; i++) {
+            const cells = cellsOf(started[i]!)
+            cells.converted[startBucket![v]!]!++
+            cells.total.converted++
+          }
         }
         continue
       }
       if (distinct !== null) {
         const who = distinct[row]!
-        if (who !== NONE) cellsOf(g).person(who, b)
+        if (who !== NONE) for (let i = 0; i < gs.length; i++) cellsOf(gs[i]!).person(who, b)
         continue
       }
-      const cells = cellsOf(g)
-      if (value !== null) {
-        const x = value.read(row)
-        if (Number.isNaN(x)) continue
-        cells.sum[b]! += x
-        cells.total.sum += x
+      const x = value === null ? 0 : value.read(row)
+      if (Number.isNaN(x)) continue
+      for (let i = 0; i < gs.length; i++) {
+        const cells = cellsOf(gs[i]!)
+        if (value !== null) {
+          cells.sum[b]! += x
+          cells.total.sum += x
+        }
+        cells.count[b]!++
+        cells.total.count++
       }
-      cells.count[b]!++
-      cells.total.count++
     }
     if (group !== null) groupNames = group.names.map(name => name === NULL_GROUP ? null : name)
   }
@@ -327,6 +376,7 @@ export function runSavedReport (report: SavedReport, columns: AccountColumns | u
       return total
     }),
     groupsOmitted: report.breakdown === undefined ? 0 : Math.max(0, ranked.length - GROUPS_MAX),
+    groupsOverlap: report.breakdown?.by === 'segment',
     eventsRead,
   }
 }

@@ -22,6 +22,8 @@ export interface StoredEvent {
   profileId?: string
   kind: string
   fields: Record<string, unknown>
+  /** The segments the visitor was in once the event was applied (absent: none, or logged before they were kept). */
+  segments?: string[]
 }
 
 /** One logged event as the admin API and exports show it. */
@@ -33,6 +35,8 @@ export interface LoggedEvent {
   profileId?: string
   kind: string
   fields: Record<string, unknown>
+  /** The segments the visitor was in once the event was applied (absent: none, or logged before they were kept). */
+  segments?: string[]
 }
 
 /** A read of one account's log: the time range [fromMs, toMs) and optional filters. */
@@ -45,11 +49,12 @@ export interface EventQuery {
 }
 
 /**
- * Appends an accepted event (the visitor actor calls it in the event turn of its state write).
+ * Appends an accepted event (the visitor actor calls it in the event turn of its state write), with the
+ * segments the visitor is in once it is applied (computed and manual, its profile's too when linked).
  * `dedupeKey`: the request's Idempotency-Key, if any. A promise (cluster mode: the stream's
  * acknowledgement) is waited for by the actor's reply, as its state write is.
  */
-export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, dedupeKey?: string | null) => void | Promise<void>
+export type EventAppender = (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[], dedupeKey?: string | null) => void | Promise<void>
 
 /**
  * A retained event log as the admin routes and erasure use it: this folder's (EventLog, embedded mode)
@@ -113,9 +118,11 @@ export class EventLog implements EventStore {
   }
 
   /** For the visitor actor: bound once, so the hot path makes no closure. */
-  readonly append: EventAppender = (account, visitorId, profileId, event, nowMs) => {
+  readonly append: EventAppender = (account, visitorId, profileId, event, nowMs, segments) => {
     const { kind, fields } = eventColumns(event)
     const value: StoredEvent = profileId === null ? { visitorId, kind, fields } : { visitorId, profileId, kind, fields }
+    // Only when the visitor is in some segment: a row of a visitor in none stays as small as before.
+    if (segments.length > 0) value.segments = segments.slice()
     // Its failure is the transaction's, reported through the state write it travels with.
     this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
   }
@@ -309,6 +316,7 @@ function matches (stored: StoredEvent, query: EventQuery): boolean {
 function view (key: EventKey, stored: StoredEvent): LoggedEvent {
   const event: LoggedEvent = { id: `${key[1]}-${key[2]}`, time: new Date(key[1]).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
   if (stored.profileId !== undefined) event.profileId = stored.profileId
+  if (stored.segments !== undefined) event.segments = stored.segments
   return event
 }
 

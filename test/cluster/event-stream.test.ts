@@ -62,9 +62,9 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     const events = await open('c2')
     const account = randomUUID()
     const visitor = randomUUID()
-    await events.append(account, visitor, null, { event: 'pageView', token: 'secret', path: '/a' }, Date.UTC(2026, 10, 1), 'key-1')
-    await events.append(account, visitor, null, { event: 'pageView', token: 'secret', path: '/a' }, Date.UTC(2026, 10, 1), 'key-1')
-    await events.append(account, visitor, 'p.1@example.com', { event: 'purchase', total: 5 }, Date.UTC(2026, 10, 2), null)
+    await events.append(account, visitor, null, { event: 'pageView', token: 'secret', path: '/a' }, Date.UTC(2026, 10, 1), [], 'key-1')
+    await events.append(account, visitor, null, { event: 'pageView', token: 'secret', path: '/a' }, Date.UTC(2026, 10, 1), [], 'key-1')
+    await events.append(account, visitor, 'p.1@example.com', { event: 'purchase', total: 5 }, Date.UTC(2026, 10, 2), ['vip', 'buyers'], null)
     // What a downstream consumer reads from the stream (core NATS subscribers see retries too).
     const jsm = await jetstreamManager(nc)
     const info = await jsm.streams.info(eventStreamName('c2'), { subjects_filter: `beacon.events.c2.${account}.>` })
@@ -77,10 +77,11 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     }
     expect(bodies).to.deep.equal([
       { time: '2026-11-01T00:00:00.000Z', visitorId: visitor, kind: 'pageView', fields: { path: '/a' } },
-      { time: '2026-11-02T00:00:00.000Z', visitorId: visitor, profileId: 'p.1@example.com', kind: 'purchase', fields: { total: 5 } },
+      { time: '2026-11-02T00:00:00.000Z', visitorId: visitor, profileId: 'p.1@example.com', kind: 'purchase', fields: { total: 5 }, segments: ['vip', 'buyers'] },
     ])
     const page = await events.page(account, ALL, 10, null)
     expect(page.events.map(e => e.kind)).to.deep.equal(['purchase', 'pageView'])
+    expect(page.events[0]!.segments).to.deep.equal(['vip', 'buyers'])
     expect(page.next).to.equal(null)
     events.close()
   })
@@ -94,8 +95,8 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     const writes: Promise<void>[] = []
     for (let i = 0; i < total; i++) {
       const visitor = visitors[i % 2]!
-      writes.push(events.append(account, visitor, i % 2 === 0 ? 'p-even' : null, { event: i % 3 === 0 ? 'purchase' : 'pageView', n: i }, 1_000_000 + i))
-      writes.push(events.append(other, randomUUID(), null, { event: 'pageView', n: i }, 1_000_000 + i))
+      writes.push(events.append(account, visitor, i % 2 === 0 ? 'p-even' : null, { event: i % 3 === 0 ? 'purchase' : 'pageView', n: i }, 1_000_000 + i, []))
+      writes.push(events.append(other, randomUUID(), null, { event: 'pageView', n: i }, 1_000_000 + i, []))
       if (writes.length >= 200) await Promise.all(writes.splice(0))
     }
     await Promise.all(writes)
@@ -120,11 +121,11 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     const account = randomUUID()
     const [gone, linked, kept] = [randomUUID(), randomUUID(), randomUUID()]
     await Promise.all([
-      events.append(account, gone, null, { event: 'pageView' }, 1000),
-      events.append(account, gone, 'person', { event: 'purchase' }, 1001),
-      events.append(account, linked, 'person', { event: 'purchase' }, 1002),
-      events.append(account, linked, null, { event: 'pageView' }, 1003),
-      events.append(account, kept, 'someone else', { event: 'pageView' }, 1004),
+      events.append(account, gone, null, { event: 'pageView' }, 1000, []),
+      events.append(account, gone, 'person', { event: 'purchase' }, 1001, []),
+      events.append(account, linked, 'person', { event: 'purchase' }, 1002, []),
+      events.append(account, linked, null, { event: 'pageView' }, 1003, []),
+      events.append(account, kept, 'someone else', { event: 'pageView' }, 1004, []),
     ])
     expect(await events.forget(account, new Set([gone]), new Set(['person']))).to.equal(3)
     const left = await allPages(events, account, ALL, 100)
@@ -137,7 +138,7 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     const account = randomUUID()
     const padding = 'x'.repeat(500)
     for (let i = 0; i < 400; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, (_, j) => events.append(account, randomUUID(), null, { event: 'pageView', n: i + j, padding }, 1000 + i + j)))
+      await Promise.all(Array.from({ length: 50 }, (_, j) => events.append(account, randomUUID(), null, { event: 'pageView', n: i + j, padding }, 1000 + i + j, [])))
     }
     const left = await allPages(events, account, ALL, 1000)
     expect(left.length).to.be.above(0).and.below(400)

@@ -236,7 +236,7 @@ describe('the retained event log', () => {
     const total = EVENT_SCAN_MAX + 5000
     const visitor = visitorId()
     const padding = 'p'.repeat(200)
-    for (let i = 0; i < total; i++) log.append(tenant.account, visitor, null, { event: 'pageView', platform: 'web', path: `/${i}`, padding }, beacon.clock.ms + i)
+    for (let i = 0; i < total; i++) log.append(tenant.account, visitor, null, { event: 'pageView', platform: 'web', path: `/${i}`, padding }, beacon.clock.ms + i, [])
     await beacon.beacon.store.events.committed
     const url = `${beacon.url}/admin/accounts/${tenant.account}/events/export`
     const headers = { authorization: 'Bearer test-admin-key-0123456789' }

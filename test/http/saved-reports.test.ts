@@ -34,7 +34,7 @@ describe('saved reports', () => {
     const start = Math.floor(beacon.clock.ms / DAY_MS) * DAY_MS
     return { from: new Date(start).toISOString(), to: new Date(start + count * DAY_MS).toISOString() }
   }
-  const preview = async (definition: Record<string, unknown>): Promise<{ rows: Row[], totals: Row[], eventsRead: number, groupsOmitted: number }> => {
+  const preview = async (definition: Record<string, unknown>): Promise<{ rows: Row[], totals: Row[], eventsRead: number, groupsOmitted: number, groupsOverlap: boolean }> => {
     const res = await admin(beacon.url, 'POST', `${base}-preview`, { name: 'preview', range: days(1), granularity: 'day', ...definition })
     expect(res.status, JSON.stringify(res.body)).to.equal(200)
     return res.body
@@ -161,6 +161,50 @@ describe('saved reports', () => {
       // Filters combine: every filter must pass, any value of each.
       expect(await totals({ metric: count, filters: [{ by: 'field', field: 'plan', values: ['gold', 'free'] }, { by: 'device', values: ['mobile'] }] })).to.deep.equal({ null: 2 })
       expect(await totals({ metric: count, filters: [{ by: 'kind', values: ['noSuchKind'] }] })).to.deep.equal({ null: 0 })
+    })
+
+    it('breaks down and filters by the segments the visitor was in at each event: one event in two segments counts in both', async () => {
+      const segment = (name: string, body: Record<string, unknown>) => admin(beacon.url, 'PUT', `/admin/accounts/${tenant.account}/segments/${name}`, body)
+      expect((await segment('viewer', { rule: { fact: 'count', event: 'productView', op: 'gte', value: 1 } })).status).to.equal(200)
+      expect((await segment('vip', {})).status).to.equal(200)
+      expect((await segment('member', {})).status).to.equal(200)
+      const assign = async (who: Record<string, string>, change: Record<string, string[]>): Promise<void> => {
+        const path = 'visitorId' in who ? '/visitors/segments' : '/profiles/segments'
+        const res = await post(beacon.url, path, { account: tenant.account, token: tenant.token, ...who, ...change })
+        expect(res.status, JSON.stringify(res.body)).to.equal(200)
+      }
+      const [a, b, c] = [visitorId(), visitorId(), visitorId()]
+      await send(a) // in no segment: (none)
+      await send(a, { event: 'productView', sku: 's1' }) // enters viewer with this event: counted in it
+      await assign({ visitorId: a }, { assignees: ['vip'] })
+      await send(a, { event: 'purchase', orderId: 'o-1', orderTotal: 30 }) // viewer and vip: in both groups
+      await assign({ visitorId: b }, { assignees: ['vip'] })
+      await send(b, { event: 'productView', sku: 's2' }) // vip, and enters viewer
+      await assign({ visitorId: b }, { removes: ['vip'] })
+      await send(b, { event: 'purchase', orderId: 'o-2', orderTotal: 10 }) // left vip between its events: viewer only
+      await assign({ profileId: 'ana' }, { assignees: ['member'] })
+      await send(c, identified(tenant, 'ana')) // a linked device: its profile's segments too
+      const count = { type: 'events' }
+      const bySegment = await preview({ metric: count, breakdown: { by: 'segment' } })
+      expect(Object.fromEntries(bySegment.totals.map(t => [String(t.group), t.value]))).to.deep.equal({ viewer: 4, vip: 2, member: 1, null: 1 })
+      // 6 events, counted 8 times across the groups: the result says its groups overlap.
+      expect(bySegment).to.deep.include({ eventsRead: 6, groupsOverlap: true })
+      expect((await preview({ metric: count, breakdown: { by: 'kind' } }))).to.deep.include({ groupsOverlap: false })
+      expect(await totals({ metric: { type: 'uniqueVisitors' }, breakdown: { by: 'segment' } })).to.deep.equal({ viewer: 2, vip: 2, member: 1, null: 1 })
+      expect(await totals({ metric: { type: 'sum', field: 'orderTotal' }, breakdown: { by: 'segment' } })).to.deep.equal({ viewer: 40, vip: 30 })
+      expect(await totals({ metric: { type: 'conversion', from: 'productView', to: 'purchase', windowHours: 1 }, breakdown: { by: 'segment' } })).to.deep.equal({ viewer: 1, vip: 1 })
+      // A filter by segment: events the visitor sent while in one of its values.
+      expect(await totals({ metric: count, breakdown: { by: 'kind' }, filters: [{ by: 'segment', values: ['vip'] }] })).to.deep.equal({ productView: 1, purchase: 1 })
+      expect(await totals({ metric: count, filters: [{ by: 'segment', values: ['vip', 'member'] }] })).to.deep.equal({ null: 3 })
+      // The log shows each event's segments; a reload at start reads them back into the same counts.
+      const page = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/events?kind=purchase`)
+      expect(page.body.events.map((e: { visitorId: string, segments?: string[] }) => [e.visitorId, [...e.segments ?? []].sort()])).to.deep.equal([[b, ['viewer']], [a, ['viewer', 'vip']]])
+      const first = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/events?kind=pageView&visitorId=${a}`)
+      expect(first.body.events[0]).to.not.have.property('segments')
+      const { dataDir, clock } = beacon
+      await beacon.beacon.stop()
+      beacon = await startInProcess(dataDir, {}, clock)
+      expect(await totals({ metric: count, breakdown: { by: 'segment' } })).to.deep.equal({ viewer: 4, vip: 2, member: 1, null: 1 })
     })
 
     it('sums and averages a numeric field', async () => {

@@ -44,7 +44,7 @@ describe('saved reports: the load in turns', () => {
 
   /** Log an event (committed before answering, so the walk could see it) and note it as expected. */
   const logged = (account: string, timeMs: number, visitor: string, kind: string, profile: string | null = null): void => {
-    store.events.transactionSync(() => log.append(account, visitor, profile, { event: kind, platform: 'web' }, timeMs))
+    store.events.transactionSync(() => log.append(account, visitor, profile, { event: kind, platform: 'web' }, timeMs, []))
     const rows = expected.get(account) ?? []
     rows.push(`${timeMs} ${visitor} ${kind}${profile === null ? '' : ` ${profile}`}`)
     expected.set(account, rows)
@@ -65,7 +65,7 @@ describe('saved reports: the load in turns', () => {
       /** A live event: logged (the walk may meet its row) and handed to the index, as the wiring does. */
       const live = (account: string, timeMs: number, visitor: string, kind: string): void => {
         logged(account, timeMs, visitor, kind)
-        index.add(account, visitor, null, { event: kind, platform: 'web' }, timeMs)
+        index.add(account, visitor, null, { event: kind, platform: 'web' }, timeMs, [])
       }
       let turns = 0
       let done = false

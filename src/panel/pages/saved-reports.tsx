@@ -9,7 +9,7 @@ import { Chart, type Series } from '../chart'
 import { Field, Loaded, Outcome, Page, Table, toList, fromList, useAction, useLoad } from '../ui'
 
 type MetricType = 'events' | 'uniqueVisitors' | 'uniqueProfiles' | 'sum' | 'mean' | 'conversion'
-type Dimension = 'kind' | 'campaign' | 'variant' | 'platform' | 'device' | 'path' | 'field'
+type Dimension = 'kind' | 'campaign' | 'variant' | 'segment' | 'platform' | 'device' | 'path' | 'field'
 type Granularity = 'hour' | 'day' | 'week'
 
 interface Metric { type: MetricType, field?: string, from?: string, to?: string, windowHours?: number }
@@ -26,14 +26,14 @@ interface Definition {
 }
 interface SavedReport extends Definition { id: string, createdAt: string, updatedAt: string }
 interface ResultRow { bucket: string, group: string | null, value: number, started?: number, converted?: number }
-interface Result { rows: ResultRow[], totals: Array<{ group: string | null, value: number, started?: number, converted?: number }>, groupsOmitted: number, eventsRead: number, from: string, to: string }
+interface Result { rows: ResultRow[], totals: Array<{ group: string | null, value: number, started?: number, converted?: number }>, groupsOmitted: number, groupsOverlap: boolean, eventsRead: number, from: string, to: string }
 
 const METRICS: Array<[MetricType, string]> = [
   ['events', 'Events'], ['uniqueVisitors', 'Unique visitors'], ['uniqueProfiles', 'Unique profiles'],
   ['sum', 'Sum of a field'], ['mean', 'Mean of a field'], ['conversion', 'Conversion'],
 ]
 const DIMENSIONS: Array<[Dimension, string]> = [
-  ['kind', 'Event type'], ['campaign', 'Campaign'], ['variant', 'Variant'], ['platform', 'Platform'],
+  ['kind', 'Event type'], ['campaign', 'Campaign'], ['variant', 'Variant'], ['segment', 'Segment'], ['platform', 'Platform'],
   ['device', 'Device'], ['path', 'Path'], ['field', 'A custom field'],
 ]
 
@@ -220,7 +220,7 @@ function ResultView ({ result, metric }: { result: Result, metric: MetricType })
   const label = METRICS.find(([t]) => t === metric)?.[1] ?? metric
   return (
     <>
-      <p class='note' role='status'>{result.eventsRead.toLocaleString('en-US')} events read, {result.from.slice(0, 16).replace('T', ' ')} to {result.to.slice(0, 16).replace('T', ' ')} UTC.{result.groupsOmitted > 0 ? ` ${result.groupsOmitted} smaller groups not shown.` : ''}</p>
+      <p class='note' role='status'>{result.eventsRead.toLocaleString('en-US')} events read, {result.from.slice(0, 16).replace('T', ' ')} to {result.to.slice(0, 16).replace('T', ' ')} UTC.{result.groupsOmitted > 0 ? ` ${result.groupsOmitted} smaller groups not shown.` : ''}{result.groupsOverlap ? ' An event counts in each segment its visitor was in: the groups add up to more than all events.' : ''}</p>
       <div class='charts'>
         <Chart title={label} times={times} series={series} total={metric === 'events' || metric === 'sum' ? 'total' : 'summed over buckets'} />
       </div>
