@@ -66,15 +66,8 @@ const WINDOW_MAX = 32_768
 const WINDOWS_PER_PAGE_MAX = 64
 const FETCH_MAX = 256
 
-interface StoredPayload {
-  time: string
-  visitorId: string
-  profileId?: string
-  kind: string
-  fields: Record<string, unknown>
-  /** The segments the visitor was in once the event was applied (absent: none). */
-  segments?: string[]
-}
+/** A message's JSON: the event as a page shows it, but its id (made from the stream's sequence). */
+type StoredPayload = Omit<LoggedEvent, 'id'>
 
 interface Read { seq: number, timeMs: number, stored: StoredPayload }
 
