@@ -284,6 +284,8 @@ const RECORD_FIELDS = new Set([
   'metrics', 'n', 't', 'profileSeq', 'applied', 'assignments', 'activeMs',
   // Experiments: VisitorState.experiments (keyed by campaign: a plain map) holds Exposure records
   'experiments', 'r', 'v', 'x', 'y',
+  // Segment backfills: VisitorState.backfills (keyed by segment: a plain map) holds { id, through } records
+  'backfills', 'through',
   // VisitorMetrics
   'pageViews', 'productViews',
   // outbox rows
