@@ -155,7 +155,8 @@ describe('Beacon cluster mode: jobs per partition or once per cluster (3 nodes, 
     await until('their deliveries', () => ticks.every(t => new Set(memberCallsAt(t)).size === members.length), 30_000, 100).catch((error: Error) => {
       // What a failure needs to be understood: who was missed at which tick, and what the nodes logged.
       const missed = ticks.map(t => `${new Date(t).toISOString()}: ${members.filter(v => !memberCallsAt(t).includes(v)).join(', ') || 'none'}`)
-      const logs = cluster.members.map(m => `${m.id}: ${m.process!.output().split('\n').filter(line => /"level":(40|50|60)/.test(line)).slice(-10).join('\n')}`)
+      // Warnings, errors and partition moves (a lease lost at load moves partitions under a tick).
+      const logs = cluster.members.map(m => `${m.id}: ${m.process!.output().split('\n').filter(line => /"level":(40|50|60)|lease lost|taken over|handed over/.test(line)).slice(-30).join('\n')}`)
       throw new Error(`${error.message}\nmissed per tick:\n${missed.join('\n')}\nwarnings and errors:\n${logs.join('\n')}`)
     })
     await new Promise(resolve => setTimeout(resolve, 2000)) // duplicates, if any, would come now
