@@ -14,7 +14,7 @@
 //
 // Its row (config db, [account, 'backfill', segment]) holds where the walk stands, saved after each
 // step; a restart resumes from it. A step sent again is not counted twice: each visitor keeps the last
-// position it added (VisitorState.backfill). Changing or deleting the segment cancels it.
+// position it added (VisitorState.backfills). Changing or deleting the segment cancels it.
 
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
