@@ -57,6 +57,9 @@ export interface ConfigStoreOptions {
 const KINDS = new Set<string>(CONFIG_KINDS)
 
 export class ConfigStore {
+  /** Records this node is writing back re-signed (BEACON_CLUSTER_RESIGN), by key: their value, unchanged. */
+  private readonly writtenBack = new Map<string, Uint8Array>()
+
   private constructor (
     private readonly kv: KV,
     private readonly js: JetStreamClient,
@@ -99,7 +102,9 @@ export class ConfigStore {
         const change = parseKey(entry.key)
         if (change !== null) {
           const value = entry.operation === 'PUT' ? this.checked(entry.key, entry.value, entry.revision, entry.revision <= startedAt) : null
-          if (entry.operation !== 'PUT' || value !== null) handlers.onChange({ ...change, value, revision: entry.revision })
+          // A record this node re-signed comes back with its value unchanged: not a change to apply again.
+          const resigned = value !== null && entry.revision > startedAt && this.wroteBack(entry.key, value)
+          if ((entry.operation !== 'PUT' || value !== null) && !resigned) handlers.onChange({ ...change, value, revision: entry.revision })
         }
         delivered(entry.revision)
       }
@@ -124,9 +129,19 @@ export class ConfigStore {
   }
 
   private writeBack (key: string, value: Uint8Array, revision: number): void {
+    this.writtenBack.set(key, value)
     this.kv.update(key, this.signer.sign(this.bucket, key, value), revision).catch((error: unknown) => {
+      this.writtenBack.delete(key)
       log.warn({ err: error, bucket: this.bucket, key }, 'a configuration record was not re-signed (changed meanwhile, or NATS failed)')
     })
+  }
+
+  /** Whether this record is the re-signed copy of one this node wrote back (then forgotten: seen once). */
+  private wroteBack (key: string, value: Uint8Array): boolean {
+    const original = this.writtenBack.get(key)
+    if (original === undefined || !Buffer.from(original).equals(Buffer.from(value))) return false
+    this.writtenBack.delete(key)
+    return true
   }
 }
 
