@@ -4,9 +4,10 @@
 // append (a quorum with BEACON_REPLICAS=3). LMDB is the owner's local cache: written in the same event
 // turn, waited for until committed, never until synced to disk (BEACON_DURABILITY does not apply).
 //
-// Fencing: an append the changelog refuses (another node claimed the partition) or cannot confirm fails
-// the write with 503 `partition_moved` (the request path retries at the new owner), and `refused`
-// listeners hear of it once: the node must drop the partition. A write's outbox rows are held from the
+// Fencing: an append the changelog refuses (another node claimed the partition) fails the write with 503
+// `partition_moved` (nothing stored: the request path retries at the new owner); one it cannot confirm
+// (it may be stored) with 503 `write_unconfirmed` (never retried elsewhere: that could apply it twice).
+// Either way `refused` listeners hear of it once: the node must drop the partition. A write's outbox rows are held from the
 // relay until its append is acknowledged (src/delivery/relay-gate.ts); those of a refused write are
 // taken back from the local outbox first, so its webhooks never go out.
 //
@@ -339,8 +340,12 @@ export class EntityLog implements EntityWrites, PartitionLog {
       this.takeBack(rows)
       throw new ApiError('entity_full', 'This visitor or profile is too large to be written in cluster mode.')
     }
+    // Its rows leave the outbox either way: if the entry was stored, the partition's next recovery resends them.
     this.takeBack(rows)
     this.refusedBy(partition, error)
+    // Fenced or never sent: not stored, the new owner may apply it. Unconfirmed: it may be stored, so it
+    // must not be applied again elsewhere (run 1 of docs/internals/cluster.md's history checks).
+    if (error.code === CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE) throw unconfirmed(partition, error)
     throw moved(partition, error)
   }
 
@@ -367,6 +372,12 @@ const NO_ROWS: OutboxPart[] = []
 function moved (partition: number, cause?: unknown): ApiError {
   const error = new ApiError('partition_moved', `The partition of this visitor or profile (${partition}) is not served by this node now; retry.`, undefined, { 'Retry-After': '1' })
   if (cause !== undefined) error.cause = cause
+  return error
+}
+
+function unconfirmed (partition: number, cause: unknown): ApiError {
+  const error = new ApiError('write_unconfirmed', `This write was sent, but whether partition ${partition}'s changelog stored it could not be confirmed: it may have been applied. Retry with the same Idempotency-Key.`, undefined, { 'Retry-After': '1' })
+  error.cause = cause
   return error
 }
 

@@ -22,7 +22,7 @@
 import { headers, nuid, type NatsConnection } from '@nats-io/transport-node'
 import {
   DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager,
-  type ApiError, type JetStreamClient, type JetStreamManager, type StoredMsg, type StreamConfig,
+  type ApiError, type JetStreamClient, type JetStreamManager, type MsgRequest, type NextMsgRequest, type StoredMsg, type StreamConfig,
 } from '@nats-io/jetstream'
 import { Packr } from 'msgpackr'
 import { CLUSTER_ERRORS, ClusterError, Fenced, invalidArgument, positiveInteger } from './errors.js'
@@ -383,7 +383,8 @@ export class Changelog {
         if (this.writers.get(writer.partition) === writer) this.writers.delete(writer.partition)
         const reason = error instanceof Error ? error : new Error(String(error))
         for (const pending of batch) pending.reject(reason)
-        failQueue(writer, reason)
+        // The appends queued behind it were never sent: certainly not stored.
+        failQueue(writer, new ClusterError(CLUSTER_ERRORS.CLUSTER_NOT_CLAIMED, `partition ${writer.partition}: not sent, an earlier append failed (${reason.message})`, writer.partition))
       }
     }
     writer.flying = false
@@ -409,13 +410,17 @@ export class Changelog {
 
   /**
    * One fenced publish, retried with the same message id until `appendTimeoutMs`. A retry of a message that
-   * was stored (its acknowledgement lost, e.g. in a leader change) must not be stored twice nor be taken
-   * for another writer. nats-server 2.10 on a replicated stream checks the expected last subject sequence
-   * before the message id (processClusteredInboundMsg), so such a retry is refused as "wrong last
-   * sequence", whatever sequence it expects: a refused retry looks at the partition's last message and
-   * takes it as its own when it carries this message id. A retry that reaches the leader while the first
-   * send is proposed but not yet applied is answered as a duplicate of sequence 0 (the message id is
-   * staged before its sequence is known): not an answer, so it is sent again until the first is applied.
+   * was stored (its acknowledgement lost, e.g. in a leader change or while this process was paused) must
+   * not be stored twice nor be taken for another writer. nats-server 2.10 on a replicated stream checks the
+   * expected last subject sequence before the message id (processClusteredInboundMsg), so such a retry is
+   * refused as "wrong last sequence", whatever sequence it expects: a refused retry, and a publish out of
+   * time, look for the message at the one place it can be (outcomeOf). A retry that reaches the leader
+   * while the first send is proposed but not yet applied is answered as a duplicate of sequence 0 (the
+   * message id is staged before its sequence is known): not an answer, so it is sent again until the
+   * first is applied.
+   *
+   * Rejects with Fenced only when the message is certainly not stored and never will be; with
+   * CLUSTER_CHANGELOG_UNAVAILABLE when that is not known (it may be stored, or be later).
    */
   private async publish (partition: number, subject: string, payload: Uint8Array, expectedSeq: number, rollup: boolean): Promise<number> {
     const msgID = `${this.instance}-${++this.messageIds}`
@@ -435,22 +440,41 @@ export class Changelog {
       }
       if (ack !== null && ack.error === undefined && typeof ack.seq === 'number' && ack.seq > expectedSeq) return ack.seq
       const refused = ack?.error
-      if (refused !== undefined && (refused.err_code === JetStreamApiCodes.StreamWrongLastSequence || refused.err_code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
-        if (attempt > 1) {
-          const last = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch(notFoundAsNull), this.appendTimeoutMs)
-          if (last !== null && last.header.get('Nats-Msg-Id') === msgID) return last.seq
-        }
-        const actual = /wrong last sequence: (\d+)/.exec(refused.description)
-        throw new Fenced(partition, `partition ${partition} was written by another node (${refused.description})`, actual === null ? null : Number(actual[1]))
+      const wrongLast = refused !== undefined && (refused.err_code === JetStreamApiCodes.StreamWrongLastSequence || refused.err_code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+      // A first send refused is not stored; a retry refused, or one out of time, may have been.
+      const outcome = wrongLast && attempt === 1 ? ABSENT : wrongLast || Date.now() >= deadline ? await this.outcomeOf(subject, expectedSeq, msgID) : null
+      if (typeof outcome === 'number') return outcome
+      if (outcome === ABSENT) {
+        const actual = refused === undefined ? null : /wrong last sequence: (\d+)/.exec(refused.description)
+        throw new Fenced(partition, `partition ${partition} was written by another node (${refused?.description ?? `another message follows sequence ${expectedSeq}`})`, actual == null ? null : Number(actual[1]))
       }
-      if (Date.now() >= deadline) {
+      if (outcome === UNKNOWN) {
         const why = refused !== undefined ? new Error(`${refused.description} (err_code ${refused.err_code})`) : failure
-        throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms`, partition, { cause: why })
+        throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: JetStream did not confirm the append within ${this.appendTimeoutMs} ms, nor can it be told whether it was stored`, partition, { cause: why })
       }
       await new Promise(resolve => setTimeout(resolve, 50))
     }
   }
+
+  /**
+   * Whether a publish expecting `expectedSeq` was stored: fencing lets it be only the subject's first
+   * message after that sequence. Its sequence when that message carries its id; ABSENT when another
+   * message written right after `expectedSeq` is there (this one can never be stored now); UNKNOWN when
+   * that cannot be read (no answer, or the messages after `expectedSeq` were removed by a rollup or purge)
+   * or none is there yet (the publish may still be applied).
+   */
+  private async outcomeOf (subject: string, expectedSeq: number, msgID: string): Promise<number | typeof ABSENT | typeof UNKNOWN> {
+    const query = { seq: expectedSeq + 1, next_by_subj: subject } satisfies NextMsgRequest
+    const next = await retryWhileElecting(() => this.jsm.streams.getMessage(this.stream, query as unknown as MsgRequest).catch(notFoundAsNull), ATTEMPT_TIMEOUT_MS)
+      .catch(() => null)
+    if (next === null) return UNKNOWN
+    if (next.header.get('Nats-Msg-Id') === msgID) return next.seq
+    return next.header.get('Nats-Expected-Last-Subject-Sequence') === String(expectedSeq) ? ABSENT : UNKNOWN
+  }
 }
+
+const ABSENT = 'absent'
+const UNKNOWN = 'unknown'
 
 /** Does the stream's configuration hold every setting of `wanted` (subjects in the same order)? */
 function hasSettings (actual: StreamConfig, wanted: Pick<StreamConfig, 'subjects' | 'num_replicas' | 'allow_rollup_hdrs' | 'max_msg_size'>): boolean {

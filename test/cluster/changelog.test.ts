@@ -4,6 +4,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { Changelog, changelogStreamName, type ChangelogRecord } from '../../src/cluster/changelog.js'
 import { ClusterError, Fenced } from '../../src/cluster/errors.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { startHeldLink } from '../helpers/held-link.js'
+import { until } from '../helpers/until.js'
 
 const STREAM = changelogStreamName('test')
 const PREFIX = 'beacon.changelog.test'
@@ -12,6 +14,7 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
   this.timeout(60_000)
   let cluster: NatsCluster
   const connections: NatsConnection[] = []
+  const links: { close: () => Promise<void> }[] = []
 
   async function node (owner: string, options: { appendTimeoutMs?: number, replicas?: number } = {}): Promise<Changelog> {
     const nc = await connect({ servers: cluster.urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
@@ -37,6 +40,7 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
   before(async () => { cluster = await startNatsCluster() })
   after(async () => {
     for (const nc of connections) await nc.close()
+    for (const link of links) await link.close()
     await cluster?.close()
   })
 
@@ -203,6 +207,53 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
     // Reached: the read stops at the sequence asked for.
     expect(await through(claimed)).to.deep.equal([claimed])
     expect(await through(appended)).to.deep.equal([claimed, appended])
+  })
+
+  /** A changelog whose NATS connection goes through a link the test can hold (answers kept, requests sent). */
+  async function heldNode (owner: string, appendTimeoutMs?: number): Promise<{ log: Changelog, link: Awaited<ReturnType<typeof startHeldLink>> }> {
+    const link = await startHeldLink(cluster.urls[0]!)
+    links.push(link)
+    const nc = await connect({ servers: link.url, ignoreClusterUpdates: true, maxReconnectAttempts: -1, reconnectTimeWait: 100 })
+    connections.push(nc)
+    return { log: await Changelog.open({ nc, owner, replicas: 3, stream: STREAM, subjectPrefix: PREFIX, appendTimeoutMs }), link }
+  }
+
+  it('takes an append stored before another node\'s claim, whose answer was lost, as acknowledged when its retry is refused (not as fenced)', async () => {
+    // Chaos run 1 of docs/internals/cluster.md: a writer paused right after publishing; the new owner
+    // claimed after its stored message; the retry, refused as "wrong last sequence", was taken for a
+    // refusal and the write applied again elsewhere.
+    const { log: stale, link } = await heldNode('stale')
+    const owner = await node('owner')
+    const claimed = await stale.claim(13)
+    link.hold()
+    const appending = stale.append(13, [{ by: 'stale' }]).then(seq => ({ seq }), (error: unknown) => ({ error }))
+    await until('the held append to be stored', async () => await owner.lastSeq(13) > claimed)
+    const stored = await owner.lastSeq(13)
+    const claim = await owner.claim(13)
+    expect(claim).to.be.above(stored)
+    // Past the first attempt's 2 s: its retry was sent, and refused (the claim follows the stored message).
+    await new Promise(resolve => setTimeout(resolve, 2500))
+    link.release()
+    expect(await appending).to.deep.equal({ seq: stored })
+    // Its next append is fenced: the claim is the partition's last message.
+    const next = await stale.append(13, [{ by: 'stale again' }]).then(() => null, (error: unknown) => error)
+    expect(next).to.be.instanceOf(Fenced)
+    expect(entriesOf(await readAll(owner, 13))).to.deep.equal([{ by: 'stale' }])
+  })
+
+  it('rejects an append it cannot confirm nor find as unknown (CLUSTER_CHANGELOG_UNAVAILABLE), though JetStream stored it', async () => {
+    const { log: stale, link } = await heldNode('stale', 500)
+    const owner = await node('owner')
+    await stale.claim(14)
+    link.hold()
+    const refused = await stale.append(14, [{ by: 'stale' }]).then(() => null, (error: unknown) => error)
+    link.release()
+    expect(refused).to.be.instanceOf(ClusterError)
+    expect(refused).to.not.be.instanceOf(Fenced)
+    expect((refused as ClusterError).code).to.equal('CLUSTER_CHANGELOG_UNAVAILABLE')
+    expect((refused as ClusterError).message).to.include('nor can it be told whether it was stored')
+    expect(entriesOf(await readAll(owner, 14))).to.deep.equal([{ by: 'stale' }])
+    expect(stale.holds(14)).to.equal(false)
   })
 
   it('refuses a retried publish of a stored message with its own sequence, whatever sequence it expects (what retries handle)', async () => {

@@ -10,6 +10,7 @@ import type { LogEntry, WriteEntry } from '../../actors/entity-log-format.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 import { pauseProcess } from '../helpers/pause.js'
+import { startHeldLink } from '../helpers/held-link.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
 import { visitorKind } from '../../actors/visitor.js'
@@ -483,6 +484,31 @@ describe('entity log: visitor and profile writes through the partition changelog
       process.removeListener('unhandledRejection', onUnhandled)
     }
   }
+
+  it('answers a write whose append it cannot confirm 503 write_unconfirmed (never partition_moved: it may be stored), and the new owner has it once, its row resent', async () => {
+    const link = await startHeldLink(cluster.urls[0]!)
+    try {
+      const a = await node('a', { servers: [link.url], appendTimeoutMs: 500 })
+      const b = await node('b')
+      await a.log.recover(5)
+      const [id] = idsIn(a.log, ACCOUNT, 5, 1)
+      link.hold()
+      const refused = await a.event(ACCOUNT, id!, { event: 'purchase', orderId: 'o-1', orderTotal: 1 }).then(() => null, (error: unknown) => error)
+      link.release()
+      expect(refused).to.be.instanceOf(ApiError)
+      expect((refused as ApiError).status).to.equal(503)
+      expect((refused as ApiError).items[0]!.code).to.equal('write_unconfirmed')
+      expect((refused as ApiError).headers).to.deep.equal({ 'Retry-After': '1' })
+      expect(a.refused.map(([partition, error]) => [partition, error.code])).to.deep.equal([[5, CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE]])
+      expect(a.log.held).to.not.include(5)
+      // The append was stored: the new owner has the purchase, once, and resends its outbox row.
+      const report = await b.log.recover(5)
+      expect((await stateOf(b, id!)).purchases).to.equal(1)
+      expect(report.rowsResent).to.equal(1)
+    } finally {
+      await link.close()
+    }
+  })
 
   it('refuses a linked visitor\'s write when its partition is lost while its profile answers: no acknowledgement, nothing in the changelog, no crash', async () => {
     const a = await node('a')

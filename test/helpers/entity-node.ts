@@ -60,15 +60,17 @@ export interface EntityNodeOptions {
   webhookUrl?: string
   /** The node's data folder (a node restarted on it); kept on close. Default: a new temp folder, removed on close. */
   dir?: string
+  /** The changelog's appendTimeoutMs (default its own). */
+  appendTimeoutMs?: number
 }
 
 export async function startEntityNode (id: string, options: EntityNodeOptions): Promise<EntityNode> {
   const dir = options.dir ?? tempDir('beacon-entity-log-')
   const outboxAppended = new Listeners<OutboxAppended>()
   const store = new Store({ path: dir, durability: 'committed', outboxAppended })
-  const nc = await connect({ servers: options.servers, reconnectTimeWait: 100, maxReconnectAttempts: -1 })
+  const nc = await connect({ servers: options.servers, reconnectTimeWait: 100, maxReconnectAttempts: -1, ignoreClusterUpdates: options.servers.length === 1 })
   const cluster = options.cluster ?? 'test'
-  const changelog = await Changelog.open({ nc, owner: id, replicas: options.replicas ?? 3, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}` })
+  const changelog = await Changelog.open({ nc, owner: id, replicas: options.replicas ?? 3, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}`, appendTimeoutMs: options.appendTimeoutMs })
   const clock = manualClock()
   const runtime = new ActorRuntime({ clock, actorsMax: 100_000, actorIdleMs: 3_600_000, mailboxMax: 10_000 })
   const refusedList = new Listeners<(partition: number, error: ClusterError) => void>()
