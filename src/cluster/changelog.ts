@@ -121,6 +121,12 @@ export class Changelog {
   /** Message ids are `<instance>-<counter>`: unique per process run, so no restart reuses one within the duplicate window. */
   private readonly instance = nuid.next()
   private messageIds = 0
+  /**
+   * What this node was acknowledged, kept when a partition is dropped: the highest sequence per partition,
+   * and over the whole stream. A stream leader that answers below them lacks acknowledged messages (claim).
+   */
+  private readonly acknowledged = new Map<number, number>()
+  private acknowledgedMax = 0
 
   private constructor (options: ChangelogOptions, jsm: JetStreamManager) {
     this.stream = options.stream
@@ -184,8 +190,13 @@ export class Changelog {
     // the sequence the refusal reports. A stale owner still writing stops when it sees its lease expire.
     let last = await this.lastSeq(partition)
     for (let attempt = 1; ; attempt++) {
+      this.checkNotBehind(partition, last, false)
       try {
         const seq = await this.publish(partition, subject, payload, last, false)
+        // A sequence at or below one already acknowledged to this node was handed out twice: the stream's
+        // leader lost acknowledged messages. The claim stands in the stream, but nothing is recovered from it.
+        this.checkNotBehind(partition, seq - 1, true)
+        this.noteAcknowledged(partition, seq)
         this.writers.set(partition, { partition, subject, lastSeq: seq, queue: [], flying: false })
         return seq
       } catch (error) {
@@ -377,6 +388,7 @@ export class Changelog {
         const seq = await this.publish(writer.partition, writer.subject, withKind(kind, parts), writer.lastSeq, first.kind === 'snapshot')
         this.onAppended?.(performance.now() - sentAtMs)
         writer.lastSeq = seq
+        this.noteAcknowledged(writer.partition, seq)
         for (const pending of batch) pending.resolve(seq)
       } catch (error) {
         // Fenced or unknown outcome: either way this node no longer knows the partition's last sequence.
@@ -454,6 +466,25 @@ export class Changelog {
       }
       await new Promise(resolve => setTimeout(resolve, 50))
     }
+  }
+
+  private noteAcknowledged (partition: number, seq: number): void {
+    if (seq > (this.acknowledged.get(partition) ?? 0)) this.acknowledged.set(partition, seq)
+    if (seq > this.acknowledgedMax) this.acknowledgedMax = seq
+  }
+
+  /**
+   * Refuses (CLUSTER_CHANGELOG_UNAVAILABLE) a sequence the stream's leader gave for the partition below
+   * one this node was acknowledged there (its last message) or anywhere in the stream (a new message's,
+   * less one): the leader answers from a state without acknowledged messages, and a recovery from it
+   * would lose them (chaos run 4 of docs/internals/cluster.md).
+   */
+  private checkNotBehind (partition: number, seq: number, streamWide: boolean): void {
+    const own = this.acknowledged.get(partition) ?? 0
+    if (seq >= own && (!streamWide || seq >= this.acknowledgedMax)) return
+    const what = streamWide ? 'new claim\'s sequence' : 'last message'
+    const known = seq < own ? `${own}, which this node was acknowledged on the partition` : `${this.acknowledgedMax}, which this node was acknowledged in the stream`
+    throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the ${what} is ${streamWide ? seq + 1 : seq}, not after ${known}: the stream's leader lacks acknowledged messages`, partition)
   }
 
   /**

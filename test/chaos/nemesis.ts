@@ -41,7 +41,9 @@ export class Nemesis {
   /** Faults made, by kind. */
   readonly counts: Record<Fault, number> = { 'kill-node': 0, 'pause-node': 0, 'kill-nats': 0, 'rolling-restart': 0 }
 
-  constructor (private readonly cluster: BeaconCluster, private readonly history: History, private readonly rng: Rng, private readonly leaseMs: number) {}
+  /** `faults`: the kinds this nemesis picks from (all by default; `--faults` narrows a run to some). */
+  constructor (private readonly cluster: BeaconCluster, private readonly history: History, private readonly rng: Rng, private readonly leaseMs: number,
+    private readonly faults: readonly Fault[] = FAULTS) {}
 
   start (deadlineMs: number): void {
     this.watcher = setInterval(() => this.watch(), 250)
@@ -49,7 +51,7 @@ export class Nemesis {
       while (!this.stopping && Date.now() < deadlineMs) {
         await this.sleep(this.rng.int(2000, 6000))
         if (this.stopping || Date.now() >= deadlineMs) break
-        const fault = this.rng.pick(FAULTS)
+        const fault = this.rng.pick(this.faults)
         this.counts[fault]++
         try {
           await this[fault === 'kill-node' ? 'killNode' : fault === 'pause-node' ? 'pauseNode' : fault === 'kill-nats' ? 'killNats' : 'rollingRestart']()

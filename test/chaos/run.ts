@@ -19,7 +19,7 @@ import { startReceiver, type Receiver, type Received } from '../webhooks/helpers
 import { check, describeAnomalies, summaryOf, type Verdict } from './checker.js'
 import { Clients, sleep } from './clients.js'
 import { History, readHistory, type Entry, type Value } from './history.js'
-import { Nemesis } from './nemesis.js'
+import { FAULTS, Nemesis, type Fault } from './nemesis.js'
 import { Rng } from './rng.js'
 
 const { values: flags } = parseArgs({
@@ -29,6 +29,7 @@ const { values: flags } = parseArgs({
     history: { type: 'string' },
     concurrency: { type: 'string', default: '12' },
     check: { type: 'string' },
+    faults: { type: 'string' },
   },
 })
 
@@ -58,6 +59,8 @@ if (!(minutes > 0)) throw new Error(`--minutes: expected a number above 0, got $
 const seed = flags.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(flags.seed)
 if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed: expected a whole number from 0, got ${flags.seed}`)
 const concurrency = Number(flags.concurrency)
+const faults = (flags.faults?.split(',') ?? [...FAULTS]) as Fault[]
+for (const fault of faults) if (!FAULTS.includes(fault)) throw new Error(`--faults: expected a comma-separated list of ${FAULTS.join(', ')}; got ${fault}`)
 const artifacts = resolve('.artifacts/chaos')
 const historyPath = resolve(flags.history ?? join(artifacts, `history-${seed}.ndjson`))
 
@@ -126,7 +129,7 @@ async function run (): Promise<Verdict> {
     history, tenant, rng: rng.fork(), concurrency, visitors: 60, profiles: 20, timeoutMs: REQUEST_TIMEOUT_MS, tag: String(seed),
     nodes: () => running.members.map(member => ({ id: member.id, url: member.process === null ? null : member.process.url })),
   })
-  nemesis = new Nemesis(cluster, history, rng.fork(), CLUSTER_LEASE_MS)
+  nemesis = new Nemesis(cluster, history, rng.fork(), CLUSTER_LEASE_MS, faults)
   const deadline = Date.now() + minutes * 60_000
   clients.start(deadline)
   nemesis.start(deadline)

@@ -256,6 +256,46 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
     expect(stale.holds(14)).to.equal(false)
   })
 
+  it('refuses to claim a partition whose stream leader answers below a sequence this node was acknowledged (a leader lacking acknowledged messages)', async () => {
+    const log = await node('n1')
+    const jsm = await jetstreamManager(connections[0]!)
+    await log.claim(15)
+    let acknowledged = 0
+    for (let n = 0; n < 3; n++) acknowledged = await log.append(15, [{ n }])
+    log.drop(15)
+    // As a leader that lost the partition's messages would answer: none is in the stream.
+    await jsm.streams.purge(STREAM, { filter: `${PREFIX}.15` })
+    const refused = await log.claim(15).then(() => null, (error: unknown) => error)
+    expect((refused as ClusterError).code).to.equal('CLUSTER_CHANGELOG_UNAVAILABLE')
+    expect((refused as ClusterError).message).to.equal(`partition 15: the last message is 0, not after ${acknowledged}, which this node was acknowledged on the partition: the stream's leader lacks acknowledged messages`)
+    expect(log.holds(15)).to.equal(false)
+    // Another node, which was acknowledged nothing there, can take it (the messages are gone for good).
+    const other = await node('n2')
+    expect(await other.claim(15)).to.be.above(acknowledged)
+  })
+
+  it('refuses a claim whose new sequence is not after every sequence this node was acknowledged in the stream (sequences handed out twice)', async () => {
+    const stream = changelogStreamName('reissued')
+    const open = async (owner: string): Promise<Changelog> => {
+      const nc = await connect({ servers: cluster.urls })
+      connections.push(nc)
+      return await Changelog.open({ nc, owner, replicas: 3, stream, subjectPrefix: 'beacon.changelog.reissued' })
+    }
+    const log = await open('n1')
+    await log.claim(1)
+    let high = 0
+    for (let n = 0; n < 5; n++) high = await log.append(1, [{ n }])
+    // As a leader that lost the stream's tail would: the same sequences handed out again (a stream made anew here).
+    const jsm = await jetstreamManager(connections[0]!)
+    await jsm.streams.delete(stream)
+    await open('n2')
+    const refused = await log.claim(2).then(() => null, (error: unknown) => error)
+    expect((refused as ClusterError).code).to.equal('CLUSTER_CHANGELOG_UNAVAILABLE')
+    expect((refused as ClusterError).message).to.equal(`partition 2: the new claim's sequence is 1, not after ${high}, which this node was acknowledged in the stream: the stream's leader lacks acknowledged messages`)
+    expect(log.holds(2)).to.equal(false)
+    await jsm.streams.delete(stream)
+  })
+
   it('refuses a retried publish of a stored message with its own sequence, whatever sequence it expects (what retries handle)', async () => {
     // nats-server 2.10 on a replicated stream checks the expected last subject sequence at the stream
     // leader before the message id (processClusteredInboundMsg): a retry of a stored message is refused
