@@ -24,13 +24,13 @@ import type { Database, Key } from 'lmdb'
 import type { Store } from '../src/store/store.js'
 import type { RowOrigin } from '../src/store/record-codec.js'
 import type { IdempotencyRecord } from '../src/store/idempotency.js'
-import type { Changelog } from '../src/cluster/changelog.js'
+import type { PartitionChangelog } from '../src/cluster/changelog.js'
 import type { EntityKindName } from './entity-writes.js'
 
 /** What a snapshot and a recovery use of the entity log (entity-log.ts implements it). */
 export interface PartitionLog {
   readonly store: Store
-  readonly changelog: Changelog
+  readonly changelog: PartitionChangelog
   /** partitionIndex(store). */
   readonly index: Database
   /** This node's id (the changelog's owner): entries and markers name it. */

@@ -17,7 +17,7 @@
 import type { Database } from 'lmdb'
 import { ApiError } from '../src/errors.js'
 import { CLUSTER_ERRORS, ClusterError } from '../src/cluster/errors.js'
-import type { Changelog } from '../src/cluster/changelog.js'
+import type { PartitionChangelog } from '../src/cluster/changelog.js'
 import type { Ownership } from '../src/cluster/ownership.js'
 import type { Listeners } from '../src/listeners.js'
 import type { OutboxAppended, Store } from '../src/store/store.js'
@@ -41,7 +41,7 @@ export type PartitionRefused = (partition: number, error: ClusterError) => void
 
 export interface EntityLogOptions {
   store: Store
-  changelog: Changelog
+  changelog: PartitionChangelog
   ownership: Pick<Ownership, 'partitionOf'>
   /** The store's list of outbox listeners: the log collects the rows each write issued. */
   outboxAppended: Listeners<OutboxAppended>
@@ -72,7 +72,7 @@ interface PartitionState {
 
 export class EntityLog implements EntityWrites, PartitionLog {
   readonly store: Store
-  readonly changelog: Changelog
+  readonly changelog: PartitionChangelog
   readonly index: Database
   readonly node: string
   private readonly partitionOf: (account: string, id: string) => number

@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { Changelog } from '../src/cluster/changelog.js'
+import { spreadLeaders } from '../src/cluster/changelogs.js'
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js'
 import { cleanUpOnExit, track } from './children.js'
 import { machineCpu, processCpu } from './proc-cpu.js'
@@ -143,30 +144,6 @@ async function appender (job: AppenderJob): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // The parent: cluster, streams, leaders, rows
-
-/**
- * Steps leaders down until the streams' leaders are on different servers (as far as there are servers),
- * and returns them in the streams' order.
- */
-async function spreadLeaders (nc: NatsConnection, streams: string[], servers: number): Promise<string[]> {
-  const jsm = await jetstreamManager(nc, { timeout: 5000 })
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const leaders: string[] = []
-    for (const stream of streams) leaders.push((await jsm.streams.info(stream)).cluster?.leader ?? '')
-    const seen = new Map<string, number>()
-    let crowded: string | null = null
-    for (const [i, leader] of leaders.entries()) {
-      const count = (seen.get(leader) ?? 0) + 1
-      seen.set(leader, count)
-      if (leader === '' || (count > 1 && seen.size < Math.min(servers, streams.length))) crowded ??= streams[i]!
-    }
-    if (crowded === null) return leaders
-    if (Date.now() > deadline) throw new Error(`leaders not spread within 60 s: ${leaders.join(', ')}`)
-    await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${crowded}`, new Uint8Array(0), { timeout: 5000 }).catch(() => {})
-    await new Promise(resolve => setTimeout(resolve, 1000))
-  }
-}
 
 /** The appenders' results, and the cores each nats-server and the whole machine were busy over the row. */
 async function runAppenders (cluster: NatsCluster, streams: string[], prefix: string, round: number): Promise<{ results: AppenderResult[], natsCores: number[], machineCores: number }> {

@@ -15,7 +15,7 @@ import { Listeners } from './listeners.js'
 import { KEY_PART_MAX, type OutboxAppended, type Store } from './store/store.js'
 import type { IdempotencySwept } from './store/idempotency.js'
 import { partitionIndex } from '../actors/entity-log-format.js'
-import { Changelog, changelogStreamName } from './cluster/changelog.js'
+import { changelogExists, changelogStream, Changelogs, spreadLeaders } from './cluster/changelogs.js'
 import { ClusterNode } from './cluster/node.js'
 import { EventStream } from './cluster/event-stream.js'
 import { unsupportedServer } from './cluster/server-version.js'
@@ -40,7 +40,7 @@ import type { SessionBucket } from './users/sessions.js'
 import { RelayGate } from './delivery/relay-gate.js'
 import { RateShares } from './cluster/rate-shares.js'
 import { SignInKv } from './cluster/sign-in-kv.js'
-import { settleSecretsKey } from './cluster/cluster-meta.js'
+import { settleChangelogStreams, settleSecretsKey } from './cluster/cluster-meta.js'
 import { EntrySigner } from './cluster/entry-signer.js'
 import { SharedSignInLimit } from './users/shared-sign-in-limit.js'
 import { SIGN_IN_LIMITS, type SignInLimiter } from './users/sign-in-limit.js'
@@ -147,10 +147,16 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       },
       onOwned: partition => { for (const listener of owned.list) listener(partition) },
     })
-    const changelog = await Changelog.open({
-      nc, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}`, replicas: config.replicas, owner: nodeId,
-      onAppended: metrics?.observeChangelogAppendMs,
-    })
+    // The changelog streams the cluster spreads its partitions over: fixed when it was created (changelogs.ts).
+    const streams = await settleChangelogStreams(nc, cluster, config.changelogStreams, () => changelogExists(nc, cluster), config.replicas)
+    if (streams !== config.changelogStreams) log.info({ streams, setting: config.changelogStreams }, 'changelog streams: the cluster\'s number, set when it was created, not BEACON_CHANGELOG_STREAMS')
+    const changelog = await Changelogs.open({ nc, cluster, count: streams, replicas: config.replicas, owner: nodeId, onAppended: metrics?.observeChangelogAppendMs })
+    if (streams > 1 && config.replicas > 1) {
+      const names = Array.from({ length: streams }, (_, i) => changelogStream(cluster, i).stream)
+      void spreadLeaders(nc, names, config.replicas).then(
+        leaders => log.info({ streams: names, leaders }, 'changelog streams\' leaders'),
+        (error: unknown) => log.warn({ err: error }, 'changelog streams\' leaders could not be spread'))
+    }
     const refused = new Listeners<PartitionRefused>()
     refused.add((partition, error) => node.refused(partition, error))
     // A write's outbox rows wait for its append's acknowledgement before the relay takes them.

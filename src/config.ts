@@ -98,7 +98,9 @@ export interface Config {
    */
   natsAnyVersion: boolean
   /** BEACON_CLUSTER_RESIGN: accept the unsigned configuration records present at start and write them back signed (the upgrade). */
-  clusterResign: boolean  /** BEACON_FORWARD_BATCH: send requests forwarded to an owner node in batches (src/cluster/forward-batch.ts); false: one request/reply each. */
+  clusterResign: boolean  /** BEACON_CHANGELOG_STREAMS: the changelog streams a new cluster spreads its partitions over (its record wins after). */
+  changelogStreams: number
+  /** BEACON_FORWARD_BATCH: send requests forwarded to an owner node in batches (src/cluster/forward-batch.ts); false: one request/reply each. */
   forwardBatch: boolean
 }
 
@@ -375,6 +377,7 @@ export function loadConfig (env: Env = process.env): Config {
     natsAnyVersion: boolean(env, 'BEACON_NATS_ANY_VERSION', false, problems),
     clusterResign: boolean(env, 'BEACON_CLUSTER_RESIGN', false, problems),
     forwardBatch: boolean(env, 'BEACON_FORWARD_BATCH', true, problems),
+    changelogStreams: integer(env, 'BEACON_CHANGELOG_STREAMS', 1, 1, 16, problems),
   }
   if (env.BEACON_CLUSTER !== undefined && env.BEACON_CLUSTER !== '') {
     // Cluster mode needs NATS (leases, changelogs) and one admin key shared by every node.
@@ -383,7 +386,7 @@ export function loadConfig (env: Env = process.env): Config {
     // The key that seals secrets and signs the cluster's entries: a data folder's own secrets.key would differ per node.
     if (config.secretsKey === null) problems.push('BEACON_CLUSTER: cluster mode needs BEACON_SECRETS_KEY (the same on every node; make one with: openssl rand -base64 32)')
   } else {
-    for (const name of ['BEACON_NODE_ID', 'BEACON_PUBLIC_URL', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN', 'BEACON_FORWARD_BATCH']) {
+    for (const name of ['BEACON_NODE_ID', 'BEACON_PUBLIC_URL', 'BEACON_PARTITIONS', 'BEACON_REPLICAS', 'BEACON_LEASE_MS', 'BEACON_NATS_ANY_VERSION', 'BEACON_CLUSTER_RESIGN', 'BEACON_FORWARD_BATCH', 'BEACON_CHANGELOG_STREAMS']) {
       if (env[name] !== undefined && env[name] !== '') problems.push(`${name}: only applies in cluster mode (set BEACON_CLUSTER)`)
     }
   }

@@ -64,6 +64,9 @@ export interface ChangelogOptions {
   onAppended?: (durationMs: number) => void
 }
 
+/** What the entity log uses of a changelog: every call names its partition (changelogs.ts spreads partitions over streams). */
+export type PartitionChangelog = Pick<Changelog, 'owner' | 'claim' | 'holds' | 'drop' | 'append' | 'acknowledgedSeq' | 'purge' | 'read'>
+
 export function changelogStreamName (cluster: string): string {
   return `BEACON_CHANGELOG_${cluster}`
 }

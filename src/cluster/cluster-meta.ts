@@ -10,6 +10,9 @@
 // whose first key differs but lists the cluster's (a rotation, "new,old") is accepted and records its
 // first key as the cluster's from then on (a compare-and-set): nodes that know only the old key are
 // refused from then on.
+//
+// And the number of changelog streams (key `changelog-streams`, settleChangelogStreams): chosen by the
+// first node (BEACON_CHANGELOG_STREAMS), one for a cluster created before the setting existed.
 
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
@@ -18,6 +21,7 @@ import { CLUSTER_ERRORS, ClusterError, isCompareAndSetRefusal, positiveInteger }
 import { retryWhileElecting } from './retry.js'
 
 const PARTITIONS_KEY = 'partitions'
+const CHANGELOG_STREAMS_KEY = 'changelog-streams'
 const SECRETS_KEY_KEY = 'secrets-key'
 const FINGERPRINT_PURPOSE = 'beacon secrets key fingerprint v1'
 
@@ -46,6 +50,30 @@ export async function settlePartitions (nc: NatsConnection, cluster: string, par
     throw new ClusterError(CLUSTER_ERRORS.CLUSTER_PARTITIONS_MISMATCH,
       `the cluster ${cluster} was created with ${stored} partitions; this node has BEACON_PARTITIONS=${partitions} (set it to ${stored}: the number of partitions cannot change)`)
   }
+}
+
+/**
+ * The number of changelog streams the cluster spreads its partitions over: the one it recorded, else
+ * `wanted` recorded now (create-only: nodes started together agree on the first), except that a cluster
+ * whose changelog exists from before the setting (`existing`: its first stream is there, no record) is
+ * recorded and kept at one stream. Never changes after: a partition's history is in its stream.
+ */
+export async function settleChangelogStreams (nc: NatsConnection, cluster: string, wanted: number, existing: () => Promise<boolean>, replicas: number): Promise<number> {
+  positiveInteger('changelog streams', wanted)
+  const kv = await retryWhileElecting(() => new Kvm(nc).create(clusterMetaBucket(cluster), { history: 1, replicas }))
+  return await retryWhileElecting(async () => {
+    const entry = await kv.get(CHANGELOG_STREAMS_KEY)
+    if (entry !== null && entry.operation === 'PUT') return Number(entry.string())
+    const count = await existing() ? 1 : wanted
+    try {
+      await kv.create(CHANGELOG_STREAMS_KEY, String(count))
+      return count
+    } catch (error) {
+      const now = await kv.get(CHANGELOG_STREAMS_KEY)
+      if (now === null || now.operation !== 'PUT') throw error
+      return Number(now.string())
+    }
+  })
 }
 
 /** A key's fingerprint as the cluster keeps it: 16 bytes of HKDF-SHA256 with a purpose of its own, hex. */

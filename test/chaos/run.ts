@@ -30,6 +30,7 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '12' },
     check: { type: 'string' },
     faults: { type: 'string' },
+    'changelog-streams': { type: 'string', default: '1' },
   },
 })
 
@@ -172,7 +173,7 @@ async function run (): Promise<Verdict> {
  */
 async function startCluster (): Promise<BeaconCluster> {
   for (let attempt = 1; ; attempt++) {
-    starting = startBeaconCluster(3, { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' })
+    starting = startBeaconCluster(3, { BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_CHANGELOG_STREAMS: flags['changelog-streams'] })
     const started = await starting.catch((error: Error) => error)
     starting = undefined
     if (!(started instanceof Error)) {

@@ -5,7 +5,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Store, type OutboxAppended } from '../../src/store/store.js'
 import { Listeners } from '../../src/listeners.js'
-import { Changelog, changelogStreamName } from '../../src/cluster/changelog.js'
+import { Changelogs } from '../../src/cluster/changelogs.js'
 import type { ClusterError } from '../../src/cluster/errors.js'
 import { ActorRuntime } from '../../actors/runtime.js'
 import { visitorKind, type EventBody, type VisitorKind } from '../../actors/visitor.js'
@@ -31,7 +31,7 @@ export interface EntityNode {
   visitors: VisitorKind
   profiles: ProfileKind
   log: EntityLog
-  changelog: Changelog
+  changelog: Changelogs
   nc: NatsConnection
   /** Partitions the log reported refused, with the error. */
   refused: [number, ClusterError][]
@@ -62,6 +62,8 @@ export interface EntityNodeOptions {
   dir?: string
   /** The changelog's appendTimeoutMs (default its own). */
   appendTimeoutMs?: number
+  /** Changelog streams the partitions are spread over (default 1). */
+  streams?: number
 }
 
 export async function startEntityNode (id: string, options: EntityNodeOptions): Promise<EntityNode> {
@@ -70,7 +72,7 @@ export async function startEntityNode (id: string, options: EntityNodeOptions): 
   const store = new Store({ path: dir, durability: 'committed', outboxAppended })
   const nc = await connect({ servers: options.servers, reconnectTimeWait: 100, maxReconnectAttempts: -1, ignoreClusterUpdates: options.servers.length === 1 })
   const cluster = options.cluster ?? 'test'
-  const changelog = await Changelog.open({ nc, owner: id, replicas: options.replicas ?? 3, stream: changelogStreamName(cluster), subjectPrefix: `beacon.changelog.${cluster}`, appendTimeoutMs: options.appendTimeoutMs })
+  const changelog = await Changelogs.open({ nc, owner: id, replicas: options.replicas ?? 3, cluster, count: options.streams ?? 1, appendTimeoutMs: options.appendTimeoutMs })
   const clock = manualClock()
   const runtime = new ActorRuntime({ clock, actorsMax: 100_000, actorIdleMs: 3_600_000, mailboxMax: 10_000 })
   const refusedList = new Listeners<(partition: number, error: ClusterError) => void>()
