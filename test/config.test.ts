@@ -67,6 +67,9 @@ describe('configuration', () => {
       expect(config).to.include({ cluster: 'prod-1', nodeId: 'node_a', partitions: 128, replicas: 3, leaseMs: 1500 })
       expect(config.forwardBatch, 'batched forwarding by default').to.equal(true)
       expect(loadConfig({ ...cluster, BEACON_FORWARD_BATCH: 'false' }).forwardBatch).to.equal(false)
+      expect(config.changelogStreams, 'one changelog stream by default').to.equal(1)
+      expect(loadConfig({ ...cluster, BEACON_CHANGELOG_STREAMS: '3' }).changelogStreams).to.equal(3)
+      expect(() => loadConfig({ ...cluster, BEACON_CHANGELOG_STREAMS: '17' })).to.throw(ConfigError)
     })
 
     it('needs BEACON_NATS_URL, BEACON_ADMIN_KEY and BEACON_SECRETS_KEY, and names the bad values one line each', () => {
@@ -103,6 +106,9 @@ describe('configuration', () => {
       ])
       expect(() => loadConfig({ BEACON_FORWARD_BATCH: 'false' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
         'BEACON_FORWARD_BATCH: only applies in cluster mode (set BEACON_CLUSTER)',
+      ])
+      expect(() => loadConfig({ BEACON_CHANGELOG_STREAMS: '3' })).to.throw(ConfigError).with.property('problems').that.deep.equals([
+        'BEACON_CHANGELOG_STREAMS: only applies in cluster mode (set BEACON_CLUSTER)',
       ])
     })
   })
