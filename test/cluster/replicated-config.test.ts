@@ -199,11 +199,20 @@ describe('cluster configuration: catalogs replicated through a KV bucket', funct
       request: { method: 'POST', url: 'http://127.0.0.1:9/in' }, delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
     })
     const started = performance.now()
-    const results = await Promise.allSettled(Array.from({ length: 130 }, (_, i) => (i % 2 === 0 ? n1 : n2).catalogs.webhooks.put(other, `w${i}`, body(i))))
+    const put = (i: number): Promise<unknown> => (i % 2 === 0 ? n1 : n2).catalogs.webhooks.put(other, `w${i}`, body(i))
+    const outcomes = new Map<number, string>()
+    // A creation that could not take the account's lock in time (503 config_unavailable, as on a loaded
+    // machine) was not made: sent again, as a client told to retry would, until each is made or refused.
+    let pending = Array.from({ length: 130 }, (_, i) => i)
+    for (let round = 0; pending.length > 0 && round < 20; round++) {
+      const results = await Promise.allSettled(pending.map(put))
+      results.forEach((result, k) => outcomes.set(pending[k]!, result.status === 'fulfilled' ? 'made' : codeOf(result.reason)))
+      pending = pending.filter(i => outcomes.get(i) === 'config_unavailable')
+    }
     const ms = performance.now() - started
-    const refused = results.filter(result => result.status === 'rejected').map(result => codeOf((result as PromiseRejectedResult).reason))
-    console.log(`      130 concurrent creations through two nodes: ${130 - refused.length} made, ${refused.length} refused, in ${ms.toFixed(0)} ms`)
-    expect(refused).to.deep.equal(Array(30).fill('conflict'))
+    const counts = [...outcomes.values()].reduce<Record<string, number>>((all, outcome) => ({ ...all, [outcome]: (all[outcome] ?? 0) + 1 }), {})
+    console.log(`      130 concurrent creations through two nodes: ${JSON.stringify(counts)} in ${ms.toFixed(0)} ms`)
+    expect(counts).to.deep.equal({ made: WEBHOOKS_MAX, conflict: 130 - WEBHOOKS_MAX })
     for (const node of [n1, n2, n3]) {
       await until('every webhook applied', () => [...node.catalogs.webhooks.webhooksOf(other)].length === WEBHOOKS_MAX, 1000, 1)
     }
