@@ -36,16 +36,7 @@ export function clusterMetaBucket (cluster: string): string {
 export async function settlePartitions (nc: NatsConnection, cluster: string, partitions: number, replicas: number): Promise<void> {
   positiveInteger('partitions', partitions)
   const kv = await retryWhileElecting(() => new Kvm(nc).create(clusterMetaBucket(cluster), { history: 1, replicas }))
-  const stored = await retryWhileElecting(async () => {
-    try {
-      await kv.create(PARTITIONS_KEY, String(partitions))
-      return partitions
-    } catch (error) {
-      const entry = await kv.get(PARTITIONS_KEY)
-      if (entry === null || entry.operation !== 'PUT') throw error
-      return Number(entry.string())
-    }
-  })
+  const stored = await retryWhileElecting(() => createOrStored(kv, PARTITIONS_KEY, partitions))
   if (stored !== partitions) {
     throw new ClusterError(CLUSTER_ERRORS.CLUSTER_PARTITIONS_MISMATCH,
       `the cluster ${cluster} was created with ${stored} partitions; this node has BEACON_PARTITIONS=${partitions} (set it to ${stored}: the number of partitions cannot change)`)
@@ -64,16 +55,20 @@ export async function settleChangelogStreams (nc: NatsConnection, cluster: strin
   return await retryWhileElecting(async () => {
     const entry = await kv.get(CHANGELOG_STREAMS_KEY)
     if (entry !== null && entry.operation === 'PUT') return Number(entry.string())
-    const count = await existing() ? 1 : wanted
-    try {
-      await kv.create(CHANGELOG_STREAMS_KEY, String(count))
-      return count
-    } catch (error) {
-      const now = await kv.get(CHANGELOG_STREAMS_KEY)
-      if (now === null || now.operation !== 'PUT') throw error
-      return Number(now.string())
-    }
+    return await createOrStored(kv, CHANGELOG_STREAMS_KEY, await existing() ? 1 : wanted)
   })
+}
+
+/** Stores `value` under `key` if the key has none (create-only), and returns the value the key holds. */
+async function createOrStored (kv: KV, key: string, value: number): Promise<number> {
+  try {
+    await kv.create(key, String(value))
+    return value
+  } catch (error) {
+    const entry = await kv.get(key)
+    if (entry === null || entry.operation !== 'PUT') throw error
+    return Number(entry.string())
+  }
 }
 
 /** A key's fingerprint as the cluster keeps it: 16 bytes of HKDF-SHA256 with a purpose of its own, hex. */
