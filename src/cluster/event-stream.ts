@@ -148,7 +148,8 @@ export class EventStream implements EventStore {
         // No answer (an election, a server lost): again, the same message id.
       }
       if (Date.now() >= deadline) {
-        throw new ApiError('unavailable', `The event log (JetStream stream ${this.stream}) did not confirm the event within ${this.appendTimeoutMs} ms${refused === null ? '' : ` (${refused})`}; retry with the same Idempotency-Key.`)
+        // The event may be stored, and its visitor's write with it: an unknown outcome, never applied again elsewhere.
+        throw new ApiError('write_unconfirmed', `The event log (JetStream stream ${this.stream}) did not confirm the event within ${this.appendTimeoutMs} ms${refused === null ? '' : ` (${refused})`}: it may have been applied. Retry with the same Idempotency-Key.`, undefined, { 'Retry-After': '1' })
       }
       await new Promise(resolve => setTimeout(resolve, 50))
     }

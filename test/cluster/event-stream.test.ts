@@ -11,6 +11,8 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { EventStream, eventStreamName, profileToken } from '../../src/cluster/event-stream.js'
 import type { EventQuery, LoggedEvent } from '../../src/store/event-log.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
+import { startHeldLink } from '../helpers/held-link.js'
+import { ApiError } from '../../src/errors.js'
 
 const DAY_MS = 86_400_000
 const ALL: EventQuery = { fromMs: 0, toMs: Number.MAX_SAFE_INTEGER, visitorId: null, profileId: null, kind: null }
@@ -43,6 +45,26 @@ describe('cluster: the event log stream (3-server JetStream cluster)', function 
     }
     throw new Error('more than 1000 pages')
   }
+
+  it('answers an event it cannot confirm 503 write_unconfirmed with Retry-After, though JetStream stored it (an unknown outcome, never a plain refusal)', async () => {
+    await open('held')
+    const link = await startHeldLink(nats.urls[0]!)
+    const held = await connect({ servers: link.url, ignoreClusterUpdates: true })
+    try {
+      const events = await EventStream.open({ nc: held, cluster: 'held', replicas: 3, retentionMs: DAY_MS, sizeMaxBytes: 0, appendTimeoutMs: 500 })
+      link.hold()
+      const refused = await events.append('acc', 'v1', null, { event: 'pageView', path: '/' }, Date.now(), []).then(() => null, (error: unknown) => error)
+      link.release()
+      expect(refused).to.be.instanceOf(ApiError)
+      expect((refused as ApiError).items[0]!.code).to.equal('write_unconfirmed')
+      expect((refused as ApiError).headers).to.deep.equal({ 'Retry-After': '1' })
+      const stored = await (await open('held')).page('acc', ALL, 10, null)
+      expect(stored.events.map(event => event.visitorId)).to.deep.equal(['v1'])
+    } finally {
+      await held.close()
+      await link.close()
+    }
+  })
 
   it('creates the stream R3 with MaxAge and MaxBytes, and a second open with other settings updates it', async () => {
     const jsm = await jetstreamManager(nc)
