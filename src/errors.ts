@@ -76,12 +76,12 @@ export const ERRORS = {
   shutting_down: [503, 'The server is shutting down.'],
   // Cluster mode: a configuration change could not take its account's lock, or be stored or applied, in time.
   config_unavailable: [503, 'The cluster\'s configuration cannot be changed right now; retry shortly.'],
-  // Cluster mode: this node lost the key's partition while writing (its changelog append was refused or
-  // not confirmed); nothing was acknowledged. The request path retries it at the partition's new owner.
+  // Cluster mode: this node lost the key's partition while writing (its changelog append was refused, or
+  // never sent); nothing was stored. The request path retries it at the partition's new owner.
   partition_moved: [503, 'The partition of this visitor or profile moved to another node; retry.'],
   // Cluster mode: this node sent the write's changelog append, or its event to the event stream, but could
-  // not learn whether JetStream stored it (no answer in time, NATS unreachable or electing). It may have been applied: it is not retried
-  // elsewhere. Sent with Retry-After.
+  // not learn whether JetStream stored it (no answer in time, NATS unreachable or electing). It may have
+  // been applied: it is not retried elsewhere. Sent with Retry-After.
   write_unconfirmed: [503, 'This write was sent, but whether the cluster stored it could not be confirmed: it may have been applied. Retry with the same Idempotency-Key to apply it at most once.'],
   // Cluster mode: no node answered for the key's partition within the routing budget (it is changing
   // owner, or its owner is unreachable); nothing was acknowledged. Sent with Retry-After.
