@@ -15,7 +15,7 @@ import { exportEvents } from './cli/export-events.js'
 import { importEvents } from './cli/import-events.js'
 import { usersAdd } from './cli/users.js'
 import { USAGE } from './cli/usage.js'
-import { VERSION } from './ops/version.js'
+import { VERSION } from './package-root.js'
 
 type Values = Record<string, string | boolean | undefined>
 type OptionSpec = Record<string, { type: 'string' | 'boolean' }>

@@ -11,7 +11,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs'
 import { BUILT_IN_EVENTS } from '../catalog/event-types.js'
-import { VERSION } from '../ops/version.js'
+import { VERSION } from '../package-root.js'
 import { listAll, RefusedError, segment, type AdminClient } from './client.js'
 import { CliError } from './errors.js'
 import { pretty } from './accounts.js'

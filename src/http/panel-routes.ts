@@ -3,18 +3,14 @@
 // year. The HTML carries a strict Content-Security-Policy (scripts and styles from this origin only, no
 // inline script), refuses framing, and sends no referrer.
 
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { ApiError } from '../errors.js'
 import { CACHE_IMMUTABLE, CACHE_REVALIDATE, loadStaticFiles, serveFile, type StaticFile } from './static-files.js'
 import type { Request } from './server.js'
 import type { RouteDefinition } from './route.js'
+import { PACKAGE_ROOT } from '../package-root.js'
 
-/** The built panel: dist/web/panel, seen from dist/src/http (the built server) or src/http (sources). */
-export function panelDir (): string {
-  const candidates = ['../../web/panel/', '../../dist/web/panel/'].map(path => fileURLToPath(new URL(path, import.meta.url)))
-  return candidates.find(dir => existsSync(`${dir}index.html`)) ?? candidates[0]!
-}
+/** The built panel, whether the server runs built or from its sources. */
+export const PANEL_DIR = `${PACKAGE_ROOT}dist/web/panel/`
 
 export const PANEL_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
@@ -24,7 +20,7 @@ export const PANEL_HEADERS: Readonly<Record<string, string>> = {
 }
 
 /** The panel's files are not part of the API: served, but not in /openapi.json (`doc: null`). */
-export function panelRoutes (files: Map<string, StaticFile> = loadStaticFiles(panelDir())): RouteDefinition[] {
+export function panelRoutes (files: Map<string, StaticFile> = loadStaticFiles(PANEL_DIR)): RouteDefinition[] {
   const index = (request: Request): ReturnType<typeof serveFile> => {
     const file = files.get('index.html')
     if (file === undefined) throw new ApiError('not_found', 'The panel is not built: run npm run build.')

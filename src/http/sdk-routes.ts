@@ -9,11 +9,10 @@ import { loadStaticFiles, serveFile, type StaticFile } from './static-files.js'
 import { errorReply } from './server.js'
 import type { RouteDefinition } from './route.js'
 import * as R from './reply-schemas.js'
-
-const ROOT = new URL(import.meta.url.includes('/dist/src/') ? '../../../' : '../../', import.meta.url).pathname
+import { PACKAGE_ROOT } from '../package-root.js'
 
 /** Where `npm run build` writes the SDK bundles. */
-export const SDK_DIR = `${ROOT}dist/web/sdk/`
+export const SDK_DIR = `${PACKAGE_ROOT}dist/web/sdk/`
 export const SDK_CACHE = 'public, max-age=3600'
 const HEADERS = { 'Access-Control-Allow-Origin': '*' }
 

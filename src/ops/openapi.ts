@@ -12,7 +12,7 @@ import { assert } from '../assert.js'
 import { TAGS, type RouteDefinition, type RouteDoc } from '../http/route.js'
 import type { RouteRole } from '../http/server.js'
 import * as R from '../http/reply-schemas.js'
-import { VERSION } from './version.js'
+import { VERSION } from '../package-root.js'
 
 type Auth = 'admin' | 'token-read' | 'token-write' | 'none'
 

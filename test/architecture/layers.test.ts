@@ -8,7 +8,7 @@ import { findCycles, layerProblems, readImportGraph, type Layer } from './import
 // never higher; no file may be part of an import cycle. docs/architecture.md explains the table.
 export const LAYERS: readonly Layer[] = [
   // The composition root: the process entry points and the wiring of everything.
-  { rank: 7, name: 'entry', paths: ['src/main.ts', 'src/start.ts', 'src/app.ts', 'src/cluster-mode.ts', 'src/cli.ts', 'src/build-assets.ts', 'src/panel-bundle.ts'] },
+  { rank: 7, name: 'entry', paths: ['src/main.ts', 'src/start.ts', 'src/app.ts', 'src/cluster-mode.ts', 'src/cli.ts', 'src/build-assets.ts', 'src/build-server.ts', 'src/panel-bundle.ts'] },
   // The surfaces: the HTTP API, operations (health, metrics, OpenAPI, logs), the command line, and
   // the browser bundles (built by esbuild, never imported by the server).
   { rank: 6, name: 'surface', paths: ['src/http/', 'src/ops/', 'src/cli/', 'src/client/', 'src/sdk/', 'src/panel/'] },
@@ -25,7 +25,7 @@ export const LAYERS: readonly Layer[] = [
   // the panel's own records: users and sessions, the audit log, media, report counters.
   { rank: 1, name: 'storage', paths: ['src/store/', 'src/cluster/', 'src/users/', 'src/audit/', 'src/media/', 'src/reports/'] },
   // Foundations every layer may use.
-  { rank: 0, name: 'base', paths: ['src/errors.ts', 'src/assert.ts', 'src/clock.ts', 'src/log.ts', 'src/config.ts', 'src/admin-key.ts', 'src/patterns.ts', 'src/validator.ts', 'src/listeners.ts', 'src/auth/', 'src/stats/'] },
+  { rank: 0, name: 'base', paths: ['src/errors.ts', 'src/assert.ts', 'src/clock.ts', 'src/log.ts', 'src/config.ts', 'src/admin-key.ts', 'src/patterns.ts', 'src/validator.ts', 'src/listeners.ts', 'src/package-root.ts', 'src/auth/', 'src/stats/'] },
 ]
 
 // Known upward imports: debts the layout refactor (issue 16) removes. Nothing may be added here; an

@@ -1,12 +1,12 @@
 import { expect } from 'chai'
 import { readdirSync } from 'node:fs'
 import { discardBeacon, startBeacon, type BeaconProcess } from '../helpers/beacon.js'
-import { panelDir } from '../../src/http/panel-routes.js'
+import { PANEL_DIR } from '../../src/http/panel-routes.js'
 
 // The panel as the built server serves it (npm run build first: npm test does).
 describe('panel static files', () => {
   let beacon: BeaconProcess
-  const assets = readdirSync(`${panelDir()}assets`)
+  const assets = readdirSync(`${PANEL_DIR}assets`)
   const script = assets.find(name => /^app-[A-Z0-9]+\.js$/.test(name))!
   const style = assets.find(name => /^app-[A-Z0-9]+\.css$/.test(name))!
 
