@@ -26,7 +26,7 @@ stop () {
   # mocha and its workers stop on SIGINT; whatever a test started and left (a cluster node stopping
   # while the test's NATS servers are gone) is killed with the group 5 s later.
   if kill -INT -- "-$tests" 2>/dev/null; then
-    for _ in 1 2 3 4 5; do kill -0 -- "-$tests" 2>/dev/null && sleep 1; done
+    for _ in 1 2 3 4 5; do kill -0 -- "-$tests" 2>/dev/null || break; sleep 1; done
     kill -KILL -- "-$tests" 2>/dev/null
   fi
   rm -rf "$out"

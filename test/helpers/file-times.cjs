@@ -14,8 +14,10 @@ let startedCpu = [0, 0]
 /** [own, reaped children's] CPU seconds of this process, from /proc/self/stat (clock ticks of 10 ms). */
 function cpuSeconds () {
   try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
-    // After the name: state is field 3, so utime..cstime (fields 14–17) are at 11–14 here.
+    const stat = readFileSync('/proc/self/stat', 'utf8')
+    // After the name (in parentheses, and may hold any character): state is field 3, so utime..cstime
+    // (fields 14–17) are at 11–14 here.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number)
     return [(utime + stime) / 100, (cutime + cstime) / 100]
   } catch {
