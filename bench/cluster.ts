@@ -4,7 +4,9 @@
 // a 3-server NATS cluster (R3), wrk spreading the connections over the three; all in one run, throughput
 // reported as ratios against (a). Two more rows on (c)'s NATS cluster split (c)'s cost: (b3) one node
 // on it, before the two others start (what R3 adds), and (c2) the three nodes with each wrk sending only
-// ids its node owns, as a partition-aware client would (what the forwarding hop adds); and the hop's
+// ids its node owns, as a partition-aware client would (what the forwarding hop adds: (c) runs after it
+// over the same visitors, each wrk drawing from all of them), and (c2k), (c2) with an Idempotency-Key
+// on every request (what the key costs, as beacon/client sends one); and the hop's
 // transport alone, no Beacon on either side: NATS request/reply between two processes connected to two
 // of the servers (bench/nats-hop.ts), as many in flight as (c) forwards; and the hop in isolation: one
 // wrk with ids node-2 owns, sent to node-2, then to node-1 (every request forwarded), each node's CPU
@@ -45,7 +47,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { partitionOf } from '../src/cluster/partition.js'
 import { natsServerBin, startNatsServer } from '../test/helpers/nats-server.js'
@@ -258,9 +260,10 @@ interface WrkResult {
 
 /**
  * One wrk process per node, the connections split evenly, all at once; `idFiles` and `via` as measure()'s
- * (`via`: wrk i sends to via[i].url with its header instead of to node i).
+ * (`via`: wrk i sends to via[i].url with its header instead of to node i). `keyed`: an Idempotency-Key
+ * on every request, new to the cluster (a fresh prefix per wrk process).
  */
-async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean, idFiles: string[] | null, via: Via[] | null = null): Promise<{ runs: WrkResult[] }> {
+async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, seconds: number, check: boolean, idFiles: string[] | null, via: Via[] | null = null, keyed = false): Promise<{ runs: WrkResult[] }> {
   const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length))
   const runs = await Promise.all(nodes.map(async (node, i) => {
     const target = via?.[i] ?? null
@@ -271,6 +274,7 @@ async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, second
         ...process.env, BENCH_WRK_DIR: WRK_DIR, BENCH_CHECK: check ? '1' : '0', BENCH_VISITORS: String(VISITORS),
         BENCH_ACCOUNT: tenant.account, BENCH_TOKEN: tenant.token, BENCH_THREAD_OFFSET: String(i * 101),
         ...(idFiles === null ? {} : { BENCH_IDS_FILE: idFiles[i]! }),
+        ...(keyed ? { BENCH_IDEMPOTENCY_PREFIX: randomUUID() } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     }))
@@ -327,6 +331,8 @@ const LABELS = {
   b3: '(b3) cluster, 1 node, 3 NATS (R3)',
   c: '(c) cluster, 3 nodes, 3 NATS (R3)',
   c2: '(c2) 3 nodes, R3, sent to the owner',
+  // (c2) with an Idempotency-Key on every request, as beacon/client sends: what the key itself costs.
+  c2k: '(c2k) sent to the owner, with keys',
   n: '(n) 3 nodes, R3, nginx + route config',
   // The same three nodes driven by beacon/client (src/client) instead of wrk: owner-routed from the route
   // map, an Idempotency-Key on every write (wrk sends none); its own CPU is in the wrk column.
@@ -351,7 +357,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   const load: Load = driver ?? (async (seconds, check) => {
     // wrk's CPU: the only children of this process that end during the run.
     const reapedBefore = reapedChildrenCpu()
-    const { runs } = await runWrk(workload, nodes, tenant, seconds, check, idFiles, via)
+    const { runs } = await runWrk(workload, nodes, tenant, seconds, check, idFiles, via, phase === 'c2k')
     return { runs, cpuS: reapedChildrenCpu() - reapedBefore }
   })
   const row: Row = {
@@ -571,9 +577,14 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     // (one delete per message on nats-server < 2.9.18). Measured, that work would be charged to (c).
     await quiet([...nodes.map(node => node.pid), ...natsPids])
     if (runRows) {
-      for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant))
       const idFiles = await ownedIdFiles(nodes, tenant)
       for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
+      for (const workload of WORKLOADS) rows.push(await measure('c2k', workload, nodes, natsPids, tenant, idFiles))
+      // (c) over the visitors (c2) wrote, every wrk drawing from all of them (two in three forwarded): the
+      // same state to load and write as (c2), so (c) − (c2) is the hop. Over (b3)'s pool instead, (c) paid
+      // the activation of visitors whose partitions the joins had moved, which (c2)'s fresh ids do not.
+      const everyId = allIdsFile(idFiles)
+      for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant, nodes.map(() => everyId)))
       await measureRouted(rows, nodes, natsPids, tenant)
       isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles, true)
       await measureNodeClient(rows, nodes, natsPids, tenant)
@@ -596,7 +607,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
       }
       await served(tenant, nodes)
       await quiet([...nodes.map(node => node.pid), ...natsPids])
-      for (const workload of WORKLOADS) rows.push(await measure('cOff', workload, nodes, natsPids, tenant))
+      for (const workload of WORKLOADS) rows.push(await measure('cOff', workload, nodes, natsPids, tenant, nodes.map(() => everyId)))
     }
     const hop = runRows ? await measureHop(cluster, natsPids) : null
     return { takeover: runTakeover ? await takeoverOf(nodes, tenant) : null, hop, isolated }
@@ -728,6 +739,13 @@ async function ownedIdFiles (nodes: Node[], tenant: Tenant): Promise<string[]> {
     writeFileSync(file, list.join('\n') + '\n')
     return file
   })
+}
+
+/** One file of the ids of every file of `files` (a wrk given it sends each request to any owner). */
+function allIdsFile (files: string[]): string {
+  const file = join(dirname(files[0]!), 'all.txt')
+  writeFileSync(file, files.map(one => readFileSync(one, 'utf8')).join(''))
+  return file
 }
 
 /**
@@ -906,6 +924,13 @@ function judge (rows: Row[], takeover: Takeover | null, isolated: HopRun[]): Tar
     if (cn !== undefined && c2 !== undefined) {
       const ratio = cpu(cn) / cpu(c2)
       targets.push({ name: `${name}: CPU per request, Node client owner-routed <= ${NODE_CLIENT_TARGET}x (c2) (Beacon + NATS)`, value: `${ratio.toFixed(2)}x`, met: ratio <= NODE_CLIENT_TARGET })
+    }
+    // The client sends an Idempotency-Key on every write, wrk in (c2) none: the same comparison with the
+    // key on both sides tells the client's routing from the key's own cost.
+    const c2k = find('c2k', name)
+    if (cn !== undefined && c2k !== undefined) {
+      const ratio = cpu(cn) / cpu(c2k)
+      targets.push({ name: `${name}: CPU per request, Node client owner-routed <= ${NODE_CLIENT_TARGET}x (c2k) (both with an Idempotency-Key on every request)`, value: `${ratio.toFixed(2)}x`, met: ratio <= NODE_CLIENT_TARGET })
     }
     if (b3 !== undefined && c2 !== undefined) {
       const growth = cpu(c2) / cpu(b3)

@@ -26,5 +26,5 @@ function request ()
     '","visits":' .. sequence ..
     ',"newsletter":' .. (r % 2 == 0 and "true" or "false") ..
     ',"interests":' .. INTERESTS[r % 6 + 1] .. '}}'
-  return wrk.format(nil, nil, nil, body)
+  return common.format(body)
 end

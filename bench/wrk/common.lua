@@ -117,6 +117,19 @@ function M.json_post ()
   return ids, #ids, M.require_env("BENCH_ACCOUNT")
 end
 
+--- The request of a JSON body (wrk.format with the script's method, path and headers). With
+--- BENCH_IDEMPOTENCY_PREFIX, each request carries its own Idempotency-Key, <prefix>-<thread>-<n>, as
+--- beacon/client sends one on every write (bench:cluster's (c2k) rows: what the key costs).
+local KEY_PREFIX = env("BENCH_IDEMPOTENCY_PREFIX", nil)
+local keys = 0
+function M.format (body)
+  if KEY_PREFIX ~= nil then
+    keys = keys + 1
+    wrk.headers["Idempotency-Key"] = KEY_PREFIX .. "-" .. (thread_index or 1) .. "-" .. keys
+  end
+  return wrk.format(nil, nil, nil, body)
+end
+
 M.check = env("BENCH_CHECK", "0") == "1"
 
 if M.check then

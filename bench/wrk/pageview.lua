@@ -16,5 +16,5 @@ local PREFIX = '{"account":"' .. account .. '",'
 
 function request ()
   local r = common.random()
-  return wrk.format(nil, nil, nil, PREFIX .. pageview.fields(r, ids[r % n_ids + 1]))
+  return common.format(PREFIX .. pageview.fields(r, ids[r % n_ids + 1]))
 end

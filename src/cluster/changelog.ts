@@ -193,12 +193,12 @@ export class Changelog {
     // the sequence the refusal reports. A stale owner still writing stops when it sees its lease expire.
     let last = await this.lastSeq(partition)
     for (let attempt = 1; ; attempt++) {
-      this.checkNotBehind(partition, last, false)
+      this.checkNotBehind(partition, last, 'last message')
       try {
         const seq = await this.publish(partition, subject, payload, last, false)
         // A sequence at or below one already acknowledged to this node was handed out twice: the stream's
         // leader lost acknowledged messages. The claim stands in the stream, but nothing is recovered from it.
-        this.checkNotBehind(partition, seq - 1, true)
+        this.checkNotBehind(partition, seq - 1, 'new claim')
         this.noteAcknowledged(partition, seq)
         this.writers.set(partition, { partition, subject, lastSeq: seq, queue: [], flying: false })
         return seq
@@ -457,7 +457,9 @@ export class Changelog {
       const refused = ack?.error
       const wrongLast = refused !== undefined && (refused.err_code === JetStreamApiCodes.StreamWrongLastSequence || refused.err_code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
       // A first send refused is not stored; a retry refused, or one out of time, may have been.
-      const outcome = wrongLast && attempt === 1 ? ABSENT : wrongLast || Date.now() >= deadline ? await this.outcomeOf(subject, expectedSeq, msgID) : null
+      let outcome: number | typeof ABSENT | typeof UNKNOWN | null = null
+      if (wrongLast && attempt === 1) outcome = ABSENT
+      else if (wrongLast || Date.now() >= deadline) outcome = await this.outcomeOf(subject, expectedSeq, msgID)
       if (typeof outcome === 'number') return outcome
       if (outcome === ABSENT) {
         const actual = refused === undefined ? null : /wrong last sequence: (\d+)/.exec(refused.description)
@@ -477,17 +479,18 @@ export class Changelog {
   }
 
   /**
-   * Refuses (CLUSTER_CHANGELOG_UNAVAILABLE) a sequence the stream's leader gave for the partition below
-   * one this node was acknowledged there (its last message) or anywhere in the stream (a new message's,
-   * less one): the leader answers from a state without acknowledged messages, and a recovery from it
-   * would lose them (chaos run 4 of docs/internals/cluster.md).
+   * Refuses (CLUSTER_CHANGELOG_UNAVAILABLE) a sequence the stream's leader gave below one this node was
+   * acknowledged: the partition's `last message` below its own last acknowledged one, or a `new claim`'s
+   * (`seq`: its sequence less one) below any acknowledged in the stream. The leader answers from a state
+   * without acknowledged messages, and a recovery from it would lose them (chaos run 4 of
+   * docs/internals/cluster.md).
    */
-  private checkNotBehind (partition: number, seq: number, streamWide: boolean): void {
+  private checkNotBehind (partition: number, seq: number, what: 'last message' | 'new claim'): void {
     const own = this.acknowledged.get(partition) ?? 0
+    const streamWide = what === 'new claim'
     if (seq >= own && (!streamWide || seq >= this.acknowledgedMax)) return
-    const what = streamWide ? 'new claim\'s sequence' : 'last message'
     const known = seq < own ? `${own}, which this node was acknowledged on the partition` : `${this.acknowledgedMax}, which this node was acknowledged in the stream`
-    throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the ${what} is ${streamWide ? seq + 1 : seq}, not after ${known}: the stream's leader lacks acknowledged messages`, partition)
+    throw new ClusterError(CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE, `partition ${partition}: the ${streamWide ? 'new claim\'s sequence' : 'last message'} is ${streamWide ? seq + 1 : seq}, not after ${known}: the stream's leader lacks acknowledged messages`, partition)
   }
 
   /**
