@@ -53,8 +53,9 @@ describe('test helper: a 3-server NATS cluster', function () {
         if (info?.state.messages === 2 && replicas.length === 2 && replicas.every(replica => replica.current)) break
         if (Date.now() > deadline) {
           // Seen once in CI (nats-server 2.10.27, a loaded machine): the leader heard nothing from the
-          // restarted replica for the whole 30 s; locally its catch-up takes 2–6 s (48 rounds under load).
-          // What the servers logged is the only evidence such a stall leaves.
+          // restarted replica for the whole 30 s, where its catch-up takes 2–6 s (48 rounds here under
+          // load); the likely cause, a route left unconnected, is what the helper's route URLs avoid
+          // (test/helpers/nats-cluster.ts). The servers' logs are the evidence such a stall leaves.
           const logs = cluster.servers.map((server, i) => `--- ${cluster.names[i]}:\n${server.output().slice(-3000)}`).join('\n')
           throw new Error(`the restarted server did not catch up: ${JSON.stringify(info?.cluster)}\n${logs}`)
         }

@@ -68,7 +68,11 @@ async function startOnce (options: NatsClusterOptions | null, bin: string | unde
   const name = `bc${process.pid}x${++clusters}`
   const routePorts: number[] = []
   for (let i = 0; i < SERVERS; i++) routePorts.push(await freePort())
-  const routes = routePorts.map(port => `nats-route://127.0.0.1:${port}`).join(',')
+  // Written as the servers gossip each other's route URLs (`nats-route://<ip>:<port>/`, trailing slash
+  // included): nats-server before 2.12.15 and 2.14.5 drops the reconnect of a route first dialed from
+  // gossip once it is found configured too, when the two URLs differ (nats-server #8454, #8527), and a
+  // restarted server's replicas can then stay behind for good (seen once in CI: "did not catch up").
+  const routes = routePorts.map(port => `nats-route://127.0.0.1:${port}/`).join(',')
   const servers: NatsServer[] = []
   const auth = options === null ? {} : { user: options.user, pass: options.pass }
   try {
