@@ -37,6 +37,9 @@
 //   SOAK_VISITOR_RETENTION_DAYS  Beacon's BEACON_VISITOR_RETENTION_DAYS (default unset: visitors kept),
 //                        e.g. 0.005 (7.2 min) to see data.mdb level off as churned visitors expire
 //   SOAK_VISITOR_RETENTION_SWEEP_MS  Beacon's BEACON_VISITOR_RETENTION_SWEEP_MS (default 60000 with a retention)
+//   SOAK_EVENT_RETENTION_DAYS  Beacon's BEACON_EVENT_RETENTION_DAYS (default unset: 30 days, so the retained
+//                        log and the saved reports' columns grow through the whole run, by design); e.g.
+//                        0.01 (14.4 min) for a log that is full, and flat, after a 20-minute warm-up
 //   SOAK_NODE_ARGS       extra node flags for Beacon, e.g. "--heapsnapshot-signal=SIGUSR2" to take heap
 //                        snapshots (kill -USR2 <pid>; written to the current folder) and compare them
 
@@ -61,6 +64,7 @@ const LOOP_P99_MAX_MS = 50
 const ADMIN_KEY = 'soak-admin-key-0123456789'
 const RETENTION_DAYS = process.env.SOAK_VISITOR_RETENTION_DAYS ?? ''
 const RETENTION_SWEEP_MS = process.env.SOAK_VISITOR_RETENTION_SWEEP_MS ?? '60000'
+const EVENT_RETENTION_DAYS = process.env.SOAK_EVENT_RETENTION_DAYS ?? ''
 const MAIN = new URL('../dist/src/main.js', import.meta.url).pathname
 
 for (const [name, value] of [['SOAK_MINUTES', MINUTES], ['SOAK_WARMUP_MINUTES', WARMUP_MINUTES], ['SOAK_RATE', RATE], ['SOAK_VISITORS', VISITORS], ['SOAK_VISITOR_MINUTES', VISITOR_MINUTES], ['SOAK_PROFILE_MINUTES', PROFILE_MINUTES]] as const) {
@@ -95,6 +99,7 @@ const child = spawn(process.execPath, [...NODE_ARGS, MAIN], {
     BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY,
     BEACON_WEBHOOK_ALLOW_PRIVATE: 'true', BEACON_SEGMENT_SWEEP_MS: '1000', BEACON_LOG_LEVEL: 'info',
     ...(RETENTION_DAYS === '' ? {} : { BEACON_VISITOR_RETENTION_DAYS: RETENTION_DAYS, BEACON_VISITOR_RETENTION_SWEEP_MS: RETENTION_SWEEP_MS }),
+    ...(EVENT_RETENTION_DAYS === '' ? {} : { BEACON_EVENT_RETENTION_DAYS: EVENT_RETENTION_DAYS }),
   },
   stdio: ['ignore', 'pipe', 'inherit'],
 })

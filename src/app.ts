@@ -66,12 +66,12 @@ import { AccountLimits } from './http/account-limits.js'
 import { openClusterMode, type ClusterMode } from './cluster-mode.js'
 import { clusterRoutes } from './http/cluster-routes.js'
 import { RouteHint } from './http/route-hint.js'
-import { EventLog, trimEventLog, type EventAppender, type EventStore } from './store/event-log.js'
+import { EVENT_TRIM_EVERY_MS, EventLog, trimEventLog, type EventAppender, type EventStore } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
 import { Replays } from './jobs/replay.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
-import { SavedResults } from './reports/saved-results.js'
+import { compactSavedReports, SavedResults } from './reports/saved-results.js'
 import { ReportDeliveries } from './catalog/report-deliveries.js'
 import { loadSavedReports } from './reports/saved-load.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
@@ -178,6 +178,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     })
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
   const savedResults = savedIndex === null ? null : new SavedResults({ index: savedIndex, store, clock, retentionMs: config.eventRetentionDays * 86_400_000 })
+  // The columns follow the log's trims (their memory is the retention window's, read or not).
+  const stopSavedCompaction = savedIndex === null || savedResults === null
+    ? null
+    : compactSavedReports(savedResults, () => savedIndex.accountIds(), EVENT_TRIM_EVERY_MS, error => log.error({ err: error }, 'saved reports: compaction failed'))
   const clusterEvents = cluster?.events ?? null
   const appendEvent: EventAppender | null = clusterEvents !== null
     ? (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
@@ -420,6 +424,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         stopIdempotencySweep()
         stopEventTrim?.()
         stopSavedLoad?.()
+        stopSavedCompaction?.()
         await bandits.stop()
         await server.drain()
         // The steps under way end; the rest resumes at the next start.

@@ -10,8 +10,9 @@
 // erasures) is queued for it, in order, and replayed once its rows are in, so every event is counted
 // once. Then the wiring keeps it in step: each appended event is added, each erasure marks its rows
 // dead, and rows the log no longer has (retention, size cap, account deletion) are dropped when a
-// report reads the account (`compact`). The log stays the record; this is a derived view of it, never
-// written to disk.
+// report reads the account and by a pass every minute (`compact`, saved-results.ts), so the columns
+// hold what the log holds, not everything the process saw. The log stays the record; this is a derived
+// view of it, never written to disk.
 
 import type { Database, Key } from 'lmdb'
 import type { StoredEvent } from '../store/event-log.js'
@@ -51,6 +52,31 @@ export class Dictionary {
 
   /** The value's number, or NONE when never seen. */
   find (value: string): number { return this.ids.get(value) ?? NONE }
+
+  /**
+   * Keeps only the values `column`'s first `n` entries refer to, numbered anew in order of first use,
+   * and rewrites those entries to the new numbers (NONE stays NONE).
+   */
+  keepUsed (column: Int32Array, n: number): void {
+    const renumbered = new Int32Array(this.values.length).fill(NONE)
+    const kept: string[] = []
+    for (let row = 0; row < n; row++) {
+      const old = column[row]!
+      if (old === NONE) continue
+      let id = renumbered[old]!
+      if (id === NONE) {
+        id = renumbered[old] = kept.length
+        kept.push(this.values[old]!)
+      }
+      column[row] = id
+    }
+    this.values.length = kept.length
+    this.ids.clear()
+    for (let id = 0; id < kept.length; id++) {
+      this.values[id] = kept[id]!
+      this.ids.set(kept[id]!, id)
+    }
+  }
 
   get size (): number { return this.values.length }
 }
@@ -112,6 +138,8 @@ export class AccountColumns {
   readonly segmentSetMembers: Int32Array[] = []
   /** Rows marked dead by erasures since the last compaction. */
   dead = 0
+  /** Rows dropped since the dictionaries were last cut to the rows kept (compact). */
+  private droppedSinceRenumber = 0
   /**
    * Whether every row's time is at least the one before it (the log's server times, in the order
    * applied). A clock stepping back clears it: reports then count distinct people by sets (slower).
@@ -171,6 +199,8 @@ export class AccountColumns {
    * something to drop.
    */
   compact (keptFromMs: number): void {
+    // In time order (the usual case) with nothing erased, the first row is the oldest: nothing to scan.
+    if (this.dead === 0 && this.ordered && (this.n === 0 || this.timeMs[0]! >= keptFromMs)) return
     let stale = this.dead
     for (let row = 0; row < this.n; row++) if (this.alive[row] === 1 && this.timeMs[row]! < keptFromMs) stale++
     if (stale === 0) return
@@ -202,12 +232,25 @@ export class AccountColumns {
       }
       field.n = at
     }
+    this.droppedSinceRenumber += this.n - kept
     this.n = kept
     this.dead = 0
     this.ordered = true
     for (let row = 1; row < kept && this.ordered; row++) if (this.timeMs[row]! < this.timeMs[row - 1]!) this.ordered = false
-    // Dictionaries keep the strings of dropped rows until the process restarts: they are bounded by what
-    // the retention window saw, and renumbering them would cost a pass over every column.
+    // The dictionaries keep the strings of dropped rows (every visitor a site ever had, in a process that
+    // runs for months) until as many rows were dropped as half of those kept: then they keep only what
+    // the rows refer to, so they hold at most about one and a half retention windows' worth of values.
+    // The same for the arrays' capacity, left at the largest the account had.
+    if (this.droppedSinceRenumber * 2 >= kept) this.renumber()
+    if (this.timeMs.length > 4 * Math.max(kept, CAPACITY_MIN)) this.grow(2 * kept)
+  }
+
+  /** The dictionaries of visitors, profiles and dimension values cut to what the rows refer to. */
+  private renumber (): void {
+    this.visitors.keepUsed(this.visitor, this.n)
+    this.profiles.keepUsed(this.profile, this.n)
+    for (let d = 0; d < DIMENSION_FIELDS.length; d++) this.dimensionValues[d]!.keepUsed(this.dimensions[d]!, this.n)
+    this.droppedSinceRenumber = 0
   }
 
   private grow (capacity: number): void {
@@ -337,6 +380,11 @@ export class SavedReportIndex {
   /** The account's columns (empty when it has no event yet). */
   of (account: string): AccountColumns | undefined {
     return this.accounts.get(account)
+  }
+
+  /** The accounts that have columns. */
+  accountIds (): string[] {
+    return [...this.accounts.keys()]
   }
 
   private columns (account: string): AccountColumns {

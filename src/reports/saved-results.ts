@@ -37,15 +37,50 @@ export class SavedResults {
   /** The report's result now; reports_loading (503) while the log is still being loaded after a start. */
   of (account: string, report: SavedReport): SavedResult {
     if (!this.index.ready) throw new ApiError('reports_loading', undefined, undefined, { 'Retry-After': '2' })
-    const columns = this.index.of(account)
+    this.compact(account)
+    return runSavedReport(report, this.index.of(account), this.clock.nowMs())
+  }
+
+  /** Drops the account's rows the log no longer keeps (trimmed, erased); nothing while the log loads. */
+  compact (account: string): void {
+    if (!this.index.ready) return
     // The log's oldest row (committed) bounds what is kept; rows appended but not committed yet are newer.
-    columns?.compact(this.oldestKeptMs(account) ?? this.clock.nowMs() - this.retentionMs)
-    return runSavedReport(report, columns, this.clock.nowMs())
+    this.index.of(account)?.compact(this.oldestKeptMs(account) ?? this.clock.nowMs() - this.retentionMs)
   }
 
   /** The time of the account's oldest event in the log (what retention and the size cap left), or null when none. */
   private oldestKeptMs (account: string): number | null {
     const [first] = Array.from(this.store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
     return first === undefined ? null : (first as [string, number])[1]
+  }
+}
+
+/**
+ * Every `everyMs` (the log's trim period), a pass compacting each account's columns, one account an
+ * event-loop turn: the memory they take follows the log's retention even when no report is read.
+ * Returns what stops it.
+ */
+export function compactSavedReports (results: SavedResults, accounts: () => string[], everyMs: number, onError: (error: unknown) => void): () => void {
+  let stopped = false
+  let timer: NodeJS.Timeout | null = null
+  const pass = (left: string[]): void => {
+    timer = null
+    if (stopped) return
+    const account = left.pop()
+    if (account === undefined) {
+      timer = setTimeout(() => { pass(accounts()) }, everyMs).unref()
+      return
+    }
+    try {
+      results.compact(account)
+    } catch (error) {
+      onError(error)
+    }
+    setImmediate(() => { pass(left) })
+  }
+  timer = setTimeout(() => { pass(accounts()) }, everyMs).unref()
+  return () => {
+    stopped = true
+    if (timer !== null) clearTimeout(timer)
   }
 }
