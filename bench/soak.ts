@@ -38,8 +38,7 @@
 //                        e.g. 0.005 (7.2 min) to see data.mdb level off as churned visitors expire
 //   SOAK_VISITOR_RETENTION_SWEEP_MS  Beacon's BEACON_VISITOR_RETENTION_SWEEP_MS (default 60000 with a retention)
 //   SOAK_EVENT_RETENTION_DAYS  Beacon's BEACON_EVENT_RETENTION_DAYS (default unset: 30 days, so the retained
-//                        log and the saved reports' columns grow through the whole run, by design); e.g.
-//                        0.01 (14.4 min) for a log that is full, and flat, after a 20-minute warm-up
+//                        log and the saved reports' columns grow through the whole run, by design); 0: no log
 //   SOAK_NODE_ARGS       extra node flags for Beacon, e.g. "--heapsnapshot-signal=SIGUSR2" to take heap
 //                        snapshots (kill -USR2 <pid>; written to the current folder) and compare them
 
