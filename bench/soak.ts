@@ -25,7 +25,9 @@
 // is the verdict:
 //   SOAK PASS|FAIL memory growth after warm-up <g>% (≤ 10 %), loop delay p99 max <d> ms (≤ 50 ms), 5xx <n>
 // Memory growth compares the process memory (RssAnon) of the last sample with the first one after
-// warm-up: a leak grows it; a database that grows moves RssFile, which is printed beside it.
+// warm-up: a leak grows it; a database that grows moves RssFile, which is printed beside it. The line
+// before the verdict gives the same growth over the means of the first and last five judged minutes,
+// and the live objects' (beacon_heap_live_bytes): one minute's RssAnon moves by ±10 % with V8's sizing.
 //
 // Environment:
 //   SOAK_MINUTES         length of the run (default 30)
@@ -242,6 +244,12 @@ const judged = samples.filter(s => s.minute > WARMUP_MINUTES)
 const first = judged[0]!
 const last = judged[judged.length - 1]!
 const growth = (last.anonMb - first.anonMb) / first.anonMb
+// The same over the means of the first and last five judged minutes (a minute's figure moves by ±10 %
+// with the JS heap's sizing), and for the live objects alone: printed beside the verdict, not judged.
+const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length
+const span = Math.min(5, Math.floor(judged.length / 2))
+const meanGrowth = span === 0 ? growth : mean(judged.slice(-span).map(s => s.anonMb)) / mean(judged.slice(0, span).map(s => s.anonMb)) - 1
+const liveGrowth = span === 0 ? 0 : mean(judged.slice(-span).map(s => s.liveMb)) / mean(judged.slice(0, span).map(s => s.liveMb)) - 1
 const loopMaxMs = Math.max(...judged.map(s => s.loopP99Ms))
 const failures = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((n, [, count]) => n + count, 0)
 console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`)
@@ -250,6 +258,7 @@ await new Promise(resolve => child.once('exit', resolve))
 receiver.close()
 rmSync(dataDir, { recursive: true, force: true })
 const pass = growth <= RSS_GROWTH_MAX && loopMaxMs <= LOOP_P99_MAX_MS && failures === 0 && received > 0
+console.log(`memory growth after warm-up over ${span}-minute means: ${(meanGrowth * 100).toFixed(1)}%, the live objects' ${(liveGrowth * 100).toFixed(1)}%`)
 console.log(`SOAK ${pass ? 'PASS' : 'FAIL'} memory growth after warm-up ${(growth * 100).toFixed(1)}% (≤ ${RSS_GROWTH_MAX * 100} %), ` +
   `loop delay p99 max ${loopMaxMs.toFixed(1)} ms (≤ ${LOOP_P99_MAX_MS} ms), 5xx ${failures}, webhook requests ${received}`)
 process.exit(pass ? 0 : 1)
