@@ -44,11 +44,17 @@ describe('saved reports: columns that follow the log\'s retention', () => {
     removeDir(dir)
   })
 
-  it('cuts the visitor, profile and path dictionaries to the rows kept once half as many were dropped, with the same results as columns of those rows alone', () => {
+  /** An index loaded from the (empty) log, then given account a's events of minutes [from, to). */
+  const indexOf = (from: number, to: number): SavedReportIndex => {
     const index = new SavedReportIndex()
     index.beginLoad(0)
     while (!index.loadTurn(store.events, 1));
-    for (let m = 0; m < 60; m++) for (const e of minuteOf(m)) index.add('a', e.visitorId, e.profileId, { event: 'pageView', path: e.path }, e.timeMs, [])
+    for (let m = from; m < to; m++) for (const e of minuteOf(m)) index.add('a', e.visitorId, e.profileId, { event: 'pageView', path: e.path }, e.timeMs, [])
+    return index
+  }
+
+  it('cuts the visitor, profile and path dictionaries to the rows kept once half as many were dropped, with the same results as columns of those rows alone', () => {
+    const index = indexOf(0, 60)
     const columns = index.of('a')!
     expect([columns.visitors.size, columns.profiles.size, columns.dimensionValues[2]!.size]).to.deep.equal([3000, 300, 1200])
 
@@ -61,10 +67,7 @@ describe('saved reports: columns that follow the log\'s retention', () => {
     expect(columns.n).to.equal(30 * 50)
     expect([columns.visitors.size, columns.profiles.size, columns.dimensionValues[2]!.size]).to.deep.equal([1500, 150, 600])
 
-    const fresh = new SavedReportIndex()
-    fresh.beginLoad(0)
-    while (!fresh.loadTurn(store.events, 1));
-    for (let m = 30; m < 60; m++) for (const e of minuteOf(m)) fresh.add('a', e.visitorId, e.profileId, { event: 'pageView', path: e.path }, e.timeMs, [])
+    const fresh = indexOf(30, 60)
     for (const rest of [{}, { metric: { type: 'uniqueProfiles' as const } }, { breakdown: undefined, filters: [{ by: 'path' as const, values: ['/m40/p3', '/m59/p19', '/m10/p1'] }] }]) {
       expect(runSavedReport(report(rest), columns, T0 + DAY_MS)).to.deep.equal(runSavedReport(report(rest), fresh.of('a'), T0 + DAY_MS))
     }
@@ -76,11 +79,7 @@ describe('saved reports: columns that follow the log\'s retention', () => {
   })
 
   it('gives back the arrays\' capacity once most rows are gone', () => {
-    const index = new SavedReportIndex()
-    index.beginLoad(0)
-    while (!index.loadTurn(store.events, 1));
-    for (let m = 0; m < 200; m++) for (const e of minuteOf(m)) index.add('a', e.visitorId, e.profileId, { event: 'pageView', path: e.path }, e.timeMs, [])
-    const columns = index.of('a')!
+    const columns = indexOf(0, 200).of('a')!
     expect(columns.timeMs.length).to.be.at.least(10_000)
     columns.compact(T0 + 190 * MINUTE_MS)
     expect(columns.n).to.equal(500)
