@@ -1,7 +1,7 @@
 // The HTTP frontend on uWebSockets.js, with no framework on top. Every request is handled the same
 // way: register onAborted first, copy what is needed out of `req` before anything async, read the body
-// with onData (bounded), then run the route's handler and write the reply inside `cork`, unless the
-// client went away.
+// with onData (bounded), then run the route's handler (at the end of the event loop's turn: `bodyRead`)
+// and write the reply inside `cork`, unless the client went away.
 //
 // Cluster mode (option `cluster`): a route that declares its `partitionKey` is, when the key's partition
 // is owned by another node, not run here: once its body is read, the request is forwarded to the owner
@@ -348,6 +348,10 @@ export class HttpServer<R extends Route = Route> {
   draining = false
   /** Called whenever inflight drops to zero while draining. */
   private idleWaiters: (() => void)[] = []
+  /** Requests whose body was read in this turn of the event loop, run at its end (`bodyRead`). */
+  private readonly readExchanges: Exchange[] = []
+  private readonly readRoutes: Route[] = []
+  private readonly readBodies: (string | Buffer)[] = []
 
   constructor (options: ServerOptions<R>) {
     this.options = options
@@ -459,10 +463,7 @@ export class HttpServer<R extends Route = Route> {
       if (size > max) return this.tooLarge(exchange, max, false)
       if (route.body === 'raw') {
         (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)))
-        if (isLast) {
-          const bytes = Buffer.concat(chunks, size)
-          this.dispatch(exchange, route, bytes, bytes)
-        }
+        if (isLast) this.bodyRead(exchange, route, Buffer.concat(chunks, size))
         return
       }
       let text: string
@@ -479,8 +480,37 @@ export class HttpServer<R extends Route = Route> {
       } catch {
         return this.finish(exchange, errorReply(new ApiError('invalid_json', 'The body is not valid UTF-8.')), false)
       }
-      this.dispatchBody(exchange, route, text)
+      this.bodyRead(exchange, route, text)
     })
+  }
+
+  /**
+   * A request whose body is read runs at the end of this turn of the event loop, not inside uWS's
+   * onData: uWS answers no request while another is pending on its connection, and closes the
+   * connection instead when one arrives pipelined behind it, aborting the pending one
+   * (docs/retries-and-limits.md, "Pipelined requests"). Bytes read together are parsed together, so
+   * a request pipelined in them has aborted this one before it runs: none of them takes effect, and
+   * the client's retry of each counts once.
+   */
+  private bodyRead (exchange: Exchange, route: Route, body: string | Buffer): void {
+    this.readExchanges.push(exchange)
+    this.readRoutes.push(route)
+    this.readBodies.push(body)
+    if (this.readExchanges.length === 1) setImmediate(this.runRead)
+  }
+
+  private readonly runRead = (): void => {
+    const exchanges = this.readExchanges
+    for (let i = 0; i < exchanges.length; i++) {
+      const exchange = exchanges[i]!
+      if (exchange.done) continue
+      const body = this.readBodies[i]!
+      if (typeof body === 'string') this.dispatchBody(exchange, this.readRoutes[i]!, body)
+      else this.dispatch(exchange, this.readRoutes[i]!, body, body)
+    }
+    exchanges.length = 0
+    this.readRoutes.length = 0
+    this.readBodies.length = 0
   }
 
   /** A 'stream' body: the handler runs at once and reads the chunks as they arrive. */
