@@ -179,9 +179,9 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
   const savedResults = savedIndex === null ? null : new SavedResults({ index: savedIndex, store, clock, retentionMs: config.eventRetentionDays * 86_400_000 })
   // The columns follow the log's trims (their memory is the retention window's, read or not).
-  const stopSavedCompaction = savedIndex === null || savedResults === null
+  const stopSavedCompaction = savedResults === null
     ? null
-    : compactSavedReports(savedResults, () => savedIndex.accountIds(), EVENT_TRIM_EVERY_MS, error => log.error({ err: error }, 'saved reports: compaction failed'))
+    : compactSavedReports(savedResults, EVENT_TRIM_EVERY_MS, error => log.error({ err: error }, 'saved reports: compaction failed'))
   const clusterEvents = cluster?.events ?? null
   const appendEvent: EventAppender | null = clusterEvents !== null
     ? (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)

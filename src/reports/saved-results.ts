@@ -41,6 +41,11 @@ export class SavedResults {
     return runSavedReport(report, this.index.of(account), this.clock.nowMs())
   }
 
+  /** The accounts that have columns. */
+  accounts (): string[] {
+    return this.index.accountIds()
+  }
+
   /** Drops the account's rows the log no longer keeps (trimmed, erased); nothing while the log loads. */
   compact (account: string): void {
     if (!this.index.ready) return
@@ -60,7 +65,7 @@ export class SavedResults {
  * event-loop turn: the memory they take follows the log's retention even when no report is read.
  * Returns what stops it.
  */
-export function compactSavedReports (results: SavedResults, accounts: () => string[], everyMs: number, onError: (error: unknown) => void): () => void {
+export function compactSavedReports (results: SavedResults, everyMs: number, onError: (error: unknown) => void): () => void {
   let stopped = false
   let timer: NodeJS.Timeout | null = null
   const pass = (left: string[]): void => {
@@ -68,7 +73,7 @@ export function compactSavedReports (results: SavedResults, accounts: () => stri
     if (stopped) return
     const account = left.pop()
     if (account === undefined) {
-      timer = setTimeout(() => { pass(accounts()) }, everyMs).unref()
+      timer = setTimeout(() => { pass(results.accounts()) }, everyMs).unref()
       return
     }
     try {
@@ -78,7 +83,7 @@ export function compactSavedReports (results: SavedResults, accounts: () => stri
     }
     setImmediate(() => { pass(left) })
   }
-  timer = setTimeout(() => { pass(accounts()) }, everyMs).unref()
+  timer = setTimeout(() => { pass(results.accounts()) }, everyMs).unref()
   return () => {
     stopped = true
     if (timer !== null) clearTimeout(timer)

@@ -104,7 +104,7 @@ describe('saved reports: columns that follow the log\'s retention', () => {
       }
     })
     const results = new SavedResults({ index, store, clock, retentionMs })
-    const stop = compactSavedReports(results, () => index.accountIds(), 20, error => { throw error })
+    const stop = compactSavedReports(results, 20, error => { throw error })
     try {
       expect(index.of('a')!.n).to.equal(500)
       await log.trimAll(nowMs)
