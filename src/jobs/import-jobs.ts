@@ -5,9 +5,10 @@
 // (the record keeps the byte offset past it).
 //
 // Applying: the file is read line by line (never whole); each step sends at most IMPORT_STEP_ROWS rows
-// to their actors in one event turn (their LMDB puts share one transaction), waits for them to be durable,
-// then commits the job's progress, and pauses as long as the step took before the next one, so live
-// requests have the event loop at least half the time while an import runs. One job applies one step at a time, and at most
+// to their actors, yielding the event loop whenever a turn has run IMPORT_TURN_MS (a live request waits
+// for no longer a turn), waits for them to be durable, then commits the job's progress, and pauses as
+// long as the step took before the next one, so live requests have the event loop at least half the
+// time while an import runs. One job applies one step at a time, and at most
 // BEACON_IMPORTS_RUNNING_MAX jobs run at once (the others wait, queued): an import takes a bounded
 // share of the process whatever its size.
 //
@@ -30,8 +31,10 @@ import type { AttributeValue } from '../../actors/entity.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import { importLines } from './import-lines.js'
 
-/** Rows sent to their actors in one step (one transaction), between two yields to the event loop. */
+/** Rows sent to their actors in one step, between two commits of the job's progress. */
 export const IMPORT_STEP_ROWS = 100
+/** The longest a step runs in one turn of the event loop before it yields (then goes on in the next). */
+export const IMPORT_TURN_MS = 2
 /** The longest pause between two steps (a step slowed by a stalled disk does not stall the job as long again). */
 export const IMPORT_PAUSE_MAX_MS = 100
 /** Refusals a job keeps (with their line numbers); the count goes on. */
@@ -245,7 +248,7 @@ export class ImportJobs {
     await this.finish(job)
   }
 
-  /** One step: the rows sent in this event turn, each outcome counted, then the progress committed. */
+  /** One step: the rows sent, a turn of the event loop at a time, each outcome counted, then the progress committed. */
   private async apply (job: ImportJob, rows: ReadonlyArray<{ line: number, text: string }>, line: number, end: number): Promise<void> {
     const { runtime, visitors, profiles, parse, clock } = this.deps
     const nowMs = clock.nowMs()
@@ -253,7 +256,12 @@ export class ImportJobs {
     const sent: Array<Promise<unknown>> = []
     const claims: Array<IdempotencyClaim | undefined> = []
     const lines: number[] = []
+    let turnStartMs = performance.now()
     for (const { line: at, text } of rows) {
+      if (performance.now() - turnStartMs >= IMPORT_TURN_MS) {
+        await new Promise(resolve => setImmediate(resolve))
+        turnStartMs = performance.now()
+      }
       const row = parse(job.account, text)
       if (!('type' in row)) {
         refuse(job, at, row)
