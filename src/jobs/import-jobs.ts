@@ -253,7 +253,7 @@ export class ImportJobs {
     const { runtime, visitors, profiles, parse, clock } = this.deps
     const nowMs = clock.nowMs()
     const quiet = !job.deliver
-    const sent: Array<Promise<unknown>> = []
+    const sent: Array<Promise<PromiseSettledResult<unknown>>> = []
     const claims: Array<IdempotencyClaim | undefined> = []
     const lines: number[] = []
     let turnStartMs = performance.now()
@@ -270,22 +270,25 @@ export class ImportJobs {
       const claim = claimOf(row, text)
       lines.push(at)
       claims.push(claim)
+      let sending: Promise<unknown>
       switch (row.type) {
         case 'profile':
-          sent.push(runtime.send(profiles, job.account, row.profileId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet }))
+          sending = runtime.send(profiles, job.account, row.profileId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
           break
         case 'visitor':
-          sent.push(runtime.send(visitors, job.account, row.visitorId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet }))
+          sending = runtime.send(visitors, job.account, row.visitorId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
           break
         case 'link':
-          sent.push(runtime.send(visitors, job.account, row.visitorId, { type: 'link', profileId: row.profileId, quiet }))
+          sending = runtime.send(visitors, job.account, row.visitorId, { type: 'link', profileId: row.profileId, quiet })
           break
         case 'event':
-          sent.push(runtime.send(visitors, job.account, row.event.visitorId, { type: 'event', event: row.event, nowMs, idem: claim, track: true, imported: { atMs: row.atMs, quiet } }))
+          sending = runtime.send(visitors, job.account, row.event.visitorId, { type: 'event', event: row.event, nowMs, idem: claim, track: true, imported: { atMs: row.atMs, quiet } })
           break
       }
+      // Its outcome taken now: a row refused while the step yields would be an unhandled rejection.
+      sent.push(settle(sending))
     }
-    const settled = await Promise.allSettled(sent)
+    const settled = await Promise.all(sent)
     settled.forEach((result, i) => {
       if (result.status === 'fulfilled') {
         if (claims[i]?.replayed === true) job.duplicates++
@@ -315,6 +318,11 @@ function refuse (job: ImportJob, line: number, error: ErrorItem | { code: string
   const refusal: ImportRefusal = { line, code: error.code, message: error.message }
   if (error.field !== undefined) refusal.field = error.field
   job.refusals.push(refusal)
+}
+
+/** A promise's outcome as Promise.allSettled gives it, its handlers attached at once. */
+function settle (promise: Promise<unknown>): Promise<PromiseSettledResult<unknown>> {
+  return promise.then(value => ({ status: 'fulfilled', value }) as const, (reason: unknown) => ({ status: 'rejected', reason }) as const)
 }
 
 /** A row's claim: its messageId, else the hash of its line (a link needs none: linking again changes nothing). */

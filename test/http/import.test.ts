@@ -146,6 +146,25 @@ describe('bulk import (embedded, real process)', function () {
     const list = await admin(beacon.url, 'GET', `/admin/accounts/${tenant.account}/imports`)
     expect(list.body.imports).to.have.length(3)
   })
+
+  it('counts the rows their actors refuse (each messageId sent again with another body) and goes on serving', async () => {
+    // 100 rows of 40 attributes: a step runs longer than IMPORT_TURN_MS and yields the event loop after
+    // the refusals of its first rows have settled; they must be counted, never unhandled rejections.
+    const visitors = Array.from({ length: 100 }, () => visitorId())
+    const file = (value: string): string => lines(visitors.map((id, i) => ({
+      type: 'visitor', visitorId: id, messageId: `reused-${i}`, attributes: Object.fromEntries(Array.from({ length: 40 }, (_, a) => [`a${a}`, `${value}-${a}`])),
+    })))
+    const first = await upload(beacon.url, tenant.account, file('first'))
+    expect(first.status, JSON.stringify(first.body)).to.equal(202)
+    expect((await finished(beacon.url, tenant.account, first.body.id)).applied).to.equal(100)
+    const again = await upload(beacon.url, tenant.account, file('second'))
+    expect(again.status, JSON.stringify(again.body)).to.equal(202)
+    const job = await finished(beacon.url, tenant.account, again.body.id)
+    expect([job.state, job.applied, job.refused], JSON.stringify(job)).to.deep.equal(['done', 0, 100])
+    expect(job.refusals[0]).to.include({ line: 1, code: 'idempotency_key_reused' })
+    expect(beacon.child.exitCode, 'the process is alive').to.equal(null)
+    expect((await fetch(`${beacon.url}/healthz`)).status).to.equal(200)
+  })
 })
 
 describe('bulk import across a restart (embedded, real processes)', function () {
