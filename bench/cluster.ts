@@ -29,6 +29,11 @@
 // Environment (like bench/http.ts):
 //   BENCH_CONNECTIONS        wrk connections in all (default 48; split evenly over the nodes in (c))
 //   BENCH_DURATION_S         measured seconds per row (default 10)
+//   BENCH_PAUSE_MS           every connection (wrk's, the Node client's loops) pauses this long after each answer before
+//                            its next request: rows at a load below saturation, so that CPU per request compares at
+//                            about the same req/s (default 0: each connection sends as fast as it is answered)
+//   BENCH_REPEAT             rounds of the rows compared on (c)'s cluster ((c2), (c2k), (c), (n), the Node client),
+//                            interleaved, each round in another order; each row reports its median round (default 1)
 //   BENCH_WARMUP_S           warm-up seconds per row, every response checked (default 3)
 //   BENCH_VISITORS           distinct visitor ids the Lua scripts rotate over (default 10000)
 //   BENCH_TAKEOVER_VISITORS  visitors written into the partition that is taken over (default 10000)
@@ -69,6 +74,8 @@ const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 48)
 const DURATION_S = intEnv('BENCH_DURATION_S', 10)
 const WARMUP_S = intEnv('BENCH_WARMUP_S', 3)
 const VISITORS = intEnv('BENCH_VISITORS', 10_000)
+const REPEAT = intEnv('BENCH_REPEAT', 1)
+const PAUSE_MS = process.env.BENCH_PAUSE_MS === undefined || process.env.BENCH_PAUSE_MS === '' ? 0 : intEnv('BENCH_PAUSE_MS', 0)
 const TAKEOVER_VISITORS = intEnv('BENCH_TAKEOVER_VISITORS', 10_000)
 const LEASE_MS = intEnv('BENCH_LEASE_MS', 1500)
 const WRK = process.env.BENCH_WRK || 'wrk'
@@ -226,7 +233,12 @@ async function settled (nodes: Node[], timeoutMs = 90_000): Promise<void> {
     } catch (error) {
       last = String(error)
     }
-    if (Date.now() > deadline) throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${last}`)
+    if (Date.now() > deadline) {
+      // Kept after the run (not a temp folder of the run's): what the nodes said, to find out why.
+      const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-unsettled-'))
+      for (const node of nodes) writeFileSync(join(dir, `${node.id}.log`), node.output())
+      throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${last}; the nodes' last output is in ${dir}`)
+    }
     await sleep(100)
   }
 }
@@ -272,7 +284,7 @@ async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, second
       cwd: ROOT,
       env: {
         ...process.env, BENCH_WRK_DIR: WRK_DIR, BENCH_CHECK: check ? '1' : '0', BENCH_VISITORS: String(VISITORS),
-        BENCH_ACCOUNT: tenant.account, BENCH_TOKEN: tenant.token, BENCH_THREAD_OFFSET: String(i * 101),
+        BENCH_ACCOUNT: tenant.account, BENCH_TOKEN: tenant.token, BENCH_THREAD_OFFSET: String(i * 101), BENCH_PAUSE_MS: String(PAUSE_MS),
         ...(idFiles === null ? {} : { BENCH_IDS_FILE: idFiles[i]! }),
         ...(keyed ? { BENCH_IDEMPOTENCY_PREFIX: randomUUID() } : {}),
       },
@@ -321,6 +333,8 @@ interface Row {
   failed: string | null
   /** The nats-server it ran on: 'new' (the default binary) or 'old' (BENCH_NATS_OLD); 'new' for (a). */
   nats: NatsRun['tag']
+  /** Its round (BENCH_REPEAT), from 1. */
+  round: number
 }
 
 const LABELS = {
@@ -362,7 +376,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   })
   const row: Row = {
     phase, label: phase !== 'a' && natsRun.tag === 'old' ? `${LABELS[phase]} [old NATS]` : LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
-    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag,
+    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag, round: 1,
   }
   process.stderr.write(`  ${row.label} ${workload.name}: warm-up ${WARMUP_S} s`)
   const warm = await load(WARMUP_S, true)
@@ -578,16 +592,36 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
     await quiet([...nodes.map(node => node.pid), ...natsPids])
     if (runRows) {
       const idFiles = await ownedIdFiles(nodes, tenant)
-      for (const workload of WORKLOADS) rows.push(await measure('c2', workload, nodes, natsPids, tenant, idFiles))
-      for (const workload of WORKLOADS) rows.push(await measure('c2k', workload, nodes, natsPids, tenant, idFiles))
       // (c) over the visitors (c2) wrote, every wrk drawing from all of them (two in three forwarded): the
       // same state to load and write as (c2), so (c) − (c2) is the hop. Over (b3)'s pool instead, (c) paid
       // the activation of visitors whose partitions the joins had moved, which (c2)'s fresh ids do not.
       const everyId = allIdsFile(idFiles)
-      for (const workload of WORKLOADS) rows.push(await measure('c', workload, nodes, natsPids, tenant, nodes.map(() => everyId)))
-      await measureRouted(rows, nodes, natsPids, tenant)
+      const routed = await routedLoad(nodes, tenant)
+      let client: Awaited<ReturnType<typeof clientDriver>> | null = null
+      try {
+        client = await clientDriver(nodes, tenant)
+        const driver = client
+        const compared: Array<(workload: Workload) => Promise<Row>> = [
+          workload => measure('c2', workload, nodes, natsPids, tenant, idFiles),
+          workload => measure('c2k', workload, nodes, natsPids, tenant, idFiles),
+          workload => measure('c', workload, nodes, natsPids, tenant, nodes.map(() => everyId)),
+          workload => measure('n', workload, nodes, natsPids, tenant, routed.idFiles, { pid: routed.pid, via: routed.via }),
+          workload => measure('cn', workload, nodes, natsPids, tenant, null, null, driver.load(workload)),
+        ]
+        // Interleaved rounds, each in another order (rotated): a slow spell of the machine falls on every
+        // row alike, and no row always runs right after the same one.
+        for (let round = 1; round <= REPEAT; round++) {
+          if (REPEAT > 1) process.stderr.write(`  round ${round} of ${REPEAT}\n`)
+          for (let k = 0; k < compared.length; k++) {
+            const run = compared[(k + round - 1) % compared.length]!
+            for (const workload of WORKLOADS) rows.push({ ...await run(workload), round })
+          }
+        }
+      } finally {
+        await routed.stop()
+        await client?.close()
+      }
       isolated = await measureIsolatedHop(nodes, natsPids, tenant, idFiles, true)
-      await measureNodeClient(rows, nodes, natsPids, tenant)
       // The same with batching off at the forwarding node: node-1 restarted with BEACON_FORWARD_BATCH=false
       // (the owner serves both ways), the cluster settled and quiet again, ids node-2 owns now.
       process.stderr.write('  restarting node-1 with BEACON_FORWARD_BATCH=false\n')
@@ -624,7 +658,7 @@ async function phaseThreeNodes (rows: Row[], runRows: boolean, runTakeover: bool
  * forwarding when it is not the owner), grouped by the Beacon-Route of its answer; then wrk i sends
  * the ids of group i with that hint, as the SDK echoes it.
  */
-async function measureRouted (rows: Row[], nodes: Node[], natsPids: number[], tenant: Tenant): Promise<void> {
+async function routedLoad (nodes: Node[], tenant: Tenant): Promise<{ idFiles: string[], via: Via[], pid: number, stop: () => Promise<void> }> {
   const addresses = nodes.map(node => ({ id: node.id, address: node.url.slice('http://'.length) }))
   const nginx = await startNginxWith(port => clusterNginxConf(addresses, port), 4 * CONNECTIONS + 256)
   try {
@@ -652,34 +686,35 @@ async function measureRouted (rows: Row[], nodes: Node[], natsPids: number[], te
       return file
     })
     const via = nodes.map(node => ({ url: nginx.url, header: `Beacon-Route: ${node.id}` }))
-    for (const workload of WORKLOADS) rows.push(await measure('n', workload, nodes, natsPids, tenant, idFiles, { pid: nginx.pid, via }))
-  } finally {
+    return { idFiles, via, pid: nginx.pid, stop: () => nginx.stop() }
+  } catch (error) {
     await nginx.stop()
+    throw error
   }
 }
 
 /**
- * The (cn) rows: beacon/client in this process, CONNECTIONS calls in flight over a pool of VISITORS
- * visitor ids, each sent to its owner from the route map (the nodes' GET /cluster/routes). Its p50 and
- * p99 come from every answer's latency.
+ * The Node client's rows: beacon/client in this process, CONNECTIONS calls in flight over a pool of
+ * VISITORS visitor ids, each sent to its owner from the route map (the nodes' GET /cluster/routes). Its
+ * p50 and p99 come from every answer's latency.
  */
-async function measureNodeClient (rows: Row[], nodes: Node[], natsPids: number[], tenant: Tenant): Promise<void> {
+async function clientDriver (nodes: Node[], tenant: Tenant): Promise<{ load: (workload: Workload) => Load, close: () => Promise<void> }> {
   const client = new BeaconClient({
     url: nodes.map(node => node.url), account: tenant.account, token: tenant.token,
     connectionsPerNode: Math.ceil(CONNECTIONS / nodes.length),
   })
-  try {
-    if (await client.refreshRoutes() === null) throw new Error('no node gave its route map (GET /cluster/routes)')
-    const ids = Array.from({ length: VISITORS }, () => randomUUID())
-    for (const workload of WORKLOADS) {
-      const call = workload.name === 'pageView'
-        ? (visitorId: string, n: number) => client.campaignsQuery({ visitorId, platform: 'web', device: 'desktop', event: 'pageView', path: `/products/${n % 997}`, referrer: null })
-        : (visitorId: string, n: number) => client.visitorsAttributes({ visitorId, attributes: { plan: `plan-${n % 5}`, visits: n, newsletter: n % 2 === 0 } })
-      rows.push(await measure('cn', workload, nodes, natsPids, tenant, null, null, (seconds, check) => clientLoad(ids, call, seconds, check)))
-    }
-  } finally {
+  if (await client.refreshRoutes() === null) {
     await client.close()
+    throw new Error('no node gave its route map (GET /cluster/routes)')
   }
+  const ids = Array.from({ length: VISITORS }, () => randomUUID())
+  const load = (workload: Workload): Load => {
+    const call = workload.name === 'pageView'
+      ? (visitorId: string, n: number) => client.campaignsQuery({ visitorId, platform: 'web', device: 'desktop', event: 'pageView', path: `/products/${n % 997}`, referrer: null })
+      : (visitorId: string, n: number) => client.visitorsAttributes({ visitorId, attributes: { plan: `plan-${n % 5}`, visits: n, newsletter: n % 2 === 0 } })
+    return (seconds, check) => clientLoad(ids, call, seconds, check)
+  }
+  return { load, close: () => client.close() }
 }
 
 /** CONNECTIONS loops calling `call` for `seconds`, as wrk would report them. */
@@ -701,6 +736,7 @@ async function clientLoad (ids: string[], call: (visitorId: string, n: number) =
         failed++
         sample ??= String(error)
       }
+      if (PAUSE_MS > 0) await sleep(PAUSE_MS)
     }
   }))
   const cpu = process.cpuUsage(cpuBefore)
@@ -989,6 +1025,38 @@ function table (rows: Row[]): string {
   return [fmt(header), rule, ...out.slice(1).map(fmt)].join('\n')
 }
 
+/**
+ * One row per setup, load and server: a row measured in several rounds (BENCH_REPEAT) reports its median
+ * round by CPU per request (Beacon + NATS), or its failed round if one failed; in the order first run.
+ */
+function medianRounds (rows: Row[]): Row[] {
+  const groups = new Map<string, Row[]>()
+  for (const row of rows) {
+    const key = `${row.phase} ${row.workload} ${row.nats}`
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, [row])
+    else group.push(row)
+  }
+  return [...groups.values()].map(group => group.find(row => row.failed !== null) ?? [...group].sort((a, b) => cpu(a) - cpu(b))[group.length >> 1]!)
+}
+
+/** The targets' ratios of the rows compared on (c)'s cluster, each within one round: how much they move. */
+function roundRatios (rows: Row[]): string[] {
+  const lines: string[] = []
+  const pairs: Array<[Row['phase'], Row['phase']]> = [['n', 'c2'], ['cn', 'c2k'], ['cn', 'c2'], ['c', 'c2'], ['c2k', 'c2']]
+  for (const { name } of WORKLOADS) {
+    for (const [top, bottom] of pairs) {
+      const ratios: string[] = []
+      for (let round = 1; round <= REPEAT; round++) {
+        const [x, y] = [top, bottom].map(phase => rows.find(row => row.phase === phase && row.workload === name && row.round === round && row.nats === 'new' && row.failed === null))
+        ratios.push(x === undefined || y === undefined ? '—' : `${(cpu(x) / cpu(y)).toFixed(2)}x`)
+      }
+      lines.push(`  ${name}: ${LABELS[top]} over ${LABELS[bottom]}: ${ratios.join(', ')}`)
+    }
+  }
+  return lines
+}
+
 /** Per cluster row run on both servers: req/s and CPU per request (Beacon + NATS) of the new over the old. */
 function natsRatios (rows: Row[]): string[] {
   const lines: string[] = []
@@ -1055,13 +1123,15 @@ async function main (): Promise<void> {
       })
     }
   }
-  const newRows = rows.filter(row => row.nats === 'new')
+  const measured = medianRounds(rows)
+  const newRows = measured.filter(row => row.nats === 'new')
 
   const targets = judge(newRows, takeover, isolated)
   process.stdout.write(`\nbench:cluster ${new Date().toISOString()} — build ${build}; ${machine}; load before ${busyBefore.toFixed(2)} cores\n`)
-  process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${DURATION_S} s per row, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
-  process.stdout.write(table(rows) + '\n\n')
-  if (NATS_RUNS.length > 1) process.stdout.write(`New nats-server over old (${NATS_RUNS.map(run => run.bin).join(' over ')}), same run:\n${natsRatios(rows).join('\n')}\n\n`)
+  process.stdout.write(`${CONNECTIONS} connections (split over the nodes in (c)), ${PAUSE_MS > 0 ? `each pausing ${PAUSE_MS} ms after every answer, ` : ''}${DURATION_S} s per row, ${REPEAT} round${REPEAT > 1 ? 's' : ''}, lease ${LEASE_MS} ms, ${PARTITIONS} partitions\n\n`)
+  process.stdout.write(table(measured) + '\n\n')
+  if (REPEAT > 1) process.stdout.write(`Each row above: its median of ${REPEAT} rounds by CPU per request. The compared ratios round by round (CPU per request, Beacon + NATS):\n${roundRatios(rows).join('\n')}\n\n`)
+  if (NATS_RUNS.length > 1) process.stdout.write(`New nats-server over old (${NATS_RUNS.map(run => run.bin).join(' over ')}), same run:\n${natsRatios(measured).join('\n')}\n\n`)
   const parts = decomposition(newRows, hop, isolated)
   if (parts.length > 0) process.stdout.write(`CPU per request, where it goes (Beacon + NATS):\n${parts.join('\n')}\n\n`)
   for (const row of rows) if (row.failed !== null) process.stdout.write(`FAILED ${row.label} ${row.workload}: ${row.failed}\n`)

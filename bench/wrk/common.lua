@@ -9,6 +9,8 @@
 --   a per-thread pseudo-random sequence that picks the visitor (and values) of each request.
 -- * done(): prints one line `BENCH_WRK_JSON {...}` (requests, duration, socket errors, non-2xx
 --   count, latency percentiles in microseconds) for bench/http.ts to parse.
+-- * BENCH_PAUSE_MS (bench:cluster's paced rows): every connection pauses this long after each answer
+--   before its next request (wrk calls the global delay() this defines): a load below saturation.
 -- * BENCH_CHECK=1 (warm-up runs): also looks at every response and counts those that are not 2xx,
 --   keeping the first one as a sample. Off in measured runs, where it would slow wrk down; there
 --   wrk's own count of status >= 400 (summary.errors.status) is used.
@@ -24,6 +26,11 @@ local function env (name, default)
   return value
 end
 M.env = env
+
+local pause_ms = tonumber(env("BENCH_PAUSE_MS", "0"))
+if pause_ms > 0 then
+  function delay () return pause_ms end
+end
 
 function M.require_env (name)
   local value = os.getenv(name)
