@@ -6,6 +6,7 @@ import { ClusterError, Fenced } from '../../src/cluster/errors.js'
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { startHeldLink } from '../helpers/held-link.js'
 import { until } from '../helpers/until.js'
+import { againIfRefused } from '../helpers/read-again.js'
 
 const STREAM = changelogStreamName('test')
 const PREFIX = 'beacon.changelog.test'
@@ -28,9 +29,11 @@ describe('cluster changelog on an R3 stream of a 3-server NATS cluster', functio
   }
 
   async function readAll (log: Changelog, partition: number, afterSeq = 0): Promise<ChangelogRecord[]> {
-    const records: ChangelogRecord[] = []
-    for await (const record of log.read(partition, afterSeq)) records.push(record)
-    return records
+    return await againIfRefused(async () => {
+      const records: ChangelogRecord[] = []
+      for await (const record of log.read(partition, afterSeq)) records.push(record)
+      return records
+    })
   }
 
   function entriesOf (records: ChangelogRecord[]): unknown[] {

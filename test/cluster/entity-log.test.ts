@@ -11,6 +11,7 @@ import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
 import { pauseProcess } from '../helpers/pause.js'
 import { startHeldLink } from '../helpers/held-link.js'
+import { againIfRefused } from '../helpers/read-again.js'
 import { ACCOUNT as WEBHOOK_ACCOUNT, startReceiver, waitFor } from '../webhooks/helpers.js'
 import { idsIn, PARTITIONS, startEntityNode, type EntityNode, type EntityNodeOptions } from '../helpers/entity-node.js'
 import { visitorKind } from '../../actors/visitor.js'
@@ -50,26 +51,9 @@ describe('entity log: visitor and profile writes through the partition changelog
     return await n.runtime.send(n.visitors, ACCOUNT, id, { type: 'snapshot' })
   }
 
-  /**
-   * Runs a read of the partition's changelog again (up to 5 times) when it came up short, as a node's
-   * recovery does: a background snapshot's purge running during the read (the previous owner's, after a
-   * move) makes it deliver fewer messages than were counted when it started, and the read refuses with
-   * CLUSTER_CHANGELOG_UNAVAILABLE (a Node 24 run of CI failed there once).
-   */
-  async function againIfShort<T> (read: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await read()
-      } catch (error) {
-        if (!(error instanceof ClusterError) || error.code !== CLUSTER_ERRORS.CLUSTER_CHANGELOG_UNAVAILABLE || attempt === 5) throw error
-        await new Promise(resolve => setTimeout(resolve, 100))
-      }
-    }
-  }
-
   /** The write entries the partition's changelog holds. */
   async function writeEntries (n: EntityNode, partition: number): Promise<{ seq: number, entry: WriteEntry }[]> {
-    return await againIfShort(async () => {
+    return await againIfRefused(async () => {
       const out: { seq: number, entry: WriteEntry }[] = []
       for await (const record of n.changelog.read(partition, 0)) {
         if (record.kind !== 'entries') continue
@@ -81,7 +65,7 @@ describe('entity log: visitor and profile writes through the partition changelog
 
   /** A recovery of the partition, made again when its read came up short. */
   async function recoverAgainIfShort (n: EntityNode, partition: number): Promise<void> {
-    await againIfShort(() => n.log.recover(partition))
+    await againIfRefused(() => n.log.recover(partition))
   }
 
   it('acknowledges a write only once its entry is stored on a quorum', async () => {
