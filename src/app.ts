@@ -68,7 +68,8 @@ import { clusterRoutes } from './http/cluster-routes.js'
 import { RouteHint } from './http/route-hint.js'
 import { EVENT_TRIM_EVERY_MS, EventLog, trimEventLog, type EventAppender, type EventStore } from './store/event-log.js'
 import { eventLogRoutes } from './http/event-log-routes.js'
-import { Replays } from './jobs/replay.js'
+import { Replays, type ReplayService, type ReplaySource } from './jobs/replay.js'
+import { ClusterReplays } from './jobs/cluster-replays.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
 import { compactSavedReports, SavedResults } from './reports/saved-results.js'
@@ -245,15 +246,19 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   })
   await deliveries.start()
   // Replays of the event log to one target (docs/event-log.md, "Replay"): resumed where a stop left them.
-  const replays = localEvents === null
+  // Cluster mode: they read the cluster's stream, each on the node that started it, read through any.
+  const replaySource: ReplaySource | null = cluster === null ? localEvents : cluster.events
+  const replays = replaySource === null
     ? null
     : new Replays({
-      store, events: localEvents, deliveries, clock, inflightMax: config.replayInflightMax,
+      store, events: replaySource, deliveries, clock, inflightMax: config.replayInflightMax,
       target: (account, key) => targets.webhook(account, key),
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       onError: error => log.error({ err: error }, 'event log replay failed'),
+      nodeId: cluster?.calls.nodeId ?? null,
     })
   replays?.start()
+  const replayService: ReplayService | null = replays === null || cluster === null ? replays : new ClusterReplays(replays, cluster.calls, cluster.calls.nodeId)
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
   const clusterDeliveries = cluster === null ? null : new ClusterDeliveries({ hub: deliveries, calls: cluster.calls })
   // Cluster mode: erasing a person removes their delivery records on every node, one down at the time
@@ -374,7 +379,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...userRoutes({ catalogs, users, sessions, clock, ...(cluster === null ? {} : { signInLimit: cluster.signInLimit }) }),
       ...auditRoutes({ catalogs, audit, clusterAudit }),
       ...eventLogRoutes({ catalogs, events }),
-      ...replayRoutes({ catalogs, replays }),
+      ...replayRoutes({ catalogs, replays: replayService }),
       ...savedReportRoutes({ catalogs, clock, results: savedResults }),
       ...importRoutes({ catalogs, imports, maxBytes: config.importMaxBytes }),
       ...mediaRoutes({ catalogs, media }),

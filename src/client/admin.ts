@@ -76,7 +76,7 @@ export class AdminApi {
   eraseProfile (account: string, profileId: string): Promise<T.Erased> { return this.call('DELETE', `/admin/accounts/${id(account)}/profiles/${id(profileId)}`, undefined, true) }
 
   // ---- event log, cluster ----
-  /** A page of the retained event log, newest first (docs/event-log.md; 501 event_log_not_kept in cluster mode). */
+  /** A page of the retained event log, newest first (docs/event-log.md; 501 event_log_not_kept without a log). */
   events (account: string, query?: T.EventLogQuery): Promise<T.EventLogPage> { return this.get(`/admin/accounts/${id(account)}/events`, query) }
   clusterStatus (): Promise<T.ClusterStatus> { return this.get('/admin/cluster') }
 

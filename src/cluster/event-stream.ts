@@ -203,6 +203,34 @@ export class EventStream implements EventStore {
     }
   }
 
+  /**
+   * A replay's next step (src/jobs/replay.ts), as EventLog.next but in the order the stream accepted the
+   * events: at most `limit` of the account's events of [fromMs, toMs) matching the query, after the event
+   * `after` ([timeMs, stream sequence]; null: from the first message stored an hour before fromMs, as an
+   * event may be dated up to an hour ahead of its acceptance), reading at most WINDOW_FIRST of the
+   * account's messages. `last`: where the next step resumes; null once the stream's end (or an hour past
+   * toMs) is reached.
+   */
+  next (account: string, query: EventQuery, after: [number, number] | null, limit: number): Promise<{ events: LoggedEvent[], last: [number, number] | null }> {
+    return this.next0(account, query, after, limit).catch(unavailable)
+  }
+
+  private async next0 (account: string, query: EventQuery, after: [number, number] | null, limit: number): Promise<{ events: LoggedEvent[], last: [number, number] | null }> {
+    const info = await this.retry(() => this.jsm.streams.info(this.stream))
+    const end = info.state.last_seq + 1
+    const lo = after === null ? { timeMs: query.fromMs - AHEAD_MAX_MS } : Math.max(after[1] + 1, info.state.first_seq)
+    const events: LoggedEvent[] = []
+    if (typeof lo === 'number' && lo >= end) return { events, last: null }
+    const read = await this.window(this.filter(account, query), lo, end, WINDOW_FIRST)
+    for (const one of read) {
+      if (one.timeMs >= query.toMs + AHEAD_MAX_MS) return { events, last: null }
+      if (!matches(one, query)) continue
+      events.push(view(one))
+      if (events.length >= limit) return { events, last: [Date.parse(one.stored.time), one.seq] }
+    }
+    return { events, last: read.length < WINDOW_FIRST ? null : [0, read[read.length - 1]!.seq] }
+  }
+
   /** Removes the account's events of these visitors or profiles (erasure): one subject purge each. Returns how many. */
   async forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): Promise<number> {
     let removed = 0
@@ -239,10 +267,16 @@ export class EventStream implements EventStore {
     return visitor === '*' && profile === '*' ? `${this.prefix}.${account}.>` : `${this.prefix}.${account}.${visitor}.${profile}`
   }
 
-  /** The messages of `filter` with sequences in [lo, hi), in order, through an ephemeral consumer. */
-  private async window (filter: string, lo: number, hi: number): Promise<Read[]> {
+  /**
+   * The messages of `filter` with sequences in [lo, hi), in order, through an ephemeral consumer; at most
+   * `max` of them. `lo` a time ({ timeMs }): from the first message the stream stored at or after it.
+   */
+  private async window (filter: string, lo: number | { timeMs: number }, hi: number, max = Infinity): Promise<Read[]> {
+    const start = typeof lo === 'number'
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lo }
+      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, lo.timeMs)).toISOString() }
     const consumer = await this.retry(() => this.jsm.consumers.add(this.stream, {
-      filter_subject: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lo,
+      filter_subject: filter, ...start,
       ack_policy: AckPolicy.None, mem_storage: true, num_replicas: 1, inactive_threshold: nanos(30_000),
     }))
     const out: Read[] = []
@@ -258,6 +292,7 @@ export class EventStream implements EventStore {
           pending = message.info.pending
           if (message.seq >= hi) return out
           out.push({ seq: message.seq, timeMs: message.info.timestampNanos / 1e6, stored: JSON.parse(textDecoder.decode(message.data)) as StoredPayload })
+          if (out.length >= max) return out
         }
         if (got === 0) throw new ApiError('unavailable', `The event log (JetStream stream ${this.stream}) did not deliver its messages; retry.`)
       }

@@ -1,12 +1,13 @@
 // Replays of the retained event log over the admin API (docs/event-log.md, "Replay"): start one, read
-// its progress, list them, cancel one. Owners and the admin key. Served from this node's log
-// (embedded mode); in cluster mode (its log is the cluster's JetStream stream, which replays do not
-// read) and without one (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept.
+// its progress, list them, cancel one. Owners and the admin key. Embedded mode: this folder's log; cluster
+// mode: the cluster's stream, a replay running on the node that started it and read through any
+// (src/jobs/cluster-replays.ts). Without a log (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501
+// event_log_not_kept.
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
 import type { Catalogs } from '../catalog/catalogs.js'
-import { replayView, REPLAY_STATES, type Replays, type ReplayRequest } from '../jobs/replay.js'
+import { replayView, REPLAY_STATES, type ReplayService, type ReplayRequest } from '../jobs/replay.js'
 import { NAME_PATTERN } from '../patterns.js'
 import { validator } from '../validator.js'
 import { accountParam } from './access.js'
@@ -15,7 +16,8 @@ import { json, type RouteDefinition } from './route.js'
 import type { Request } from './server.js'
 
 const KINDS_MAX = 50
-const UUID_LIKE = /^[0-9a-f-]{36}$/
+/** A replay's id: a UUID, in cluster mode behind the id of the node that runs it and a colon. */
+const REPLAY_ID = /^(?:[A-Za-z0-9_-]{1,64}:)?[0-9a-f-]{36}$/
 
 const ReplayCreate = Type.Object({
   from: Type.String({ minLength: 1, maxLength: 64, description: 'ISO-8601 time, inclusive: the first event\'s server time.' }),
@@ -44,18 +46,18 @@ const ReplayAnswer = Type.Object({
 
 export interface ReplayRoutesDeps {
   catalogs: Catalogs
-  /** The replays of this node's log; null: no log kept (cluster mode, or retention 0): 501. */
-  replays: Replays | null
+  /** The replays of this node's log, or of the cluster's; null: no log kept (retention 0): 501. */
+  replays: ReplayService | null
 }
 
 export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDefinition[] {
-  const kept = (): Replays => {
+  const kept = (): ReplayService => {
     if (replays === null) throw new ApiError('event_log_not_kept')
     return replays
   }
   const replayId = (request: Request): string => {
     const id = request.params[1] ?? ''
-    if (!UUID_LIKE.test(id)) throw new ApiError('replay_not_found')
+    if (!REPLAY_ID.test(id)) throw new ApiError('replay_not_found')
     return id
   }
   const path = '/admin/accounts/:account/replays'
@@ -63,7 +65,7 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
     method: 'post', pattern: path, body: true, role: 'owner',
     doc: {
       summary: 'Replay past events to one webhook or destination',
-      description: 'Resends the account\'s logged events of [from, to) (server time), oldest first, to one target, as new deliveries marked with the replay\'s id (the `Beacon-Replay` header, `{{replay}}`), through the delivery queue and its retries; at most BEACON_REPLAY_INFLIGHT_MAX of them unsettled at once. Answers 202 with the replay; follow it at GET …/replays/{id}. 501 `event_log_not_kept` in cluster mode (docs/event-log.md).',
+      description: 'Resends the account\'s logged events of [from, to) (server time), oldest first, to one target, as new deliveries marked with the replay\'s id (the `Beacon-Replay` header, `{{replay}}`), through the delivery queue and its retries; at most BEACON_REPLAY_INFLIGHT_MAX of them unsettled at once. Answers 202 with the replay; follow it at GET …/replays/{id}. In cluster mode the replay runs on the node that answered, and is read or cancelled through any (docs/event-log.md). 501 `event_log_not_kept` without a log.',
       tag: 'Event log',
       body: { schema: ReplayCreate, example: { from: '2026-01-01T00:00:00Z', to: '2026-01-08T00:00:00Z', target: { webhook: 'crm' }, kinds: ['purchase'] } },
       ok: json(202, 'The replay, started.', ReplayAnswer),
@@ -82,9 +84,9 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
       description: 'The account\'s replays, newest first (the last 100 kept).',
       ok: json(200, 'The replays.', Type.Object({ replays: Type.Array(ReplayAnswer) })), errors: ['account_not_found', 'event_log_not_kept'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
-      return { status: 200, body: { replays: kept().list(account).map(replayView) } }
+      return { status: 200, body: { replays: (await kept().list(account)).map(replayView) } }
     },
   }, {
     method: 'get', pattern: `${path}/:id`, body: false, role: 'owner',
@@ -92,10 +94,10 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
       summary: 'Read a replay\'s progress', tag: 'Event log',
       ok: json(200, 'The replay.', ReplayAnswer), errors: ['account_not_found', 'replay_not_found', 'event_log_not_kept'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
       const log = kept()
-      return { status: 200, body: replayView(log.get(account, replayId(request))) }
+      return { status: 200, body: replayView(await log.get(account, replayId(request))) }
     },
   }, {
     method: 'post', pattern: `${path}/:id/cancel`, body: false, role: 'owner',

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Store } from '../store/store.js'
-import type { EventLog, EventQuery, LoggedEvent } from '../store/event-log.js'
+import type { EventQuery, LoggedEvent } from '../store/event-log.js'
 import type { OutboxRow } from '../store/record-codec.js'
 import type { CompiledWebhook } from '../webhooks/compile.js'
 import type { DeliveryHub } from '../delivery/hub.js'
@@ -73,9 +73,18 @@ export const REPLAY_POLL_MS = 50
 
 const KIND = 'replay'
 
+/**
+ * Where a replay reads: this folder's log (EventLog, embedded mode) or the cluster's stream (EventStream):
+ * the next events of the range after `after`, oldest first (in order per visitor), at most `limit`.
+ */
+export interface ReplaySource {
+  next: (account: string, query: EventQuery, after: [number, number] | null, limit: number) =>
+    { events: LoggedEvent[], last: [number, number] | null } | Promise<{ events: LoggedEvent[], last: [number, number] | null }>
+}
+
 export interface ReplaysOptions {
   store: Store
-  events: EventLog
+  events: ReplaySource
   deliveries: DeliveryHub
   clock: Clock
   /** The webhook or destination (its delivery key) of the account; throws 404 when there is none. */
@@ -85,11 +94,28 @@ export interface ReplaysOptions {
   inflightMax: number
   onError: (error: unknown) => void
   pollMs?: number
+  /** Cluster mode: this node's id, the prefix of its replays' ids (`<node>:<uuid>`: src/jobs/cluster-replays.ts). */
+  nodeId?: string | null
 }
 
-export class Replays {
+/** What the admin routes use: this node's replays (Replays), or the cluster's (ClusterReplays). */
+export interface ReplayService {
+  create: (account: string, request: ReplayRequest) => Promise<ReplayRow>
+  get: (account: string, id: string) => ReplayRow | Promise<ReplayRow>
+  list: (account: string) => ReplayRow[] | Promise<ReplayRow[]>
+  cancel: (account: string, id: string) => Promise<ReplayRow>
+}
+
+/** 409 replay_limit when the account runs REPLAYS_RUNNING_MAX replays already. */
+export function checkRunning (rows: readonly ReplayRow[]): void {
+  if (rows.filter(row => row.state === 'running').length >= REPLAYS_RUNNING_MAX) {
+    throw new ApiError('replay_limit', `An account runs at most ${REPLAYS_RUNNING_MAX} replays at once: wait for one to end, or cancel one.`)
+  }
+}
+
+export class Replays implements ReplayService {
   private readonly store: Store
-  private readonly events: EventLog
+  private readonly events: ReplaySource
   private readonly deliveries: DeliveryHub
   private readonly clock: Clock
   private readonly target: (account: string, key: string) => CompiledWebhook
@@ -97,11 +123,12 @@ export class Replays {
   private readonly inflightMax: number
   private readonly onError: (error: unknown) => void
   private readonly pollMs: number
+  private readonly idPrefix: string
   /** Replays whose deliveries are not all settled yet, by id; each with its loop's timer and turn. */
   private readonly active = new Map<string, { row: ReplayRow, timer: NodeJS.Timeout | null, turn: Promise<void> | null }>()
   private stopped = false
 
-  constructor ({ store, events, deliveries, clock, target, accountActive, inflightMax, onError, pollMs = REPLAY_POLL_MS }: ReplaysOptions) {
+  constructor ({ store, events, deliveries, clock, target, accountActive, inflightMax, onError, pollMs = REPLAY_POLL_MS, nodeId = null }: ReplaysOptions) {
     this.store = store
     this.events = events
     this.deliveries = deliveries
@@ -111,6 +138,7 @@ export class Replays {
     this.inflightMax = inflightMax
     this.onError = onError
     this.pollMs = pollMs
+    this.idPrefix = nodeId === null ? '' : `${nodeId}:`
   }
 
   /** Resume the replays a stop (or a crash) interrupted. */
@@ -129,12 +157,10 @@ export class Replays {
     if (!webhook.enabled) throw new ApiError('replay_target_refused', 'The target is disabled: enable it first.', '/target')
     if (webhook.native === undefined && webhook.trigger.kind !== 'event') throw new ApiError('replay_target_refused', 'Only event webhooks take a replay of events (this one is an audience or schedule webhook).', '/target')
     const rows = this.rowsOf(account)
-    if (rows.filter(row => row.state === 'running').length >= REPLAYS_RUNNING_MAX) {
-      throw new ApiError('replay_limit', `An account runs at most ${REPLAYS_RUNNING_MAX} replays at once: wait for one to end, or cancel one.`)
-    }
+    checkRunning(rows)
     const nowMs = this.clock.nowMs()
     const row: ReplayRow = {
-      ...request, id: randomUUID(), account, state: 'running', createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, cursor: null, walked: false,
+      ...request, id: this.idPrefix + randomUUID(), account, state: 'running', createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, cursor: null, walked: false,
       read: 0, queued: 0, skipped: 0, delivered: 0, failed: 0, inFlight: [], error: null,
     }
     // The oldest ended ones go past REPLAYS_KEPT_MAX, in the transaction of the new one.
@@ -225,7 +251,7 @@ export class Replays {
         changed = true
       }
       if (webhook !== null && !row.walked && this.inflightMax - row.inFlight.length > 0) {
-        records = this.read(row, webhook, this.inflightMax - row.inFlight.length)
+        records = await this.read(row, webhook, this.inflightMax - row.inFlight.length)
         changed = true
       }
       if (row.walked && row.inFlight.length === 0 && row.state === 'running') this.end(row, 'done', null)
@@ -259,10 +285,12 @@ export class Replays {
    * of a visitor with a delivery of this replay not settled yet: in order per visitor, whatever the
    * target's parallel requests and retries do.
    */
-  private read (row: ReplayRow, webhook: CompiledWebhook, room: number): DeliveryRecord[] {
+  private async read (row: ReplayRow, webhook: CompiledWebhook, room: number): Promise<DeliveryRecord[]> {
     const kinds = row.kinds === null ? null : new Set(row.kinds)
     const query: EventQuery = { fromMs: row.fromMs, toMs: row.toMs, visitorId: null, profileId: null, kind: row.kinds?.length === 1 ? row.kinds[0]! : null }
-    const { events, last } = this.events.next(row.account, query, row.cursor, room)
+    const { events, last } = await this.events.next(row.account, query, row.cursor, room)
+    // Cancelled while the cluster's stream was read: nothing more is queued.
+    if (row.state !== 'running') return []
     const busy = new Set(row.inFlight.map(([, visitor]) => visitor))
     const nowMs = this.clock.nowMs()
     const records: DeliveryRecord[] = []
