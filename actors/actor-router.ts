@@ -9,7 +9,8 @@
 // queue group (as src/cluster/forwarder.ts, and for the same reasons: NATS interest is the routing
 // table; a stalled former owner cannot capture messages, since every subscriber gets each one and a
 // subscriber that does not own the partition answers "moved"). Payloads are plain msgpack: request
-// {i: request id, p, k: kind name, a: account, d: id, m: message}, reply {k:'r', v: value} or
+// {i: request id, p, k: kind name, a: account, d: id, m: message}, reply {k:'r', v: value, r?: 1 when
+// answered from the message's Idempotency-Key record (its claim's `replayed`, set at the sender too)} or
 // {k:'m', n: node} ("moved") or {k:'e', c: code, t: text, h: headers} (an ApiError, raised again at the
 // sender). Messages and replies are plain data (device summaries, views, snapshots): compiled objects
 // (campaign sets, segment sets) never cross.
@@ -41,6 +42,7 @@ import type { Ownership } from '../src/cluster/ownership.js'
 import { RecentAnswers } from '../src/cluster/recent-answers.js'
 import { Requests } from '../src/cluster/requests.js'
 import type { ActorKind, ActorRuntime, Message, Replies, ReplyOf } from './runtime.js'
+import type { IdempotencyClaim } from './idempotent.js'
 
 /** Who delivers a message to an actor: the runtime (embedded mode) or the router (cluster mode). */
 export interface ActorSender {
@@ -68,7 +70,7 @@ export interface ActorRouterOptions {
 
 interface WireRequest { i: string, p: number, k: string, a: string, d: string, m: Message }
 type WireReply =
-  | { k: 'r', v: unknown }
+  | { k: 'r', v: unknown, r?: 1 }
   | { k: 'm', n: string }
   | { k: 'e', c: string, t: string, h: Record<string, string> | null }
 
@@ -182,6 +184,8 @@ export class ActorRouter implements ActorSender {
       }
       if (answer !== null && answer.k === 'r') {
         this.observe?.('answered', Date.now() - startMs)
+        const claim = claimOf(message)
+        if (answer.r === 1 && claim !== undefined) claim.replayed = true
         return answer.v
       }
       if (answer !== null && answer.k === 'e') {
@@ -227,6 +231,8 @@ export class ActorRouter implements ActorSender {
   private async run (kind: ActorKind<any, any, any>, request: WireRequest): Promise<Uint8Array | null> {
     try {
       const value: unknown = await this.runtime.send(kind, request.a, request.d, request.m)
+      // Answered from an Idempotency-Key record: the sender's claim is told so, as a local send's would be.
+      if (claimOf(request.m)?.replayed === true) return packr.pack({ k: 'r', v: value, r: 1 } satisfies WireReply)
       return packr.pack({ k: 'r', v: value } satisfies WireReply)
     } catch (error) {
       if (isMoved(error)) return null
@@ -246,6 +252,11 @@ export class ActorRouter implements ActorSender {
       // The connection is closing: the sender times out and retries.
     }
   }
+}
+
+/** A write message's Idempotency-Key claim (actors/idempotent.ts), if it carries one. */
+function claimOf (message: Message): IdempotencyClaim | undefined {
+  return (message as { idem?: IdempotencyClaim }).idem
 }
 
 function isMoved (error: unknown): boolean {

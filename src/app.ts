@@ -76,7 +76,8 @@ import { compactSavedReports, SavedResults } from './reports/saved-results.js'
 import { ReportDeliveries } from './catalog/report-deliveries.js'
 import { loadSavedReports } from './reports/saved-load.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
-import { ImportJobs } from './jobs/import-jobs.js'
+import { ImportJobs, type ImportService } from './jobs/import-jobs.js'
+import { ClusterImports } from './jobs/cluster-imports.js'
 import { importRoutes } from './http/import-routes.js'
 import { importRowParser } from './http/import-rows.js'
 import { join } from 'node:path'
@@ -325,14 +326,15 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const segmentMembers = clusterReports === null
     ? (account: string, segments: readonly string[]): number[] => segments.map(segment => reports.membersOf(account, segment))
     : (account: string, segments: readonly string[]): Promise<number[]> => clusterReports.members(account, segments)
-  // Bulk imports (docs/events.md): embedded mode only; their bodies kept in the data folder while they run.
-  const imports = cluster !== null
-    ? null
-    : new ImportJobs({
-      store, runtime, visitors, profiles, clock, dir: join(config.dataDir, 'imports'), parse: importRowParser(catalogs, clock), runningMax: config.importsRunningMax,
-      onError: (error, job) => log.error({ err: error, account: job.account, import: job.id }, 'import failed'),
-    })
-  imports?.start()
+  // Bulk imports (docs/events.md): their bodies kept in the data folder while they run. Cluster mode: each
+  // runs on the node that took it, its rows sent to their partitions' owners, read through any node.
+  const imports = new ImportJobs({
+    store, actors: cluster?.actors ?? runtime, visitors, profiles, clock, dir: join(config.dataDir, 'imports'), parse: importRowParser(catalogs, clock), runningMax: config.importsRunningMax,
+    onError: (error, job) => log.error({ err: error, account: job.account, import: job.id }, 'import failed'),
+    nodeId: cluster?.calls.nodeId ?? null,
+  })
+  imports.start()
+  const importService: ImportService = cluster === null ? imports : new ClusterImports(imports, cluster.calls, cluster.calls.nodeId)
   const access = new Access({ adminKey, users, sessions, accountActive: account => catalogs.accounts.active(account) !== undefined })
 
   const server: HttpServer<RouteDefinition> = new HttpServer({
@@ -381,7 +383,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       ...eventLogRoutes({ catalogs, events }),
       ...replayRoutes({ catalogs, replays: replayService }),
       ...savedReportRoutes({ catalogs, clock, results: savedResults }),
-      ...importRoutes({ catalogs, imports, maxBytes: config.importMaxBytes }),
+      ...importRoutes({ catalogs, imports: importService, maxBytes: config.importMaxBytes }),
       ...mediaRoutes({ catalogs, media }),
       // Cluster mode: refused (501), a node holding only its own partitions' visitors.
       ...peopleRoutes({ catalogs, people: cluster === null ? new PeopleScan({ store, clock, segments }) : null }),
@@ -433,7 +435,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         await bandits.stop()
         await server.drain()
         // The steps under way end; the rest resumes at the next start.
-        await imports?.stop()
+        await imports.stop()
         // Its erases write through the partitions' owners: done before they are handed over.
         await visitorRetention.stop()
         await replays?.stop()

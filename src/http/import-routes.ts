@@ -1,22 +1,23 @@
 // Bulk imports over the admin API (docs/events.md, "Bulk import"): POST an NDJSON body, read as it
 // arrives and written to disk (never held whole, up to BEACON_IMPORT_MAX_BYTES), answered 202 with the
 // job once the body is durable; then the job's progress and the account's jobs. The owner role or the
-// admin key. Cluster mode: 501 cluster_unsupported (an import's rows would each go to their partition's
-// owner, and its job would need a home that survives its node: not built), as the people reads.
+// admin key. Cluster mode: the import runs on the node that took the upload, read through any node
+// (src/jobs/cluster-imports.ts).
 
 import Type from 'typebox'
 import { ApiError } from '../errors.js'
 import type { Catalogs } from '../catalog/catalogs.js'
-import type { ImportJob, ImportJobs } from '../jobs/import-jobs.js'
+import type { ImportJob, ImportService } from '../jobs/import-jobs.js'
 import { IMPORT_REFUSALS_KEPT } from '../jobs/import-jobs.js'
 import { accountParam } from './access.js'
+import { NODE_JOB_ID } from '../cluster/node-jobs.js'
 import type { BodyStream } from './body-stream.js'
 import { json, type RouteDefinition } from './route.js'
 
 export interface ImportRoutesDeps {
   catalogs: Catalogs
-  /** Null in cluster mode: every route answers 501 cluster_unsupported. */
-  imports: ImportJobs | null
+  /** This node's imports, or the cluster's. */
+  imports: ImportService
   /** BEACON_IMPORT_MAX_BYTES. */
   maxBytes: number
 }
@@ -38,10 +39,6 @@ const ImportView = Type.Object({
 })
 
 export function importRoutes ({ catalogs, imports, maxBytes }: ImportRoutesDeps): RouteDefinition[] {
-  const jobs = (): ImportJobs => {
-    if (imports === null) throw new ApiError('cluster_unsupported', 'Bulk imports are served in embedded mode only (docs/events.md, "Bulk import").')
-    return imports
-  }
   return [{
     method: 'post', pattern: '/admin/accounts/:account/imports', body: 'stream', streamMaxBytes: maxBytes, role: 'owner',
     doc: {
@@ -49,39 +46,39 @@ export function importRoutes ({ catalogs, imports, maxBytes }: ImportRoutesDeps)
       description: 'The body is NDJSON: one JSON object a line, `type` profile, visitor, link or event (docs/events.md, "Bulk import"). ' +
         `It is read as it arrives and kept on disk while the import runs, up to BEACON_IMPORT_MAX_BYTES (${maxBytes} bytes here). ` +
         'Answered 202 with the job once the body is stored; follow it at GET …/imports/{id}. `?deliver=true`: the imported rows fire webhooks, destinations and audience changes (by default none). ' +
-        '501 cluster_unsupported in cluster mode.',
+        'In cluster mode the import runs on the node that took it, and is read through any node.',
       tag: 'Event log',
       query: [{ name: 'deliver', description: 'true: webhooks and destinations are told of the imported rows (default false).', schema: Type.Boolean() }],
       body: { schema: Type.String({ contentMediaType: 'application/x-ndjson', description: 'One row a line.' }), example: {}, raw: 'application/x-ndjson' },
-      ok: json(202, 'The import, queued.', ImportView), errors: ['account_not_found', 'invalid_field', 'body_incomplete', 'cluster_unsupported'],
+      ok: json(202, 'The import, queued.', ImportView), errors: ['account_not_found', 'invalid_field', 'body_incomplete'],
     },
     async handler (request) {
       const account = accountParam(request, catalogs)
-      const all = jobs()
       const deliver = new URLSearchParams(request.query).get('deliver')
       if (deliver !== null && deliver !== 'true' && deliver !== 'false') throw new ApiError('invalid_field', 'deliver must be true or false.', '/deliver')
-      const job = await all.create(account, request.body as BodyStream, deliver === 'true')
+      const job = await imports.create(account, request.body as BodyStream, deliver === 'true')
       return { status: 202, body: view(job) }
     },
   }, {
     method: 'get', pattern: '/admin/accounts/:account/imports', body: false, role: 'owner',
     doc: {
       summary: 'The account\'s imports, newest first', tag: 'Event log',
-      ok: json(200, 'The imports.', Type.Object({ imports: Type.Array(ImportView) })), errors: ['account_not_found', 'cluster_unsupported'],
+      ok: json(200, 'The imports.', Type.Object({ imports: Type.Array(ImportView) })), errors: ['account_not_found', 'unavailable'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
-      return { status: 200, body: { imports: jobs().list(account).map(view) } }
+      return { status: 200, body: { imports: (await imports.list(account)).map(view) } }
     },
   }, {
     method: 'get', pattern: '/admin/accounts/:account/imports/:id', body: false, role: 'owner',
     doc: {
       summary: 'An import\'s progress', description: 'Rows read, applied, duplicates, refused (the first 100 with their line numbers and reasons), and its state.', tag: 'Event log',
-      ok: json(200, 'The import.', ImportView), errors: ['account_not_found', 'import_not_found', 'cluster_unsupported'],
+      ok: json(200, 'The import.', ImportView), errors: ['account_not_found', 'import_not_found', 'unavailable'],
     },
-    handler (request) {
+    async handler (request) {
       const account = accountParam(request, catalogs)
-      const job = jobs().get(account, request.params[1] ?? '')
+      const id = request.params[1] ?? ''
+      const job = NODE_JOB_ID.test(id) ? await imports.get(account, id) : null
       if (job === null) throw new ApiError('import_not_found')
       return { status: 200, body: view(job) }
     },

@@ -9,6 +9,7 @@ import { ApiError } from '../errors.js'
 import type { Catalogs } from '../catalog/catalogs.js'
 import { replayView, REPLAY_STATES, type ReplayService, type ReplayRequest } from '../jobs/replay.js'
 import { NAME_PATTERN } from '../patterns.js'
+import { NODE_JOB_ID } from '../cluster/node-jobs.js'
 import { validator } from '../validator.js'
 import { accountParam } from './access.js'
 import { time } from './event-log-routes.js'
@@ -16,8 +17,6 @@ import { json, type RouteDefinition } from './route.js'
 import type { Request } from './server.js'
 
 const KINDS_MAX = 50
-/** A replay's id: a UUID, in cluster mode behind the id of the node that runs it and a colon. */
-const REPLAY_ID = /^(?:[A-Za-z0-9_-]{1,64}:)?[0-9a-f-]{36}$/
 
 const ReplayCreate = Type.Object({
   from: Type.String({ minLength: 1, maxLength: 64, description: 'ISO-8601 time, inclusive: the first event\'s server time.' }),
@@ -57,7 +56,7 @@ export function replayRoutes ({ catalogs, replays }: ReplayRoutesDeps): RouteDef
   }
   const replayId = (request: Request): string => {
     const id = request.params[1] ?? ''
-    if (!REPLAY_ID.test(id)) throw new ApiError('replay_not_found')
+    if (!NODE_JOB_ID.test(id)) throw new ApiError('replay_not_found')
     return id
   }
   const path = '/admin/accounts/:account/replays'

@@ -1,13 +1,13 @@
 // Replays in cluster mode (docs/event-log.md, "Replay"): a replay runs on the node asked to start it. It
 // reads the cluster's event stream (src/cluster/event-stream.ts) and queues its deliveries from that
 // node, their records in its LMDB as its live deliveries' are (their outcomes come back to it from
-// whichever node attempts them: src/delivery/holder-outcomes.ts). Its id names the node,
-// `<node id>:<uuid>`, so any node reads or cancels it with a call to that node (src/cluster/node-calls.ts);
-// the list and the running count asks every live node. A node that is down answers nothing: reading or
-// cancelling its replays, and listing, is a 503 until it is back, when its replays go on where they stood.
+// whichever node attempts them: src/delivery/holder-outcomes.ts). Its id names the node
+// (src/cluster/node-jobs.ts), so any node reads or cancels it with a call to that node; the list and the
+// running count ask every live node. A node that is down answers nothing: reading or cancelling its
+// replays, and listing, is a 503 until it is back, when its replays go on where they stood.
 
-import { ApiError } from '../errors.js'
 import { askEveryNode, type PeerCalls } from '../cluster/node-listing.js'
+import { jobNode } from '../cluster/node-jobs.js'
 import { checkRunning, type ReplayRequest, type ReplayRow, type ReplayService, type Replays } from './replay.js'
 
 interface ByAccount { account: string }
@@ -34,7 +34,7 @@ export class ClusterReplays implements ReplayService {
   }
 
   async get (account: string, id: string): Promise<ReplayRow> {
-    const node = this.nodeOf(id)
+    const node = jobNode(id, this.calls, this.nodeId, 'replay_not_found')
     return node === this.nodeId ? this.local.get(account, id) : await this.calls.call(node, 'replays.get', { account, id } satisfies ById) as ReplayRow
   }
 
@@ -45,18 +45,7 @@ export class ClusterReplays implements ReplayService {
   }
 
   async cancel (account: string, id: string): Promise<ReplayRow> {
-    const node = this.nodeOf(id)
+    const node = jobNode(id, this.calls, this.nodeId, 'replay_not_found')
     return node === this.nodeId ? await this.local.cancel(account, id) : await this.calls.call(node, 'replays.cancel', { account, id } satisfies ById) as ReplayRow
-  }
-
-  /** The node a replay's id names (404 replay_not_found when it names none); 503 when that node is not live. */
-  private nodeOf (id: string): string {
-    const at = id.indexOf(':')
-    if (at <= 0) throw new ApiError('replay_not_found')
-    const node = id.slice(0, at)
-    if (node !== this.nodeId && !this.calls.nodes().includes(node)) {
-      throw new ApiError('unavailable', `The cluster node ${node}, which runs this replay, is not live: retry once it is back.`, undefined, { 'Retry-After': '1' })
-    }
-    return node
   }
 }

@@ -16,7 +16,7 @@
 // (IMPORT_KEY_PREFIX, in the actors' Idempotency-Key records, kept 24 hours): a row applied again (a
 // resumed step, the same file imported twice) is counted as a duplicate, not applied twice.
 
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -24,12 +24,13 @@ import type { ErrorItem } from '../errors.js'
 import { ApiError } from '../errors.js'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
-import type { ActorRuntime } from '../../actors/runtime.js'
+import type { ActorSender } from '../../actors/actor-router.js'
 import type { EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { ProfileKind } from '../../actors/profile.js'
 import type { AttributeValue } from '../../actors/entity.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import { importLines } from './import-lines.js'
+import { newJobId } from '../cluster/node-jobs.js'
 
 /** Rows sent to their actors in one step, between two commits of the job's progress. */
 export const IMPORT_STEP_ROWS = 100
@@ -37,6 +38,8 @@ export const IMPORT_STEP_ROWS = 100
 export const IMPORT_TURN_MS = 2
 /** The longest pause between two steps (a step slowed by a stalled disk does not stall the job as long again). */
 export const IMPORT_PAUSE_MAX_MS = 100
+/** How long a step waits before it sends again the rows no node could take (ImportJobsDeps.retryMs). */
+export const IMPORT_RETRY_MS = 500
 /** Refusals a job keeps (with their line numbers); the count goes on. */
 export const IMPORT_REFUSALS_KEPT = 100
 /** A line longer than this is refused without being parsed. */
@@ -90,7 +93,8 @@ export interface ImportJob {
 
 export interface ImportJobsDeps {
   store: Store
-  runtime: ActorRuntime
+  /** The actors' runtime (embedded mode), or the router that sends each row to its partition's owner (cluster mode). */
+  actors: ActorSender
   visitors: VisitorKind
   profiles: ProfileKind
   clock: Clock
@@ -99,9 +103,23 @@ export interface ImportJobsDeps {
   parse: RowParser
   runningMax: number
   onError: (error: unknown, job: ImportJob) => void
+  /** Cluster mode: this node's id, named in its jobs' ids (src/cluster/node-jobs.ts). */
+  nodeId?: string | null
+  /** How long a step waits before it sends again the rows no node could take (a partition changing owner). */
+  retryMs?: number
 }
 
-export class ImportJobs {
+/** What the admin routes use: this node's imports (ImportJobs), or the cluster's (ClusterImports). */
+export interface ImportService {
+  create: (account: string, body: AsyncIterable<Buffer>, deliver: boolean) => Promise<ImportJob>
+  get: (account: string, id: string) => ImportJob | null | Promise<ImportJob | null>
+  list: (account: string) => ImportJob[] | Promise<ImportJob[]>
+}
+
+/** Refusals of a row that say nothing of the row (cluster mode: its partition changing owner): sent again. */
+const RETRIED = new Set(['unavailable', 'partition_moved', 'write_unconfirmed'])
+
+export class ImportJobs implements ImportService {
   private readonly deps: ImportJobsDeps
   private readonly queue: string[] = []
   private running = 0
@@ -136,7 +154,7 @@ export class ImportJobs {
    * and queued. Nothing is recorded for an upload that failed (its file is removed).
    */
   async create (account: string, body: AsyncIterable<Buffer>, deliver: boolean): Promise<ImportJob> {
-    const id = randomUUID()
+    const id = newJobId(this.deps.nodeId ?? null)
     const path = this.pathOf(id)
     const file = await open(path, 'wx', 0o600)
     let bytes = 0
@@ -248,14 +266,15 @@ export class ImportJobs {
     await this.finish(job)
   }
 
-  /** One step: the rows sent, a turn of the event loop at a time, each outcome counted, then the progress committed. */
+  /**
+   * One step: the rows sent, a turn of the event loop at a time, each outcome counted, then the progress
+   * committed. Rows no node could take (503: in cluster mode, a partition changing owner) are sent again
+   * after a pause until they are taken or refused: a row is idempotent (its claim), so one that was in
+   * fact applied is then counted as a duplicate.
+   */
   private async apply (job: ImportJob, rows: ReadonlyArray<{ line: number, text: string }>, line: number, end: number): Promise<void> {
-    const { runtime, visitors, profiles, parse, clock } = this.deps
-    const nowMs = clock.nowMs()
-    const quiet = !job.deliver
-    const sent: Array<Promise<PromiseSettledResult<unknown>>> = []
-    const claims: Array<IdempotencyClaim | undefined> = []
-    const lines: number[] = []
+    const { parse } = this.deps
+    let sends: RowSend[] = []
     let turnStartMs = performance.now()
     for (const { line: at, text } of rows) {
       if (performance.now() - turnStartMs >= IMPORT_TURN_MS) {
@@ -267,41 +286,59 @@ export class ImportJobs {
         refuse(job, at, row)
         continue
       }
-      const claim = claimOf(row, text)
-      lines.push(at)
-      claims.push(claim)
-      let sending: Promise<unknown>
-      switch (row.type) {
-        case 'profile':
-          sending = runtime.send(profiles, job.account, row.profileId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
-          break
-        case 'visitor':
-          sending = runtime.send(visitors, job.account, row.visitorId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
-          break
-        case 'link':
-          sending = runtime.send(visitors, job.account, row.visitorId, { type: 'link', profileId: row.profileId, quiet })
-          break
-        case 'event':
-          sending = runtime.send(visitors, job.account, row.event.visitorId, { type: 'event', event: row.event, nowMs, idem: claim, track: true, imported: { atMs: row.atMs, quiet } })
-          break
-      }
-      // Its outcome taken now: a row refused while the step yields would be an unhandled rejection.
-      sent.push(settle(sending))
+      const send: RowSend = { line: at, row, claim: claimOf(row, text), outcome: null }
+      this.send(job, send)
+      sends.push(send)
     }
-    const settled = await Promise.all(sent)
-    settled.forEach((result, i) => {
-      if (result.status === 'fulfilled') {
-        if (claims[i]?.replayed === true) job.duplicates++
-        else job.applied++
-        return
+    for (;;) {
+      const again: RowSend[] = []
+      for (const send of sends) {
+        const result = await send.outcome!
+        if (result.status === 'fulfilled') {
+          if (send.claim?.replayed === true) job.duplicates++
+          else job.applied++
+        } else if (result.reason instanceof ApiError && RETRIED.has(result.reason.items[0]!.code)) {
+          again.push(send)
+        } else if (result.reason instanceof ApiError && result.reason.status < 500) {
+          // A refusal of the row itself (a reused messageId, a full entity): counted.
+          refuse(job, send.line, result.reason.items[0]!)
+        } else {
+          // Anything else stops the job.
+          throw result.reason
+        }
       }
-      // A refusal of the row itself (a reused messageId, a full entity): counted; anything else stops the job.
-      if (!(result.reason instanceof ApiError) || result.reason.status >= 500) throw result.reason
-      refuse(job, lines[i]!, result.reason.items[0]!)
-    })
+      if (again.length === 0 || this.stopped) break
+      await new Promise(resolve => setTimeout(resolve, this.deps.retryMs ?? IMPORT_RETRY_MS))
+      for (const send of again) this.send(job, send)
+      sends = again
+    }
+    if (this.stopped) return
     job.rowsRead = line
     job.offset = end
     await this.save(job)
+  }
+
+  /** Sends the row to its actor; its outcome taken at once (a row refused while the step yields would be an unhandled rejection). */
+  private send (job: ImportJob, send: RowSend): void {
+    const { actors, visitors, profiles, clock } = this.deps
+    const { row, claim } = send
+    const quiet = !job.deliver
+    let sending: Promise<unknown>
+    switch (row.type) {
+      case 'profile':
+        sending = actors.send(profiles, job.account, row.profileId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
+        break
+      case 'visitor':
+        sending = actors.send(visitors, job.account, row.visitorId, { type: 'attributes', attributes: row.attributes, idem: claim, quiet })
+        break
+      case 'link':
+        sending = actors.send(visitors, job.account, row.visitorId, { type: 'link', profileId: row.profileId, quiet })
+        break
+      case 'event':
+        sending = actors.send(visitors, job.account, row.event.visitorId, { type: 'event', event: row.event, nowMs: clock.nowMs(), idem: claim, track: true, imported: { atMs: row.atMs, quiet } })
+        break
+    }
+    send.outcome = settle(sending)
   }
 
   private async finish (job: ImportJob): Promise<void> {
@@ -323,6 +360,14 @@ function refuse (job: ImportJob, line: number, error: ErrorItem | { code: string
 /** A promise's outcome as Promise.allSettled gives it, its handlers attached at once. */
 function settle (promise: Promise<unknown>): Promise<PromiseSettledResult<unknown>> {
   return promise.then(value => ({ status: 'fulfilled', value }) as const, (reason: unknown) => ({ status: 'rejected', reason }) as const)
+}
+
+/** A row of a step, as sent to its actor. */
+interface RowSend {
+  line: number
+  row: ImportRow
+  claim: IdempotencyClaim | undefined
+  outcome: Promise<PromiseSettledResult<unknown>> | null
 }
 
 /** A row's claim: its messageId, else the hash of its line (a link needs none: linking again changes nothing). */

@@ -12,7 +12,6 @@
 // counts and the deliveries not settled yet; it is written in the transaction of the records it
 // queued, so a restart resumes from it without queuing an event twice or losing one.
 
-import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Store } from '../store/store.js'
@@ -23,6 +22,7 @@ import type { DeliveryHub } from '../delivery/hub.js'
 import { newRecord, selects, type DeliveryRecord } from '../delivery/record.js'
 import { readRecordById } from '../delivery/records-db.js'
 import { destinationKey } from '../destinations/compile.js'
+import { newJobId } from '../cluster/node-jobs.js'
 
 export const REPLAY_STATES = ['running', 'done', 'cancelled', 'failed'] as const
 export type ReplayState = typeof REPLAY_STATES[number]
@@ -94,7 +94,7 @@ export interface ReplaysOptions {
   inflightMax: number
   onError: (error: unknown) => void
   pollMs?: number
-  /** Cluster mode: this node's id, the prefix of its replays' ids (`<node>:<uuid>`: src/jobs/cluster-replays.ts). */
+  /** Cluster mode: this node's id, named in its replays' ids (src/cluster/node-jobs.ts). */
   nodeId?: string | null
 }
 
@@ -123,7 +123,7 @@ export class Replays implements ReplayService {
   private readonly inflightMax: number
   private readonly onError: (error: unknown) => void
   private readonly pollMs: number
-  private readonly idPrefix: string
+  private readonly nodeId: string | null
   /** Replays whose deliveries are not all settled yet, by id; each with its loop's timer and turn. */
   private readonly active = new Map<string, { row: ReplayRow, timer: NodeJS.Timeout | null, turn: Promise<void> | null }>()
   private stopped = false
@@ -138,7 +138,7 @@ export class Replays implements ReplayService {
     this.inflightMax = inflightMax
     this.onError = onError
     this.pollMs = pollMs
-    this.idPrefix = nodeId === null ? '' : `${nodeId}:`
+    this.nodeId = nodeId
   }
 
   /** Resume the replays a stop (or a crash) interrupted. */
@@ -160,7 +160,7 @@ export class Replays implements ReplayService {
     checkRunning(rows)
     const nowMs = this.clock.nowMs()
     const row: ReplayRow = {
-      ...request, id: this.idPrefix + randomUUID(), account, state: 'running', createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, cursor: null, walked: false,
+      ...request, id: newJobId(this.nodeId), account, state: 'running', createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, cursor: null, walked: false,
       read: 0, queued: 0, skipped: 0, delivered: 0, failed: 0, inFlight: [], error: null,
     }
     // The oldest ended ones go past REPLAYS_KEPT_MAX, in the transaction of the new one.

@@ -3,11 +3,11 @@
 // log itself is kept and replayed: test/cluster/event-log-any-node.test.ts, replay-any-node.test.ts),
 // the saved reports computed from it (docs/reports.md), and the reads that walk many stored
 // visitors (people search, the recently active, the segment preview) answer 501 cluster_unsupported,
-// since each node holds only its own partitions' rows (src/http/people-routes.ts); so do bulk imports
-// (src/http/import-routes.ts). Real processes: a NATS JetStream cluster and one Beacon node
+// since each node holds only its own partitions' rows (src/http/people-routes.ts). Real processes: a
+// NATS JetStream cluster and one Beacon node
 // (test/helpers/beacon-cluster.ts).
 
-import { ADMIN_KEY, admin } from '../helpers/beacon.js'
+import { admin } from '../helpers/beacon.js'
 import { startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
 
@@ -50,14 +50,5 @@ describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)
     expectError(await admin(base, 'GET', `/admin/accounts/${account}/people/recent`), 'cluster_unsupported')
     expectError(await admin(base, 'POST', `/admin/accounts/${account}/segments-preview`, { rule: { fact: 'attribute.plan', op: 'eq', value: 'pro' } }), 'cluster_unsupported')
     expectError(await admin(base, 'GET', '/admin/accounts/00000000-0000-4000-8000-000000000000/people'), 'account_not_found')
-  })
-
-  it('answers 501 cluster_unsupported to bulk imports (docs/events.md, "Bulk import")', async () => {
-    const base = cluster.members[0]!.url
-    const account = cluster.tenant.account
-    const res = await fetch(`${base}/admin/accounts/${account}/imports`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson' }, body: '{"type":"link"}\n' })
-    expectError({ status: res.status, body: await res.json() }, 'cluster_unsupported')
-    expectError(await admin(base, 'GET', `/admin/accounts/${account}/imports`), 'cluster_unsupported')
-    expectError(await admin(base, 'GET', `/admin/accounts/${account}/imports/00000000-0000-4000-8000-000000000000`), 'cluster_unsupported')
   })
 })

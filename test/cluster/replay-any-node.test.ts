@@ -143,10 +143,15 @@ describe('Beacon cluster mode: replays of the event log through any node (3 node
     await cluster.settled()
     holding = false
     slow.release()
+    let last: Answer | null = null
     await until('the replay done after its node came back', async () => {
-      const res = await admin(cluster.members[0]!.url, 'GET', path(`/${running.id}`))
-      return res.status === 200 && (res.body as Replay).state === 'done'
-    }, 120_000, 200)
+      last = await admin(cluster.members[0]!.url, 'GET', path(`/${running.id}`))
+      return last.status === 200 && (last.body as Replay).state === 'done'
+    }, 120_000, 200).catch(async (error: unknown) => {
+      const records = await admin(cluster.members[0]!.url, 'GET', `/admin/accounts/${account()}/webhooks/slow/deliveries?limit=100`)
+      console.log(JSON.stringify(last?.body), JSON.stringify(records.body), ordersOf(slow, running.id).length)
+      throw error
+    })
     expect(await replayOf(cluster.members[1]!.url, running.id)).to.deep.include({ read: 37, queued: 36, skipped: 1, delivered: 36, failed: 0, inFlight: 0, walked: true })
     expect(new Set(ordersOf(slow, running.id).map(one => one.order))).to.deep.equal(new Set(sent.map(one => one.orderId)))
   })
