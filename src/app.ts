@@ -72,9 +72,10 @@ import { Replays, type ReplayService, type ReplaySource } from './jobs/replay.js
 import { ClusterReplays } from './jobs/cluster-replays.js'
 import { replayRoutes } from './http/replay-routes.js'
 import { SavedReportIndex } from './reports/saved-index.js'
-import { compactSavedReports, SavedResults } from './reports/saved-results.js'
+import { compactSavedReports, oldestLogged, SavedResults } from './reports/saved-results.js'
 import { ReportDeliveries } from './catalog/report-deliveries.js'
 import { loadSavedReports } from './reports/saved-load.js'
+import { feedSavedReports } from './reports/saved-stream-feed.js'
 import { savedReportRoutes } from './http/saved-report-routes.js'
 import { ImportJobs, type ImportService } from './jobs/import-jobs.js'
 import { ClusterImports } from './jobs/cluster-imports.js'
@@ -167,24 +168,33 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
   const events: EventStore | null = cluster === null ? localEvents : cluster.events
   const stopEventTrim = localEvents === null ? null : trimEventLog(localEvents, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
-  // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts): loaded in the
-  // background from here (saved-load.ts), the server serving meanwhile, and fed each appended event and
-  // each erasure (queued for an account the load has not finished). Embedded mode only.
-  const savedIndex = localEvents === null ? null : new SavedReportIndex()
+  // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts). Embedded mode:
+  // loaded in the background from here (saved-load.ts), the server serving meanwhile, and fed each
+  // appended event and each erasure (queued for an account the load has not finished). Cluster mode:
+  // every node's columns hold the whole cluster's log, fed from its stream (saved-stream-feed.ts).
+  const clusterEvents = cluster?.events ?? null
+  const savedIndex = events === null ? null : new SavedReportIndex()
+  const onSavedLoaded = (rows: number, ms: number): void => { if (rows > 0) log.info({ events: rows, ms }, 'saved reports: event log loaded') }
   const stopSavedLoad = localEvents === null || savedIndex === null
     ? null
     : loadSavedReports({
-      index: savedIndex, events: store.events, upToSeq: localEvents.lastSeq,
-      onLoaded: (rows, ms) => { if (rows > 0) log.info({ events: rows, ms }, 'saved reports: event log loaded') },
+      index: savedIndex, events: store.events, upToSeq: localEvents.lastSeq, onLoaded: onSavedLoaded,
       onError: error => log.error({ err: error }, 'saved reports: loading the event log failed (results answer 503 until a restart)'),
     })
+  const savedFeed = clusterEvents === null || savedIndex === null
+    ? null
+    : await feedSavedReports({
+      index: savedIndex, events: clusterEvents, everyMs: EVENT_TRIM_EVERY_MS, onLoaded: onSavedLoaded,
+      onError: error => log.error({ err: error }, 'saved reports: reading the event stream failed'),
+    })
   if (savedIndex !== null) catalogs.savedReports.accountForgotten = account => savedIndex.removeAccount(account)
-  const savedResults = savedIndex === null ? null : new SavedResults({ index: savedIndex, store, clock, retentionMs: config.eventRetentionDays * 86_400_000 })
+  const savedResults = savedIndex === null
+    ? null
+    : new SavedResults({ index: savedIndex, oldestKeptMs: savedFeed === null ? oldestLogged(store) : () => savedFeed.firstTimeMs(), clock, retentionMs: config.eventRetentionDays * 86_400_000 })
   // The columns follow the log's trims (their memory is the retention window's, read or not).
   const stopSavedCompaction = savedResults === null
     ? null
     : compactSavedReports(savedResults, EVENT_TRIM_EVERY_MS, error => log.error({ err: error }, 'saved reports: compaction failed'))
-  const clusterEvents = cluster?.events ?? null
   const appendEvent: EventAppender | null = clusterEvents !== null
     ? (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
     : localEvents === null || savedIndex === null
@@ -263,8 +273,17 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   // Cluster mode: the deliveries log lists and replays every node's records (each node serves its own).
   const clusterDeliveries = cluster === null ? null : new ClusterDeliveries({ hub: deliveries, calls: cluster.calls })
   // Cluster mode: erasing a person removes their delivery records on every node, one down at the time
-  // included (src/delivery/cluster-erasures.ts).
-  const clusterErasures = queue?.erasures == null ? null : new ClusterErasures({ hub: deliveries, transport: queue.erasures })
+  // included (src/delivery/cluster-erasures.ts); so do the saved reports' columns (each node holds the
+  // whole cluster's log).
+  const erasedHere = cluster === null || savedIndex === null
+    ? deliveries
+    : {
+        forget: (account: string, profileIds: ReadonlySet<string>, visitorIds: ReadonlySet<string>) => {
+          savedIndex.forget(account, visitorIds, profileIds)
+          return deliveries.forget(account, profileIds, visitorIds)
+        },
+      }
+  const clusterErasures = queue?.erasures == null ? null : new ClusterErasures({ hub: erasedHere, transport: queue.erasures })
   clusterErasures?.start()
   // Cluster mode: accounts the replicated configuration removes before the deletions exist (below).
   const removedAccounts: Array<{ account: string, name: string }> = []
@@ -431,6 +450,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
         stopIdempotencySweep()
         stopEventTrim?.()
         stopSavedLoad?.()
+        savedFeed?.stop()
         stopSavedCompaction?.()
         await bandits.stop()
         await server.drain()

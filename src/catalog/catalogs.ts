@@ -50,7 +50,7 @@ export class Catalogs {
   readonly segments: SegmentCatalog
   readonly webhooks: WebhookCatalog
   readonly destinations: DestinationCatalog
-  /** Saved reports (embedded mode: their routes answer 501 in cluster mode, so they never replicate). */
+  /** Saved reports (with a retained log; replicated in cluster mode). */
   readonly savedReports: SavedReportCatalog
   /** The per-account configuration kinds, each loading its rows of the config db. */
   private readonly kinds: readonly ConfigCatalog[]
@@ -124,7 +124,7 @@ export class Catalogs {
    */
   replicate (writer: ConfigWriter): void {
     this.writer = writer
-    for (const catalog of [this.accounts, this.tokens, this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations]) catalog.writer = writer
+    for (const catalog of [this.accounts, this.tokens, this.eventTypes, this.campaigns, this.segments, this.webhooks, this.destinations, this.savedReports]) catalog.writer = writer
   }
 
   /**

@@ -1,14 +1,15 @@
 // Each account's saved reports (docs/reports.md): configuration rows under [account, 'saved-report', id],
-// held in memory like every other kind (config-rows.ts). Embedded mode only, as the event log they read:
-// in cluster mode the routes answer 501 before reaching it, so it never writes through the replicated
-// configuration.
+// held in memory like every other kind (config-rows.ts); in cluster mode written through the replicated
+// configuration, as every other kind, so every node holds them.
 // A report with a delivery also has its schedule compiled here (a cron pattern, as a schedule webhook's)
 // and its runs' row under [account, 'report-run', id] (the latest run's time and how it ended, shown as
-// `lastDelivery`), written by the schedules (src/delivery/schedules.ts) through ReportDeliveries.
+// `lastDelivery`), written by the schedules (src/delivery/schedules.ts) through ReportDeliveries: in
+// cluster mode by the one node that claimed the run, replicated.
 
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { Store } from '../store/store.js'
+import type { ConfigWriter } from '../store/config-writer.js'
 import type { Page } from '../store/paging.js'
 import type { AccountCatalog } from './accounts.js'
 import { ConfigRows, type ConfigCatalog, type ConfigKey, type PageRequest } from './config-rows.js'
@@ -27,6 +28,8 @@ export class SavedReportCatalog implements ConfigCatalog {
   private readonly runs: ConfigRows<ReportRun>
   /** The reports with a delivery, by account and id, their schedule compiled. */
   private readonly deliveries = new Map<string, ScheduledReport>()
+  /** Cluster mode: the replicated configuration every change goes through (Catalogs.replicate). */
+  writer: ConfigWriter | null = null
 
   constructor (store: Store, accounts: AccountCatalog, clock: Clock) {
     this.accounts = accounts
@@ -82,6 +85,7 @@ export class SavedReportCatalog implements ConfigCatalog {
   /** Keep a run of a report still saved (the write issued before this returns: schedules.ts writes the run's delivery in the same turn). */
   ran (account: string, id: string, run: ReportRun): Promise<void> {
     if (!this.rows.has(account, id)) return Promise.resolve()
+    if (this.writer !== null) return this.writer.change(account, () => this.rows.has(account, id) ? [{ row: this.runs.row(account, id), value: run }] : [])
     return this.runs.save(account, id, run).then(() => { this.runs.set(account, id, run) })
   }
 
@@ -102,11 +106,26 @@ export class SavedReportCatalog implements ConfigCatalog {
 
   async delete (account: string, id: string): Promise<void> {
     this.get(account, id)
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.get(account, id)
+        return [{ row: this.rows.row(account, id), value: null }, { row: this.runs.row(account, id), value: null }]
+      })
+      return
+    }
     await Promise.all([this.rows.remove(account, id), this.runs.remove(account, id)])
     this.unset(account, id)
   }
 
   private async write (account: string, report: SavedReport): Promise<void> {
+    if (this.writer !== null) {
+      await this.writer.change(account, () => {
+        this.accounts.get(account)
+        this.rows.checkLimit(account, report.id)
+        return [{ row: this.rows.row(account, report.id), value: report }]
+      })
+      return
+    }
     await this.rows.reserve(account, report.id, async () => {
       await this.rows.save(account, report.id, report)
       this.set(account, report)

@@ -24,6 +24,7 @@ import {
   type JetStreamClient, type JetStreamManager, type StreamConfig,
 } from '@nats-io/jetstream'
 import { ApiError } from '../errors.js'
+import { log } from '../log.js'
 import { EVENT_SCAN_MAX, eventColumns, parseCursor, type EventQuery, type EventStore, type LoggedEvent } from '../store/event-log.js'
 import { Requests } from './requests.js'
 import { isStreamNameInUse, isStreamNotFound, isSubjectOverlap, retryWhileElecting } from './retry.js'
@@ -65,6 +66,17 @@ const WINDOW_MAX = 32_768
 /** Windows one page reads at most before it answers with a `next` (a quiet account in a busy stream). */
 const WINDOWS_PER_PAGE_MAX = 64
 const FETCH_MAX = 256
+
+/** An event as `follow` hands it over. */
+export interface FollowedEvent {
+  account: string
+  timeMs: number
+  visitorId: string
+  profileId: string | null
+  kind: string
+  fields: Record<string, unknown>
+  segments: string[] | undefined
+}
 
 /** A message's JSON: the event as a page shows it, but its id (made from the stream's sequence). */
 type StoredPayload = Omit<LoggedEvent, 'id'>
@@ -229,6 +241,48 @@ export class EventStream implements EventStore {
       if (events.length >= limit) return { events, last: [Date.parse(one.stored.time), one.seq] }
     }
     return { events, last: read.length < WINDOW_FIRST ? null : [0, read[read.length - 1]!.seq] }
+  }
+
+  /**
+   * Every event the stream holds, oldest first, then each new one as it is stored, through an ordered
+   * consumer (nats.js makes it again from the last message delivered after a loss): what every node's
+   * saved-report columns are fed from (src/reports/saved-stream-feed.ts). `onCaughtUp` is called once,
+   * when what the stream held at the call is delivered. Answers what stops it.
+   */
+  async follow (onEvent: (event: FollowedEvent) => void, onCaughtUp: () => void): Promise<() => void> {
+    const info = await this.retry(() => this.jsm.streams.info(this.stream)).catch(unavailable)
+    const upTo = info.state.last_seq
+    let caughtUp = false
+    const reached = (): void => {
+      if (caughtUp) return
+      caughtUp = true
+      onCaughtUp()
+    }
+    if (info.state.messages === 0) reached()
+    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: `${this.prefix}.>`, deliver_policy: DeliverPolicy.All })
+    const from = this.prefix.length + 1
+    const messages = await consumer.consume({
+      callback: message => {
+        let stored: StoredPayload
+        try {
+          stored = JSON.parse(textDecoder.decode(message.data)) as StoredPayload
+        } catch (error) {
+          // Not Beacon's (the subjects are open to whoever may publish there): skipped.
+          log.warn({ err: error, seq: message.seq }, 'event stream message not decodable; skipped')
+          return
+        }
+        const account = message.subject.slice(from, message.subject.indexOf('.', from))
+        onEvent({ account, timeMs: Date.parse(stored.time), visitorId: stored.visitorId, profileId: stored.profileId ?? null, kind: stored.kind, fields: stored.fields, segments: stored.segments })
+        if (message.seq >= upTo || message.info.pending === 0) reached()
+      },
+    })
+    return () => { void messages.close().catch(() => {}) }
+  }
+
+  /** When the stream's oldest message was stored (what MaxAge and MaxBytes left), or null when it holds none. */
+  async firstTimeMs (): Promise<number | null> {
+    const info = await this.retry(() => this.jsm.streams.info(this.stream)).catch(unavailable)
+    return info.state.messages === 0 ? null : Date.parse(info.state.first_ts)
   }
 
   /** Removes the account's events of these visitors or profiles (erasure): one subject purge each. Returns how many. */

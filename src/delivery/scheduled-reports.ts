@@ -1,7 +1,7 @@
 // What the schedules (schedules.ts) read of saved reports with a delivery (docs/reports.md, "Delivery
 // to a webhook"): declared here, in the delivery layer, and implemented above it
-// (src/catalog/report-deliveries.ts), as the webhook lookup is. Embedded mode only: cluster mode has no
-// saved reports (their routes answer 501), so its schedules get NO_REPORTS.
+// (src/catalog/report-deliveries.ts), as the webhook lookup is. A server that keeps no event log has no
+// saved reports: its schedules get NO_REPORTS.
 
 import type { Schedule } from '../webhooks/schedule.js'
 

@@ -7,9 +7,10 @@
 // and the call without segments once its claim for (webhook, run) did: one node in the cluster each.
 // A partition this node takes after it walked a run (a takeover, a handover) gets its part of that run
 // at the next check, unless its previous owner claimed it: no partition misses a run for moving.
-// Saved reports with a delivery (scheduled-reports.ts, embedded mode only) run here too: at each due
-// time the report's result is one delivery to its webhook, written in the transaction of the run's row
-// (its time), so a restart neither loses nor repeats a run.
+// Saved reports with a delivery (scheduled-reports.ts) run here too: at each due time the report's
+// result is one delivery to its webhook, written in the transaction of the run's row (its time), so a
+// restart neither loses nor repeats a run. Cluster mode: made by the one node whose claim for
+// (report, run) succeeded, its run's row replicated.
 
 import type { Clock } from '../clock.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
@@ -173,6 +174,8 @@ export class Schedules {
 
   /** One run of a report: its result queued to its webhook, or the reason it was not kept. False: not now (the log is loading). */
   private async runReport (report: ScheduledReport, runMs: number): Promise<boolean> {
+    // Cluster mode: one node makes the run (every node holds the whole log's columns, so any can).
+    if (this.cluster !== null && !await this.cluster.claim(report.account, REPORT_CLAIM + report.id, runMs, 'all')) return true
     const at = new Date(runMs).toISOString()
     const failed = (error: string): LastDelivery => ({ at, status: 'failed', error })
     const webhook = this.reportWebhook(report)
@@ -269,3 +272,5 @@ export class Schedules {
 }
 
 const NONE: ReadonlySet<number> = new Set()
+/** Before a report's id in its runs' claims: no webhook's id has it (NAME_PATTERN), so the two never meet. */
+const REPORT_CLAIM = '#report:'

@@ -291,8 +291,23 @@ export class SavedReportIndex {
   private readonly accounts = new Map<string, AccountColumns>()
   private loading: Loading | null = null
 
-  /** Whether the columns hold the whole log (false while the background load runs). */
-  get ready (): boolean { return this.loading === null }
+  /** Cluster mode: fed from the cluster's stream, which has not been read up to where it stood yet. */
+  private feeding = false
+
+  /** Whether the columns hold the whole log (false while the background load, or the stream's first read, runs). */
+  get ready (): boolean { return this.loading === null && !this.feeding }
+
+  /**
+   * Cluster mode (saved-stream-feed.ts): every event comes through `addFed`, in the stream's order, the
+   * index not ready until `fed` is called (the stream read up to where it stood).
+   */
+  beginFeed (): void { this.feeding = true }
+  fed (): void { this.feeding = false }
+
+  /** An event of the cluster's stream (its fields as stored: no identity field among them). */
+  addFed (account: string, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: readonly string[] | undefined): void {
+    this.columns(account).add(timeMs, visitorId, profileId, kind, fields, segments)
+  }
 
   /** Start a load of the rows logged so far (seq ≤ upToSeq): not ready until `loadTurn` answers true. Its `read` counts the rows loaded. */
   beginLoad (upToSeq: number): Readonly<{ read: number }> {

@@ -12,7 +12,11 @@ import { runSavedReport, type SavedResult } from './saved-query.js'
 
 export interface SavedResultsOptions {
   index: SavedReportIndex
-  store: Store
+  /**
+   * The time of the account's oldest event the log still holds (what retention and the size cap left),
+   * or null when it holds none: this folder's log (`oldestLogged`), the cluster's stream's oldest message.
+   */
+  oldestKeptMs: (account: string) => number | null
   clock: Clock
   /** BEACON_EVENT_RETENTION_DAYS in ms: an account with nothing left in the log keeps only this window. */
   retentionMs: number
@@ -20,13 +24,13 @@ export interface SavedResultsOptions {
 
 export class SavedResults {
   private readonly index: SavedReportIndex
-  private readonly store: Store
+  private readonly oldestKeptMs: (account: string) => number | null
   private readonly clock: Clock
   private readonly retentionMs: number
 
-  constructor ({ index, store, clock, retentionMs }: SavedResultsOptions) {
+  constructor ({ index, oldestKeptMs, clock, retentionMs }: SavedResultsOptions) {
     this.index = index
-    this.store = store
+    this.oldestKeptMs = oldestKeptMs
     this.clock = clock
     this.retentionMs = retentionMs
   }
@@ -52,10 +56,12 @@ export class SavedResults {
     // The log's oldest row (committed) bounds what is kept; rows appended but not committed yet are newer.
     this.index.of(account)?.compact(this.oldestKeptMs(account) ?? this.clock.nowMs() - this.retentionMs)
   }
+}
 
-  /** The time of the account's oldest event in the log (what retention and the size cap left), or null when none. */
-  private oldestKeptMs (account: string): number | null {
-    const [first] = Array.from(this.store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
+/** Embedded mode: the time of the account's oldest event in this folder's log, or null when none. */
+export function oldestLogged (store: Store): (account: string) => number | null {
+  return account => {
+    const [first] = Array.from(store.events.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: 1 }))
     return first === undefined ? null : (first as [string, number])[1]
   }
 }

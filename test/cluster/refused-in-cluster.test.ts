@@ -1,7 +1,7 @@
 // What cluster mode refuses, as a strategy chosen at start, never a crash nor half an answer: segment
 // backfills over the retained event log (docs/event-log.md, "Cluster mode": 501 event_log_not_kept; the
-// log itself is kept and replayed: test/cluster/event-log-any-node.test.ts, replay-any-node.test.ts),
-// the saved reports computed from it (docs/reports.md), and the reads that walk many stored
+// log itself is kept, replayed and reported on: test/cluster/event-log-any-node.test.ts,
+// replay-any-node.test.ts, saved-reports-any-node.test.ts), and the reads that walk many stored
 // visitors (people search, the recently active, the segment preview) answer 501 cluster_unsupported,
 // since each node holds only its own partitions' rows (src/http/people-routes.ts). Real processes: a
 // NATS JetStream cluster and one Beacon node
@@ -28,19 +28,6 @@ describe('Beacon cluster mode: what it refuses with 501 (1 node, real processes)
     const path = `/admin/accounts/${cluster.tenant.account}/segments/backfilled`
     expectError(await admin(node.url, 'PUT', path, { rule: { fact: 'count', event: 'purchase', within: '30d', op: 'gte', value: 1 }, backfill: true }), 'event_log_not_kept')
     expectError(await admin(node.url, 'GET', path), 'segment_not_found')
-  })
-
-  it('answers 501 event_log_not_kept to every saved-report route (they read the event log)', async () => {
-    const node = cluster.live()[0]!
-    const base = `/admin/accounts/${cluster.tenant.account}/saved-reports`
-    const definition = { name: 'Visitors', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day' }
-    expectError(await admin(node.url, 'GET', base), 'event_log_not_kept')
-    expectError(await admin(node.url, 'POST', base, definition), 'event_log_not_kept')
-    expectError(await admin(node.url, 'POST', `${base}-preview`, definition), 'event_log_not_kept')
-    expectError(await admin(node.url, 'GET', `${base}/r-1`), 'event_log_not_kept')
-    expectError(await admin(node.url, 'PUT', `${base}/r-1`, definition), 'event_log_not_kept')
-    expectError(await admin(node.url, 'DELETE', `${base}/r-1`), 'event_log_not_kept')
-    expectError(await admin(node.url, 'GET', `${base}/r-1/result?format=csv`), 'event_log_not_kept')
   })
 
   it('answers 501 cluster_unsupported to the people search, the recently active and the segment preview; 404 for an unknown account first', async () => {

@@ -7,7 +7,7 @@ import { expect } from 'chai'
 import { Store } from '../../src/store/store.js'
 import { EventLog } from '../../src/store/event-log.js'
 import { SavedReportIndex } from '../../src/reports/saved-index.js'
-import { compactSavedReports, SavedResults } from '../../src/reports/saved-results.js'
+import { compactSavedReports, oldestLogged, SavedResults } from '../../src/reports/saved-results.js'
 import { runSavedReport } from '../../src/reports/saved-query.js'
 import type { SavedReport } from '../../src/reports/saved-definition.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
@@ -103,7 +103,7 @@ describe('saved reports: columns that follow the log\'s retention', () => {
         }
       }
     })
-    const results = new SavedResults({ index, store, clock, retentionMs })
+    const results = new SavedResults({ index, oldestKeptMs: oldestLogged(store), clock, retentionMs })
     const stop = compactSavedReports(results, 20, error => { throw error })
     try {
       expect(index.of('a')!.n).to.equal(500)
