@@ -1,11 +1,11 @@
 // Saved reports over the admin API (docs/reports.md): create, list, read, replace and delete an
 // account's report definitions (viewers read, editors and owners change), compute one's result as JSON
 // or CSV, and preview an unsaved definition (what the panel's builder draws before saving). Results are
-// computed from the in-memory columns of the retained event log (src/reports/saved-index.ts): embedded
-// mode only; in cluster mode (its log is a JetStream stream) and without a log
-// (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept, as GET …/events does
-// without a log. While the columns load after a start (saved-load.ts), results and previews answer 503
-// reports_loading with Retry-After; definitions can still be changed.
+// computed from the in-memory columns of the retained event log (src/reports/saved-index.ts; in cluster
+// mode every node's hold the cluster's stream: saved-stream-feed.ts); without a log
+// (BEACON_EVENT_RETENTION_DAYS=0) every route answers 501 event_log_not_kept, as GET …/events does.
+// While the columns load after a start, results and previews answer 503 reports_loading with
+// Retry-After; definitions can still be changed.
 // A report with a `delivery` names one of the account's webhooks: refused (409 report_webhook_unusable)
 // unless it exists, is enabled and sends a body; the schedules send its result (src/delivery/schedules.ts).
 
@@ -57,7 +57,7 @@ const EXAMPLE: SavedReportDefinition = {
 export interface SavedReportRouteDeps {
   catalogs: Catalogs
   clock: Clock
-  /** Results over the columns of the retained log; null: no log is kept here (cluster mode, retention 0): 501. */
+  /** Results over the columns of the retained log; null: no log is kept (retention 0): 501. */
   results: SavedResults | null
 }
 
