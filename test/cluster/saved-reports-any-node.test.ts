@@ -11,16 +11,19 @@ import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../h
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
 import { partitionOf } from '../../src/cluster/partition.js'
+import { startReceiver, type Receiver } from '../webhooks/helpers.js'
 
 interface Row { bucket: string, group: unknown, value: number }
 
 describe('Beacon cluster mode: saved reports through any node (3 nodes, real processes)', function () {
   this.timeout(300_000)
   let cluster: BeaconCluster
+  let receiver: Receiver
   const visitors: string[] = []
 
   before(async () => {
-    cluster = await startBeaconCluster(3, { BEACON_EVENT_RETENTION_DAYS: '7' })
+    receiver = await startReceiver()
+    cluster = await startBeaconCluster(3, { BEACON_EVENT_RETENTION_DAYS: '7', BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' })
     const owners = await cluster.settled()
     for (const owner of cluster.members) {
       const mine: string[] = []
@@ -38,6 +41,7 @@ describe('Beacon cluster mode: saved reports through any node (3 nodes, real pro
   })
   after(async () => {
     await cluster?.close()
+    await receiver?.close()
   })
 
   const account = (): string => cluster.tenant.account
@@ -105,5 +109,33 @@ describe('Beacon cluster mode: saved reports through any node (3 nodes, real pro
       return answers.every(answer => answer.status === 404)
     }, 10_000, 50)
     expectError(await admin(cluster.members[0]!.url, 'GET', `${base()}/${byPath.body.id as string}/result`), 'saved_report_not_found')
+  })
+
+  it('makes each run of a scheduled report once, from one node, its outcome shown through every node', async function () {
+    this.timeout(180_000)
+    const hook = await admin(cluster.members[0]!.url, 'PUT', `/admin/accounts/${account()}/webhooks/reports`, {
+      name: 'reports', enabled: true, trigger: { kind: 'event', events: ['purchase'] },
+      request: { method: 'POST', url: `${receiver.url}/reports` }, delivery: { mode: 'async', timeoutMs: 2000, batchSize: 1 },
+    })
+    expect(hook.status, JSON.stringify(hook.body)).to.equal(200)
+    // The next whole minute at least 5 s away (UTC): a daily run at that time of day.
+    const dueMs = Math.ceil((Date.now() + 5000) / 60_000) * 60_000
+    const at = new Date(dueMs).toISOString().slice(11, 16)
+    let created: Answer | null = null
+    await until('the report saved (the webhook replicated)', async () => {
+      created = await admin(cluster.members[1]!.url, 'POST', base(), { name: 'Daily', metric: { type: 'uniqueVisitors' }, range: { lastDays: 7 }, granularity: 'day', delivery: { webhook: 'reports', every: 'day', at } })
+      return created.status !== 409
+    }, 10_000, 100)
+    expect(created!.status, JSON.stringify(created!.body)).to.equal(201)
+    const id = created!.body.id as string
+    await until('the run delivered', () => receiver.requests.length > 0, 90_000, 100)
+    // Every node checks the schedules each second: give the others time to have made it too, had they.
+    await new Promise(resolve => setTimeout(resolve, 3000))
+    expect(receiver.requests).to.have.length(1)
+    expect(JSON.parse(receiver.requests[0]!.body)).to.deep.include({ id, name: 'Daily' })
+    await until('the run shown through every node', async () => {
+      const reads = await Promise.all(cluster.live().map(member => admin(member.url, 'GET', `${base()}/${id}`)))
+      return reads.every(read => read.body.lastDelivery?.deliveryId === receiver.requests[0]!.headers['webhook-id'])
+    }, 10_000, 100)
   })
 })
