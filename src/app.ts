@@ -266,7 +266,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
       target: (account, key) => targets.webhook(account, key),
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       onError: error => log.error({ err: error }, 'event log replay failed'),
-      nodeId: cluster?.calls.nodeId ?? null,
+      nodeId: cluster?.calls.nodeId ?? null, idOrigin: cluster?.deliveries.idOrigin ?? null,
     })
   replays?.start()
   const replayService: ReplayService | null = replays === null || cluster === null ? replays : new ClusterReplays(replays, cluster.calls, cluster.calls.nodeId)

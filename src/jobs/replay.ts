@@ -96,6 +96,8 @@ export interface ReplaysOptions {
   pollMs?: number
   /** Cluster mode: this node's id, named in its replays' ids (src/cluster/node-jobs.ts). */
   nodeId?: string | null
+  /** Cluster mode: the origin its delivery ids carry, unique in the cluster (DeliveryHub's `idOrigin`). */
+  idOrigin?: string | null
 }
 
 /** What the admin routes use: this node's replays (Replays), or the cluster's (ClusterReplays). */
@@ -124,11 +126,12 @@ export class Replays implements ReplayService {
   private readonly onError: (error: unknown) => void
   private readonly pollMs: number
   private readonly nodeId: string | null
+  private readonly idOrigin: string | null
   /** Replays whose deliveries are not all settled yet, by id; each with its loop's timer and turn. */
   private readonly active = new Map<string, { row: ReplayRow, timer: NodeJS.Timeout | null, turn: Promise<void> | null }>()
   private stopped = false
 
-  constructor ({ store, events, deliveries, clock, target, accountActive, inflightMax, onError, pollMs = REPLAY_POLL_MS, nodeId = null }: ReplaysOptions) {
+  constructor ({ store, events, deliveries, clock, target, accountActive, inflightMax, onError, pollMs = REPLAY_POLL_MS, nodeId = null, idOrigin = null }: ReplaysOptions) {
     this.store = store
     this.events = events
     this.deliveries = deliveries
@@ -139,6 +142,7 @@ export class Replays implements ReplayService {
     this.onError = onError
     this.pollMs = pollMs
     this.nodeId = nodeId
+    this.idOrigin = idOrigin
   }
 
   /** Resume the replays a stop (or a crash) interrupted. */
@@ -303,7 +307,7 @@ export class Replays implements ReplayService {
         row.skipped++
         continue
       }
-      const record = newRecord(outbox, this.store.allocateSeq(), webhook, nowMs, this.store.nodeId)
+      const record = newRecord(outbox, this.store.allocateSeq(), webhook, nowMs, this.store.nodeId, this.idOrigin)
       record.item.replay = row.id
       records.push(record)
       row.inFlight.push([record.id, event.visitorId])

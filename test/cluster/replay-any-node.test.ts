@@ -154,5 +154,10 @@ describe('Beacon cluster mode: replays of the event log through any node (3 node
     })
     expect(await replayOf(cluster.members[1]!.url, running.id)).to.deep.include({ read: 37, queued: 36, skipped: 1, delivered: 36, failed: 0, inFlight: 0, walked: true })
     expect(new Set(ordersOf(slow, running.id).map(one => one.order))).to.deep.equal(new Set(sent.map(one => one.orderId)))
+    // Two nodes' replays never share a delivery id (each node's ids carry its origin): a shared one made
+    // a worker take one node's record for a copy of the other's, which then never reached its end.
+    const idsOf = (id: string): Set<unknown> => new Set(slow.requests.filter(request => request.headers['beacon-replay'] === id).map(request => request.headers['webhook-id']))
+    const ofRunning = idsOf(running.id)
+    expect([...idsOf(cancelled.id)].filter(id => ofRunning.has(id))).to.deep.equal([])
   })
 })
