@@ -12,10 +12,9 @@ import { randomUUID } from 'node:crypto'
 import { connect } from '@nats-io/transport-node'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { ADMIN_KEY, admin, identified, post, type Answer } from '../helpers/beacon.js'
-import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
+import { startBeaconCluster, visitorsOwnedBy, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
-import { partitionOf } from '../../src/cluster/partition.js'
 import { eventStreamName } from '../../src/cluster/event-stream.js'
 
 interface Logged { id: string, time: string, visitorId: string, profileId?: string, kind: string, fields: Record<string, unknown> }
@@ -34,16 +33,7 @@ describe('Beacon cluster mode: the retained event log through any node (3 nodes,
   })
 
   const account = (): string => cluster.tenant.account
-  const ownerOf = (id: string): string => owners.get(partitionOf(account(), id, CLUSTER_PARTITIONS))!
-  /** `count` visitor ids whose partitions `member` owns. */
-  function visitorsOf (member: string, count: number): string[] {
-    const out: string[] = []
-    while (out.length < count) {
-      const id = randomUUID()
-      if (ownerOf(id) === member) out.push(id)
-    }
-    return out
-  }
+  const visitorsOf = (member: string, count: number): string[] => visitorsOwnedBy(owners, account(), member, count)
   /** A request through `url`, again on a 503 (a partition changing owner). */
   async function send (url: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Answer> {
     for (let attempt = 1; ; attempt++) {

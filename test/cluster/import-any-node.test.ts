@@ -6,12 +6,10 @@
 // nodes), and changes nothing.
 
 import { expect } from 'chai'
-import { randomUUID } from 'node:crypto'
 import { ADMIN_KEY, admin, post } from '../helpers/beacon.js'
-import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
+import { startBeaconCluster, visitorsOwnedBy, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
-import { partitionOf } from '../../src/cluster/partition.js'
 
 const DAY_MS = 86_400_000
 
@@ -35,15 +33,7 @@ describe('Beacon cluster mode: bulk imports through any node (3 nodes, real proc
   })
 
   const account = (): string => cluster.tenant.account
-  /** `count` visitor ids whose partitions `member` owns. */
-  function visitorsOf (member: string, count: number): string[] {
-    const out: string[] = []
-    while (out.length < count) {
-      const id = randomUUID()
-      if (owners.get(partitionOf(account(), id, CLUSTER_PARTITIONS)) === member) out.push(id)
-    }
-    return out
-  }
+  const visitorsOf = (member: string, count: number): string[] => visitorsOwnedBy(owners, account(), member, count)
   async function upload (url: string, body: string): Promise<{ status: number, body: any }> {
     const res = await fetch(`${url}/admin/accounts/${account()}/imports`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson' }, body })
     return { status: res.status, body: await res.json() }

@@ -6,12 +6,10 @@
 // once the node is back.
 
 import { expect } from 'chai'
-import { randomUUID } from 'node:crypto'
 import { admin, post, type Answer } from '../helpers/beacon.js'
-import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
+import { startBeaconCluster, visitorsOwnedBy, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
-import { partitionOf } from '../../src/cluster/partition.js'
 import { startReceiver, type Receiver } from '../webhooks/helpers.js'
 
 interface Replay { id: string, state: string, read: number, queued: number, skipped: number, delivered: number, failed: number, inFlight: number, walked: boolean, error: string | null }
@@ -40,12 +38,7 @@ describe('Beacon cluster mode: replays of the event log through any node (3 node
     // Four visitors of each node's partitions, three purchases each and a pageView, through every node.
     const visitors: string[] = []
     for (const owner of cluster.members) {
-      const mine: string[] = []
-      while (mine.length < 4) {
-        const id = randomUUID()
-        if (owners.get(partitionOf(account(), id, CLUSTER_PARTITIONS)) === owner.id) mine.push(id)
-      }
-      visitors.push(...mine)
+      visitors.push(...visitorsOwnedBy(owners, account(), owner.id, 4))
     }
     fromMs = Date.now()
     for (let round = 0; round < 3; round++) {

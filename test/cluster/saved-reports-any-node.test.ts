@@ -5,12 +5,10 @@
 // node's result; a node restarted reads the stream again and answers the same; definitions replicate.
 
 import { expect } from 'chai'
-import { randomUUID } from 'node:crypto'
 import { admin, post, type Answer } from '../helpers/beacon.js'
-import { CLUSTER_PARTITIONS, startBeaconCluster, type BeaconCluster } from '../helpers/beacon-cluster.js'
+import { startBeaconCluster, visitorsOwnedBy, type BeaconCluster } from '../helpers/beacon-cluster.js'
 import { expectError } from '../helpers/errors.js'
 import { until } from '../helpers/until.js'
-import { partitionOf } from '../../src/cluster/partition.js'
 import { startReceiver, type Receiver } from '../webhooks/helpers.js'
 
 interface Row { bucket: string, group: unknown, value: number }
@@ -26,12 +24,7 @@ describe('Beacon cluster mode: saved reports through any node (3 nodes, real pro
     cluster = await startBeaconCluster(3, { BEACON_EVENT_RETENTION_DAYS: '7', BEACON_WEBHOOK_ALLOW_PRIVATE: 'true' })
     const owners = await cluster.settled()
     for (const owner of cluster.members) {
-      const mine: string[] = []
-      while (mine.length < 4) {
-        const id = randomUUID()
-        if (owners.get(partitionOf(account(), id, CLUSTER_PARTITIONS)) === owner.id) mine.push(id)
-      }
-      visitors.push(...mine)
+      visitors.push(...visitorsOwnedBy(owners, account(), owner.id, 4))
     }
     // Every visitor: two pageViews (through two nodes); every other one a purchase.
     for (const [i, visitorId] of visitors.entries()) {

@@ -18,6 +18,7 @@ import { LOCK_FILE } from '../../src/store/data-lock.js'
 import { NODE_ID_KEY, Store } from '../../src/store/store.js'
 import { SECRETS_KEY_FILE } from '../../src/store/secrets.js'
 import type { ClusterStatus } from '../../src/cluster/node.js'
+import { partitionOf } from '../../src/cluster/partition.js'
 
 export const CLUSTER_PARTITIONS = 64
 export const CLUSTER_LEASE_MS = 1500
@@ -228,4 +229,14 @@ function settledProblem (live: ClusterMember[], answers: Array<ClusterAnswer | E
     else if (view !== reference) return `${member.id} sees other lease holders than ${live[0]!.id}`
   }
   return null
+}
+
+/** `count` new visitor ids of the account whose partitions `member` owns, in `owners` (as `settled()` answers it). */
+export function visitorsOwnedBy (owners: ReadonlyMap<number, string>, account: string, member: string, count: number): string[] {
+  const out: string[] = []
+  while (out.length < count) {
+    const id = randomUUID()
+    if (owners.get(partitionOf(account, id, CLUSTER_PARTITIONS)) === member) out.push(id)
+  }
+  return out
 }
