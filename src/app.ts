@@ -166,7 +166,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const localEvents = cluster !== null || config.eventRetentionDays === 0
     ? null
     : new EventLog(store, { retentionMs: config.eventRetentionDays * 86_400_000, sizeMaxBytes: config.eventLogMaxBytes })
-  const events: EventStore | null = cluster === null ? localEvents : cluster.events
+  const events: (EventStore & ReplaySource) | null = cluster === null ? localEvents : cluster.events
   const stopEventTrim = localEvents === null ? null : trimEventLog(localEvents, () => clock.nowMs(), error => log.error({ err: error }, 'event log trim failed'))
   // Saved reports read the log's events as in-memory columns (src/reports/saved-index.ts). Embedded mode:
   // loaded in the background from here (saved-load.ts), the server serving meanwhile, and fed each
@@ -183,7 +183,7 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     })
   const savedFeed = clusterEvents === null || savedIndex === null
     ? null
-    : await feedSavedReports({
+    : feedSavedReports({
       index: savedIndex, events: clusterEvents, everyMs: EVENT_TRIM_EVERY_MS, onLoaded: onSavedLoaded,
       onError: error => log.error({ err: error }, 'saved reports: reading the event stream failed'),
     })
@@ -258,11 +258,10 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   await deliveries.start()
   // Replays of the event log to one target (docs/event-log.md, "Replay"): resumed where a stop left them.
   // Cluster mode: they read the cluster's stream, each on the node that started it, read through any.
-  const replaySource: ReplaySource | null = cluster === null ? localEvents : cluster.events
-  const replays = replaySource === null
+  const replays = events === null
     ? null
     : new Replays({
-      store, events: replaySource, deliveries, clock, inflightMax: config.replayInflightMax,
+      store, events, deliveries, clock, inflightMax: config.replayInflightMax,
       target: (account, key) => targets.webhook(account, key),
       accountActive: account => catalogs.accounts.active(account) !== undefined,
       onError: error => log.error({ err: error }, 'event log replay failed'),

@@ -8,7 +8,7 @@
 // through the replicated configuration; what the stream's MaxAge and MaxBytes drop is dropped by the
 // compaction pass (saved-results.ts), from the stream's oldest message time, read each minute here.
 
-import type { EventStream } from '../cluster/event-stream.js'
+import type { EventStream, FollowedEvent } from '../cluster/event-stream.js'
 import type { SavedReportIndex } from './saved-index.js'
 
 export interface SavedStreamFeedOptions {
@@ -26,27 +26,48 @@ export interface SavedStreamFeed {
   stop: () => void
 }
 
-/** Starts the feed; the index is not ready until the stream is read up to where it stood. */
-export async function feedSavedReports ({ index, events, everyMs, onLoaded, onError }: SavedStreamFeedOptions): Promise<SavedStreamFeed> {
+/** How long a feed that could not start (NATS away) waits before it tries again. */
+const FEED_RETRY_MS = 2000
+
+/** Starts the feed in the background; the index is not ready until the stream is read up to where it stood. */
+export function feedSavedReports ({ index, events, everyMs, onLoaded, onError }: SavedStreamFeedOptions): SavedStreamFeed {
   index.beginFeed()
   const started = Date.now()
   let read = 0
   let first: number | null = null
-  const refresh = (): void => { events.firstTimeMs().then(ms => { first = ms }, onError) }
-  const stopFollowing = await events.follow(event => {
+  let stopped = false
+  let stopFollowing: (() => void) | null = null
+  let retry: NodeJS.Timeout | null = null
+  const onEvent = (event: FollowedEvent): void => {
     read++
     index.addFed(event.account, event.timeMs, event.visitorId, event.profileId, event.kind, event.fields, event.segments)
-  }, () => {
+  }
+  const onCaughtUp = (): void => {
     index.fed()
     onLoaded(read, Date.now() - started)
-  })
+  }
+  // `follow` fails only before its first event (the stream's state or the consumer not had): again, later.
+  const begin = (): void => {
+    retry = null
+    events.follow(onEvent, onCaughtUp).then(stop => {
+      if (stopped) stop()
+      else stopFollowing = stop
+    }, (error: unknown) => {
+      onError(error)
+      if (!stopped) retry = setTimeout(begin, FEED_RETRY_MS).unref()
+    })
+  }
+  begin()
+  const refresh = (): void => { events.firstTimeMs().then(ms => { first = ms }, onError) }
   refresh()
   const timer = setInterval(refresh, everyMs).unref()
   return {
     firstTimeMs: () => first,
     stop: () => {
+      stopped = true
       clearInterval(timer)
-      stopFollowing()
+      if (retry !== null) clearTimeout(retry)
+      stopFollowing?.()
     },
   }
 }
