@@ -1,7 +1,7 @@
 // Mocha's settings for every run (tests are TypeScript, loaded through tsx).
 //
 // The whole suite lists the slowest files first (measured, longest first), then the others:
-// `npm test` runs it on three workers (--parallel), and a long file started last would make the
+// `npm test` runs it on two workers (--parallel), and a long file started last would make the
 // whole run wait for it alone. A file missing here still runs: a test/cluster file (most start NATS
 // servers and Beacon processes: tens of seconds) right after the listed ones, any other in path order
 // after those, so that a new slow file never comes last by its name alone.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm test: the build, then every test file (mocha, three workers) with the type check and the lint
+# npm test: the build, then every test file (mocha, two workers) with the type check and the lint
 # running beside them at the lowest priority. The tests need the build (Beacon processes run dist/); the
 # two checks read the sources only, and the tests leave the cores idle a third of the time (waits on
 # leases, timers, child processes): the checks take that idle time instead of a minute and a half of
@@ -19,9 +19,9 @@ for name in "${checks[@]}"; do
   nice -n 19 npm run --silent "$name" >"$out/$name" 2>&1 &
   pids+=($!)
 done
-# Three workers on the 2-core machine: the files wait (leases, schedule ticks, child processes) about half
-# their wall time, so a third overlaps those waits with work (docs/internals/test-suite.md, 2026-11-28).
-node_modules/.bin/mocha --parallel --jobs 3 "$@" &
+# Two workers: a third ran the suite in 9.5 min but made lease- and startup-bound files fail one run in
+# three on the 2-core machine (docs/internals/test-suite.md, 2026-11-28).
+node_modules/.bin/mocha --parallel --jobs 2 "$@" &
 tests=$!
 stop () {
   for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null; done

@@ -82,7 +82,10 @@ export class SavedReportCatalog implements ConfigCatalog {
     return reports
   }
 
-  /** Keep a run of a report still saved (the write issued before this returns: schedules.ts writes the run's delivery in the same turn). */
+  /**
+   * Keep a run of a report still saved (embedded: the write issued before this returns, so schedules.ts
+   * writes the run's delivery in the same turn; cluster mode: a replicated change, after the delivery).
+   */
   ran (account: string, id: string, run: ReportRun): Promise<void> {
     if (!this.rows.has(account, id)) return Promise.resolve()
     if (this.writer !== null) return this.writer.change(account, () => this.rows.has(account, id) ? [{ row: this.runs.row(account, id), value: run }] : [])

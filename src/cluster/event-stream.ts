@@ -265,7 +265,7 @@ export class EventStream implements EventStore {
       callback: message => {
         let stored: StoredPayload
         try {
-          stored = JSON.parse(textDecoder.decode(message.data)) as StoredPayload
+          stored = decodePayload(message.data)
         } catch (error) {
           // Not Beacon's (the subjects are open to whoever may publish there): skipped.
           log.warn({ err: error, seq: message.seq }, 'event stream message not decodable; skipped')
@@ -345,7 +345,7 @@ export class EventStream implements EventStore {
           got++
           pending = message.info.pending
           if (message.seq >= hi) return out
-          out.push({ seq: message.seq, timeMs: message.info.timestampNanos / 1e6, stored: JSON.parse(textDecoder.decode(message.data)) as StoredPayload })
+          out.push({ seq: message.seq, timeMs: message.info.timestampNanos / 1e6, stored: decodePayload(message.data) })
           if (out.length >= max) return out
         }
         if (got === 0) throw new ApiError('unavailable', `The event log (JetStream stream ${this.stream}) did not deliver its messages; retry.`)
@@ -361,6 +361,11 @@ export class EventStream implements EventStore {
 function unavailable (error: unknown): never {
   if (error instanceof ApiError) throw error
   throw new ApiError('unavailable', `The event log (JetStream) cannot be read or changed right now (${error instanceof Error ? error.message : String(error)}); retry.`)
+}
+
+/** A message's payload (JSON: the event as a page shows it, but its id). */
+function decodePayload (data: Uint8Array): StoredPayload {
+  return JSON.parse(textDecoder.decode(data)) as StoredPayload
 }
 
 function matches (one: Read, query: EventQuery): boolean {

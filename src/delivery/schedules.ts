@@ -10,7 +10,8 @@
 // Saved reports with a delivery (scheduled-reports.ts) run here too: at each due time the report's
 // result is one delivery to its webhook, written in the transaction of the run's row (its time), so a
 // restart neither loses nor repeats a run. Cluster mode: made by the one node whose claim for
-// (report, run) succeeded, its run's row replicated.
+// (report, run) succeeded, its run's row replicated after the delivery is written (a crash between the
+// two makes that run once more after the restart: docs/reports.md).
 
 import type { Clock } from '../clock.js'
 import type { WebhookLookup } from '../webhooks/lookup.js'
