@@ -32,7 +32,8 @@ import { visitorKind } from '../actors/visitor.js'
 import { profileKind } from '../actors/profile.js'
 import { log } from './log.js'
 import { SegmentMaintenance } from './jobs/segment-maintenance.js'
-import { SegmentBackfills } from './jobs/segment-backfill.js'
+import { SegmentBackfills, thisProcess, timeOrdered } from './jobs/segment-backfill.js'
+import { ClusterBackfillNodes, streamOrdered } from './jobs/cluster-backfills.js'
 import { DeliveryHub } from './delivery/hub.js'
 import { ClusterDeliveries } from './delivery/cluster-history.js'
 import { ClusterErasures } from './delivery/cluster-erasures.js'
@@ -225,17 +226,20 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     owns: cluster?.ownsKey ?? null,
   })
   segmentsChanged.add((account, version) => maintenance.startPass(account, version))
-  // Segment backfills over the event log (docs/event-log.md, "Backfilling a segment"): resumed, holds and all, before any traffic.
-  const backfills = localEvents === null
+  // Segment backfills over the event log (docs/event-log.md, "Backfilling a segment"); their holds come
+  // back with the catalog's rows, before any traffic. Cluster mode: every node holds them, each runs on
+  // the node that took its save, over the cluster's stream (src/jobs/cluster-backfills.ts).
+  const entitiesIdle = (account: string): Promise<void> => maintenance.idle(account)
+  const backfills = events === null
     ? null
     : new SegmentBackfills({
-      store, events: localEvents, segments: catalogs.segments, runtime, visitors, clock,
+      store, segments: catalogs.segments, actors: cluster?.actors ?? runtime, visitors, clock,
+      source: cluster?.events != null ? streamOrdered(cluster.events) : timeOrdered(localEvents!),
+      nodes: cluster === null ? thisProcess(entitiesIdle) : new ClusterBackfillNodes({ calls: cluster.calls, nodeId: cluster.calls.nodeId, segments: catalogs.segments, clock, entitiesIdle }),
       accountActive: account => catalogs.accounts.active(account) !== undefined,
-      entitiesIdle: account => maintenance.idle(account),
       onError: error => log.error({ err: error }, 'segment backfill failed'),
       settleMs: config.backfillSettleMs,
     })
-  backfills?.start()
   maintenance.start()
   // Cluster mode: outcomes of attempts go back to the node holding each record (its data folder id) through the queue's outcome stream;
   // erasures of a person's delivery records reach every node through its erasure stream.
@@ -291,6 +295,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
   const users = new Users(store, clock, sessions)
   // Cluster mode: the panel's users and sessions are the cluster's (docs/internals/cluster.md, "Panel users and sessions").
   if (cluster !== null) await cluster.start(catalogs, { users, sessions })
+  // Once this node applies events (cluster mode: once it joined).
+  backfills?.start()
   const linksBackfill = new LinksBackfill(store)
   linksBackfill.start()
   const accountDeletions = new AccountDeletions({

@@ -69,7 +69,7 @@ export const ERRORS = {
   // 429
   rate_limited: [429, 'The token sent more requests than its rate allows.'],
   // 501
-  event_log_not_kept: [501, 'This server keeps no event log for this: BEACON_EVENT_RETENTION_DAYS=0 turns it off, and in cluster mode segment backfills are not served (docs/event-log.md).'],
+  event_log_not_kept: [501, 'This server keeps no event log for this: BEACON_EVENT_RETENTION_DAYS=0 turns it off (docs/event-log.md).'],
   // 503
   reports_loading: [503, 'Saved reports\' results are not ready yet: the retained event log is still being loaded after a start (docs/reports.md); retry shortly.'],
   overloaded: [503, 'The server is at its in-flight limit; retry shortly.'],

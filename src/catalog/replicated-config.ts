@@ -257,11 +257,11 @@ export class ReplicatedConfig implements ConfigWriter {
 /** The record kind of each config row kind; an account's segments version is a segments record named by the account alone. */
 const KIND_OF_ROW: Readonly<Record<string, ConfigKind>> = {
   'event-type': 'eventTypes', campaign: 'campaigns', segment: 'segments', 'segments-version': 'segments', webhook: 'webhooks', destination: 'destinations',
-  'saved-report': 'savedReports', 'report-run': 'reportRuns',
+  'saved-report': 'savedReports', 'report-run': 'reportRuns', backfill: 'backfills',
 }
 const ROW_OF_KIND: Readonly<Partial<Record<ConfigKind, string>>> = {
   eventTypes: 'event-type', campaigns: 'campaign', segments: 'segment', webhooks: 'webhook', destinations: 'destination',
-  savedReports: 'saved-report', reportRuns: 'report-run',
+  savedReports: 'saved-report', reportRuns: 'report-run', backfills: 'backfill',
 }
 
 /** A row's record: accounts and tokens by id, config rows by `<account>/<name>` (account ids are UUIDs: no '/'). */

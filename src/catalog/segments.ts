@@ -4,6 +4,7 @@
 // background pass) hears of every change through the listeners given at construction.
 
 import type { Clock } from '../clock.js'
+import { ApiError } from '../errors.js'
 import type { Listeners } from '../listeners.js'
 import type { Store } from '../store/store.js'
 import { SEGMENT_DEFS_MAX } from '../store/limits.js'
@@ -27,7 +28,27 @@ interface AccountSegments {
 }
 
 const VERSION_KIND = 'segments-version'
+/** A segment's last backfill (src/jobs/segment-backfill.ts keeps the rest of its row). */
+const BACKFILL_KIND = 'backfill'
 const NO_SEGMENTS: ReadonlyMap<string, SegmentDef> = new Map()
+
+/** A backfill's row as this catalog reads it: a running one holds its segment on every node that loads or applies it. */
+export interface HeldBackfill {
+  id: string
+  account: string
+  segment: string
+  state: string
+  fromMs: number
+  specKeys: string[]
+}
+
+/** A save with a backfill: where its cut is set, and the row its job keeps (src/jobs/segment-backfill.ts). */
+export interface BackfillStart<R extends HeldBackfill> {
+  /** How far ahead of the swap the cut is set: 0 where this process applies every event. */
+  aheadMs: number
+  /** The backfill's row for this hold and the change's segments version. */
+  row: (hold: BackfillHold, version: number) => R
+}
 
 export interface SegmentCatalogOptions {
   store: Store
@@ -37,7 +58,7 @@ export interface SegmentCatalogOptions {
 }
 
 export class SegmentCatalog implements ConfigCatalog {
-  readonly rowKinds = ['segment', VERSION_KIND]
+  readonly rowKinds = ['segment', VERSION_KIND, BACKFILL_KIND]
   private readonly store: Store
   private readonly clock: Clock
   private readonly accounts: AccountCatalog
@@ -59,6 +80,7 @@ export class SegmentCatalog implements ConfigCatalog {
 
   load ([account, kind, name]: ConfigKey, value: unknown): void {
     if (kind === VERSION_KIND) this.setOf(account).version = value as number
+    else if (kind === BACKFILL_KIND) this.backfillChanged(account, name!, value as HeldBackfill)
     else {
       this.setOf(account)
       this.rows.set(account, name!, value as SegmentDef)
@@ -81,6 +103,10 @@ export class SegmentCatalog implements ConfigCatalog {
     const entry = this.setOf(account)
     if (kind === VERSION_KIND) {
       if (value !== null) this.versionChanged(account, entry, value as number)
+      return
+    }
+    if (kind === BACKFILL_KIND) {
+      this.backfillChanged(account, name!, value as HeldBackfill | null)
       return
     }
     if (value === null) this.rows.delete(account, name!)
@@ -113,42 +139,75 @@ export class SegmentCatalog implements ConfigCatalog {
   }
 
   /**
-   * `backfill` (embedded mode only): the segment's window specs the account's set did not have count
-   * live events from the moment the new set is swapped in on, and the segment's changes are quiet, until
-   * `release`: what a backfill counts from the log is every event before that moment. Resolves with its hold.
+   * `backfill`: the segment's window specs the account's set did not have count live events from its
+   * cut on (the swap, plus `aheadMs`), and the segment's changes are quiet, until the backfill's row
+   * ends (or `release`): what a backfill counts from the log is every event before the cut. Resolves
+   * with its row, durable. 409 backfill_running while the segment's last backfill runs.
    */
-  async put (account: string, name: string, def: SegmentDef, backfill = false): Promise<BackfillHold | null> {
+  async put<R extends HeldBackfill> (account: string, name: string, def: SegmentDef, backfill: BackfillStart<R> | null = null): Promise<R | null> {
+    let started: R | null = null
     if (this.writer !== null) {
       await this.writer.change(account, () => {
         this.accounts.get(account)
         this.rows.checkLimit(account, name)
-        return [{ row: this.rows.row(account, name), value: def }, this.versionRow(account)]
+        const version = this.versionRow(account)
+        const writes = [{ row: this.rows.row(account, name), value: def }, version]
+        if (backfill === null) return writes
+        this.refuseRunning(account, name)
+        const hold = { id: '', fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys: this.newSpecKeys(account, def) }
+        started = backfill.row(hold, version.value as number)
+        // The hold first: no node compiles the segment's new windows without it.
+        return [{ row: this.backfillRow(account, name), value: started }, ...writes]
       })
-      return null
+      return started
     }
     this.accounts.get(account)
+    if (backfill !== null) this.refuseRunning(account, name)
     const entry = this.setOf(account)
-    let hold: BackfillHold | null = null
     await this.rows.reserve(account, name, async () => {
       // Against the set as it is before this change.
-      const specKeys = backfill ? this.newSpecKeys(account, def) : []
+      const specKeys = backfill === null ? [] : this.newSpecKeys(account, def)
       this.store.config.put(this.rows.key(account, name), def).catch(noop)
       const version = await this.newVersion(account, entry)
       this.rows.set(account, name, def)
       // In the event turn of the swap: an event applied after it is counted live from its own time on,
       // one applied before it has an earlier time (+1: one of this very millisecond is the backfill's).
-      if (backfill) hold = this.hold(account, name, { fromMs: this.clock.nowMs() + 1, specKeys })
+      if (backfill !== null) {
+        started = backfill.row({ id: '', fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys }, version)
+        this.backfillChanged(account, name, started)
+      }
       this.versionChanged(account, entry, version)
     })
-    return hold
+    if (started === null) return null
+    try {
+      await this.saveBackfill(started)
+    } catch (error) {
+      this.release(account, name)
+      throw error
+    }
+    return started
   }
 
-  /** A backfill of the segment runs (a restart resumes one: its hold comes back before traffic does). */
-  hold (account: string, name: string, hold: BackfillHold): BackfillHold {
-    const entry = this.setOf(account)
-    entry.holds.set(name, hold)
-    entry.compiled = null
-    return hold
+  /** The segment's last backfill's row (any node's in cluster mode: the rows are replicated). */
+  backfillOf (account: string, name: string): HeldBackfill | undefined {
+    return this.store.config.get([account, BACKFILL_KIND, name]) as HeldBackfill | undefined
+  }
+
+  /** Keep a backfill's row (cluster mode: through the replicated configuration, to every node); resolves once durable. */
+  async saveBackfill (row: HeldBackfill): Promise<void> {
+    const write = { row: this.backfillRow(row.account, row.segment), value: row }
+    if (this.writer !== null) await this.writer.change(row.account, () => [write])
+    else await this.store.save(this.store.config, [row.account, BACKFILL_KIND, row.segment], row)
+  }
+
+  /** The running backfill of the segment as this node holds it, if any. */
+  holdOf (account: string, name: string): BackfillHold | undefined {
+    return this.sets.get(account)?.holds.get(name)
+  }
+
+  /** The account's segments version on this node. */
+  versionOf (account: string): number {
+    return this.sets.get(account)?.version ?? 0
   }
 
   /** The backfill of the segment ended: its windows count every live event again, its changes are heard. */
@@ -156,6 +215,26 @@ export class SegmentCatalog implements ConfigCatalog {
     const entry = this.sets.get(account)
     if (entry === undefined || !entry.holds.delete(name)) return
     entry.compiled = null
+  }
+
+  /** A backfill's row loaded, applied or made here: a running one holds its segment (once per backfill), another releases it. */
+  private backfillChanged (account: string, name: string, row: HeldBackfill | null): void {
+    if (row === null || row.state !== 'running') {
+      this.release(account, name)
+      return
+    }
+    const entry = this.setOf(account)
+    if (entry.holds.get(name)?.id === row.id) return
+    entry.holds.set(name, { id: row.id, fromMs: row.fromMs, specKeys: row.specKeys })
+    entry.compiled = null
+  }
+
+  private refuseRunning (account: string, name: string): void {
+    if (this.backfillOf(account, name)?.state === 'running' || this.holdOf(account, name) !== undefined) throw new ApiError('backfill_running')
+  }
+
+  private backfillRow (account: string, name: string): RowWrite['row'] {
+    return { db: 'config', key: [account, BACKFILL_KIND, name] }
   }
 
   /** The window specs of this definition the account's set does not have (their counters start empty). */

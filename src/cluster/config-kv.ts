@@ -24,7 +24,7 @@ import { readyAt } from './applied-revision.js'
 import type { EntrySigner } from './entry-signer.js'
 import { log } from '../log.js'
 
-export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users', 'destinations', 'savedReports', 'reportRuns'] as const
+export const CONFIG_KINDS = ['accounts', 'tokens', 'eventTypes', 'campaigns', 'segments', 'webhooks', 'users', 'destinations', 'savedReports', 'reportRuns', 'backfills'] as const
 export type ConfigKind = typeof CONFIG_KINDS[number]
 
 export interface ConfigChange {

@@ -21,11 +21,16 @@ export function newJobId (nodeId: string | null): string {
  * `unavailable` (Retry-After: 1) when it names a node other than `self` that is not live.
  */
 export function jobNode (id: string, calls: PeerCalls, self: string, notFound: ErrorCode): string {
-  const at = id.indexOf(':')
-  if (at <= 0 || !NODE_JOB_ID.test(id)) throw new ApiError(notFound)
-  const node = id.slice(0, at)
+  const node = nodeOfJob(id)
+  if (node === null) throw new ApiError(notFound)
   if (node !== self && !calls.nodes().includes(node)) {
     throw new ApiError('unavailable', `The cluster node ${node}, which runs this job, is not live: retry once it is back.`, undefined, { 'Retry-After': '1' })
   }
   return node
+}
+
+/** The node a job's id names; null for an embedded id (or a malformed one). */
+export function nodeOfJob (id: string): string | null {
+  const at = id.indexOf(':')
+  return at <= 0 || !NODE_JOB_ID.test(id) ? null : id.slice(0, at)
 }

@@ -55,7 +55,7 @@ export interface AdminDeps {
    * every live node's share added (src/reports/cluster-reports.ts), a 503 when one does not answer.
    */
   segmentMembers: (account: string, segments: readonly string[]) => number[] | Promise<number[]>
-  /** Backfills of segments over this node's event log; null: no log kept (cluster mode, or retention 0): `backfill: true` is 501. */
+  /** Backfills of segments over the retained event log; null: no log kept (retention 0): `backfill: true` is 501. */
   backfills: SegmentBackfills | null
   /** Cluster mode: the deliveries log of every live node (src/delivery/cluster-history.ts); null or absent: this node's. */
   clusterDeliveries?: ClusterDeliveriesLog | null

@@ -15,6 +15,13 @@
 // Its row (config db, [account, 'backfill', segment]) holds where the walk stands, saved after each
 // step; a restart resumes from it. A step sent again is not counted twice: each visitor keeps the last
 // position it added (VisitorState.backfills). Changing or deleting the segment cancels it.
+//
+// Which nodes apply events is the mode's (BackfillNodes, chosen once): embedded, this process, the cut
+// at the swap. Cluster mode (src/jobs/cluster-backfills.ts): the row is replicated, written before the
+// segment, so every node holds the segment from the change on; the cut is set ahead of the swap, and the
+// job, on the node that took the save, goes on only once every live node said it holds the backfill
+// before the cut (else it is cancelled, nothing counted twice nor missed); it reads the cluster's event
+// stream and waits for every node's re-evaluation pass.
 
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
@@ -24,9 +31,10 @@ import { EVENT_SCAN_MAX, type EventLog, type EventQuery } from '../store/event-l
 import type { SegmentCatalog } from '../catalog/segments.js'
 import type { SegmentDef } from '../segments/rules.js'
 import { recordEvent, type WindowSpec, type Windows } from '../segments/windows.js'
-import type { ActorRuntime } from '../../actors/runtime.js'
+import type { ActorSender } from '../../actors/actor-router.js'
 import type { VisitorKind } from '../../actors/visitor.js'
 import { EMPTY_METRICS } from '../../actors/entity.js'
+import type { ReplaySource } from './replay.js'
 
 export const BACKFILL_STATES = ['running', 'done', 'cancelled'] as const
 export type BackfillState = typeof BACKFILL_STATES[number]
@@ -63,23 +71,55 @@ export interface BackfillRow {
   events: number
   /** Visitors whose counters it added to (each once). */
   visitors: number
+  /** The account's segments version of the save (cluster mode: what a node must have applied to hold it). */
+  version: number
+  /** Every node applying events held it before its cut (absent in rows of an earlier release: embedded, held). */
+  held?: boolean
   createdAtMs: number
   updatedAtMs: number
   finishedAtMs: number | null
   error: string | null
 }
 
+/** Where a backfill reads: the log's next events before the cut, and each one's place in that order (what a visitor's `through` compares). */
+export interface BackfillSource extends ReplaySource {
+  positionOf: (id: string) => [number, number]
+}
+
+/** This folder's log, read in time order (embedded mode). */
+export function timeOrdered (log: EventLog): BackfillSource {
+  return { next: (account, query, after, limit) => log.next(account, query, after, limit), positionOf: idParts }
+}
+
+/** The nodes that apply events: this process (embedded mode), or every node of a cluster (src/jobs/cluster-backfills.ts). */
+export interface BackfillNodes {
+  /** How far ahead of the swap the cut is set: 0 where this process applies every event. */
+  readonly cutAheadMs: number
+  newId: () => string
+  /** Whether this node runs the backfill (and resumes it after a restart). */
+  runsHere: (row: BackfillRow) => boolean
+  /** Null once every node applying events holds the backfill, before its cut; else why not (it is then cancelled). */
+  held: (row: BackfillRow) => Promise<string | null>
+  /** Resolves once every node's re-evaluation pass of the account ended (src/jobs/segment-maintenance.ts). */
+  idle: (account: string) => Promise<void>
+}
+
+/** Embedded mode: this process applies every event, holding the backfill from the swap on. */
+export function thisProcess (entitiesIdle: (account: string) => Promise<void>): BackfillNodes {
+  return { cutAheadMs: 0, newId: randomUUID, runsHere: () => true, held: async () => null, idle: entitiesIdle }
+}
+
 export interface SegmentBackfillsOptions {
   store: Store
-  events: EventLog
+  source: BackfillSource
   segments: SegmentCatalog
-  runtime: ActorRuntime
+  /** The visitor actors (cluster mode: at their partitions' owners). */
+  actors: ActorSender
   visitors: VisitorKind
   clock: Clock
+  nodes: BackfillNodes
   /** Whether the account still exists. */
   accountActive: (account: string) => boolean
-  /** Resolves once the account's re-evaluation pass ended (src/jobs/segment-maintenance.ts). */
-  entitiesIdle: (account: string) => Promise<void>
   onError: (error: unknown) => void
   stepMax?: number
   retryMs?: number
@@ -89,13 +129,13 @@ export interface SegmentBackfillsOptions {
 
 export class SegmentBackfills {
   private readonly store: Store
-  private readonly events: EventLog
+  private readonly source: BackfillSource
   private readonly segments: SegmentCatalog
-  private readonly runtime: ActorRuntime
+  private readonly actors: ActorSender
   private readonly visitors: VisitorKind
   private readonly clock: Clock
+  private readonly nodes: BackfillNodes
   private readonly accountActive: (account: string) => boolean
-  private readonly entitiesIdle: (account: string) => Promise<void>
   private readonly onError: (error: unknown) => void
   private readonly stepMax: number
   private readonly retryMs: number
@@ -106,29 +146,28 @@ export class SegmentBackfills {
   private readonly starting = new Set<string>()
   private stopped = false
 
-  constructor ({ store, events, segments, runtime, visitors, clock, accountActive, entitiesIdle, onError, stepMax = BACKFILL_STEP_DEFAULT, retryMs = BACKFILL_RETRY_MS, settleMs = BACKFILL_SETTLE_MS }: SegmentBackfillsOptions) {
+  constructor ({ store, source, segments, actors, visitors, clock, nodes, accountActive, onError, stepMax = BACKFILL_STEP_DEFAULT, retryMs = BACKFILL_RETRY_MS, settleMs = BACKFILL_SETTLE_MS }: SegmentBackfillsOptions) {
     this.store = store
-    this.events = events
+    this.source = source
     this.segments = segments
-    this.runtime = runtime
+    this.actors = actors
     this.visitors = visitors
     this.clock = clock
+    this.nodes = nodes
     this.accountActive = accountActive
-    this.entitiesIdle = entitiesIdle
     this.onError = onError
     this.stepMax = stepMax
     this.retryMs = retryMs
     this.settleMs = settleMs
   }
 
-  /** Resume the backfills a stop (or a crash) interrupted: their holds come back before any traffic. */
+  /** Resume the backfills of this node a stop (or a crash) interrupted (their holds came back with the catalog's rows). */
   start (): void {
     for (const { key, value } of this.store.config.getRange({})) {
       const k = key as unknown[]
       if (k[1] !== KIND) continue
       const row = value as BackfillRow
-      if (row.state !== 'running' || !this.accountActive(row.account)) continue
-      this.segments.hold(row.account, row.segment, { fromMs: row.fromMs, specKeys: row.specKeys })
+      if (row.state !== 'running' || !this.accountActive(row.account) || !this.nodes.runsHere(row)) continue
       this.run(row)
     }
   }
@@ -142,18 +181,15 @@ export class SegmentBackfills {
     if (this.active.has(name) || this.starting.has(name)) throw new ApiError('backfill_running')
     this.starting.add(name)
     try {
-      const hold = (await this.segments.put(account, segment, def, true))!
       const nowMs = this.clock.nowMs()
-      const row: BackfillRow = {
-        id: randomUUID(), account, segment, state: 'running', fromMs: hold.fromMs, specKeys: [...hold.specKeys], rule: JSON.stringify(def.rule ?? null),
-        cursor: null, walked: hold.specKeys.length === 0, events: 0, visitors: 0, createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, error: null,
-      }
-      try {
-        await this.save(row)
-      } catch (error) {
-        this.segments.release(account, segment)
-        throw error
-      }
+      const row = (await this.segments.put(account, segment, def, {
+        aheadMs: this.nodes.cutAheadMs,
+        row: (hold, version): BackfillRow => ({
+          id: this.nodes.newId(), account, segment, state: 'running', fromMs: hold.fromMs, specKeys: [...hold.specKeys], rule: JSON.stringify(def.rule ?? null),
+          cursor: null, walked: hold.specKeys.length === 0, events: 0, visitors: 0, version, held: false,
+          createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, error: null,
+        }),
+      }))!
       this.run(row)
       return row
     } finally {
@@ -163,7 +199,7 @@ export class SegmentBackfills {
 
   /** The segment's last backfill; 404 backfill_not_found when it never had one. */
   get (account: string, segment: string): BackfillRow {
-    const row = this.active.get(`${account}/${segment}`)?.row ?? this.store.config.get([account, KIND, segment]) as BackfillRow | undefined
+    const row = this.active.get(`${account}/${segment}`)?.row ?? this.segments.backfillOf(account, segment) as BackfillRow | undefined
     if (row === undefined) throw new ApiError('backfill_not_found')
     return row
   }
@@ -196,20 +232,26 @@ export class SegmentBackfills {
     // (Resumed after a restart: counted from now, later than the swap.)
     const settleFrom = performance.now()
     let atEnd = false
-    // Resumed: those of the events read before the stop (read again, nothing sent).
-    if (row.cursor !== null && !row.walked) this.ordersBefore(row, orders)
+    let resumed = row.cursor !== null && !row.walked
     while (!this.stopped && row.state === 'running') {
       if (!this.accountActive(row.account)) return
-      const changed = this.changedSince(row)
+      const changed = row.held === false ? await this.nodes.held(row) : this.changedSince(row)
       if (changed !== null) {
         this.end(row, 'cancelled', changed)
         await this.save(row)
         return
       }
+      if (row.held === false) {
+        row.held = true
+        continue
+      }
       try {
+        // Resumed: the orders of the events read before the stop (read again, nothing sent).
+        if (resumed) await this.ordersBefore(row, orders)
+        resumed = false
         if (!row.walked) atEnd = await this.step(row, orders, settleFrom)
         else {
-          await this.entitiesIdle(row.account)
+          await this.nodes.idle(row.account)
           if (this.stopped || row.state !== 'running') return
           this.end(row, 'done', null)
         }
@@ -237,14 +279,14 @@ export class SegmentBackfills {
   }
 
   /** The orders of the events the backfill read already (up to its cursor), by visitor. */
-  private ordersBefore (row: BackfillRow, orders: Map<string, Set<string>>): void {
+  private async ordersBefore (row: BackfillRow, orders: Map<string, Set<string>>): Promise<void> {
     const query: EventQuery = { fromMs: 0, toMs: row.fromMs, visitorId: null, profileId: null, kind: 'purchase' }
     const end = row.cursor!
     let after: [number, number] | null = null
     for (;;) {
-      const { events, last } = this.events.next(row.account, query, after, EVENT_SCAN_MAX)
+      const { events, last } = await this.source.next(row.account, query, after, EVENT_SCAN_MAX)
       for (const event of events) {
-        const at = position(event.id)
+        const at = this.source.positionOf(event.id)
         if (at[0] > end[0] || (at[0] === end[0] && at[1] > end[1])) return
         if (typeof event.fields.orderId === 'string') seenBefore(orders, event.visitorId, event.fields.orderId)
       }
@@ -263,12 +305,12 @@ export class SegmentBackfills {
       if (spec !== undefined) specs.push({ ...spec, countsFromMs: 0 })
     }
     const query: EventQuery = { fromMs: 0, toMs: row.fromMs, visitorId: null, profileId: null, kind: null }
-    const { events, last } = this.events.next(row.account, query, row.cursor, this.stepMax)
+    const { events, last } = await this.source.next(row.account, query, row.cursor, this.stepMax)
     const byVisitor = new Map<string, Windows>()
     let through = row.cursor
     for (const event of events) {
-      through = position(event.id)
-      const atMs = through[0]
+      through = this.source.positionOf(event.id)
+      const atMs = idParts(event.id)[0]
       const body: Record<string, unknown> = { ...event.fields, event: event.kind }
       if (event.kind === 'purchase' && typeof body.orderId === 'string' && seenBefore(orders, event.visitorId, body.orderId)) continue
       let windows = byVisitor.get(event.visitorId)
@@ -280,7 +322,7 @@ export class SegmentBackfills {
       const replies = await Promise.allSettled([...byVisitor].map(([visitor, windows]) => {
         // Every spec, even one without events here: the visitor's first step drops its stale counters.
         for (const key of row.specKeys) windows[key] ??= []
-        return this.runtime.send(this.visitors, row.account, visitor, { type: 'backfill', id: row.id, segment: row.segment, through: at, windows })
+        return this.actors.send(this.visitors, row.account, visitor, { type: 'backfill', id: row.id, segment: row.segment, through: at, windows })
       }))
       let failure: unknown = null
       for (const reply of replies) {
@@ -292,9 +334,9 @@ export class SegmentBackfills {
     }
     row.events += events.length
     row.cursor = last ?? through
-    // The end, read at least settleMs after the swap: an event that came before it but was
+    // The end, read at least settleMs after the cut: an event that came before it but was
     // applied after it (a mailbox's wait) is in the log by then, after the cursor.
-    if (last === null && performance.now() - settleFrom >= this.settleMs) row.walked = true
+    if (last === null && performance.now() - settleFrom >= this.nodes.cutAheadMs + this.settleMs) row.walked = true
     return last === null
   }
 
@@ -307,12 +349,12 @@ export class SegmentBackfills {
   }
 
   private async save (row: BackfillRow): Promise<void> {
-    await this.store.save(this.store.config, [row.account, KIND, row.segment], row)
+    await this.segments.saveBackfill(row)
   }
 }
 
-/** A logged event's id as its log position [timeMs, seq]. */
-function position (id: string): [number, number] {
+/** A logged event's id as [timeMs, seq] (this folder's log: its position). */
+export function idParts (id: string): [number, number] {
   const dash = id.indexOf('-')
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))]
 }

@@ -26,6 +26,8 @@ export interface SegmentSet {
 
 /** A running backfill as the compiled set sees it: its windows count live events from `fromMs` on. */
 export interface BackfillHold {
+  /** The backfill's id ('' before its row is made). */
+  id: string
   fromMs: number
   specKeys: readonly string[]
 }
