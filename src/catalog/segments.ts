@@ -25,6 +25,8 @@ interface AccountSegments {
   compiled: SegmentSet | null
   /** Running backfills by segment name (src/jobs/segment-backfill.ts). */
   holds: Map<string, BackfillHold>
+  /** Backfilled segments' own windows (their last backfill's id) by segment name. */
+  windows: Map<string, string>
 }
 
 const VERSION_KIND = 'segments-version'
@@ -42,8 +44,10 @@ export interface HeldBackfill {
   specKeys: string[]
 }
 
-/** A save with a backfill: where its cut is set, and the row its job keeps (src/jobs/segment-backfill.ts). */
+/** A save with a backfill: its id, where its cut is set, and the row its job keeps (src/jobs/segment-backfill.ts). */
 export interface BackfillStart<R extends HeldBackfill> {
+  /** The backfill's id, which keys the segment's own windows from then on (rebuilt from the log, whoever else counts the same). */
+  id: string
   /** How far ahead of the swap the cut is set: 0 where this process applies every event. */
   aheadMs: number
   /** The backfill's row for this hold and the change's segments version. */
@@ -124,7 +128,7 @@ export class SegmentCatalog implements ConfigCatalog {
   compiledSet (account: string): SegmentSet {
     const entry = this.sets.get(account)
     if (entry === undefined) return EMPTY_SEGMENTS
-    entry.compiled ??= compileSegments(this.rows.of(account) ?? NO_SEGMENTS, entry.version, entry.holds)
+    entry.compiled ??= compileSegments(this.rows.of(account) ?? NO_SEGMENTS, entry.version, entry.holds, entry.windows)
     return entry.compiled
   }
 
@@ -139,10 +143,10 @@ export class SegmentCatalog implements ConfigCatalog {
   }
 
   /**
-   * `backfill`: the segment's window specs the account's set did not have count live events from its
-   * cut on (the swap, plus `aheadMs`), and the segment's changes are quiet, until the backfill's row
-   * ends (or `release`): what a backfill counts from the log is every event before the cut. Resolves
-   * with its row, durable. 409 backfill_running while the segment's last backfill runs.
+   * `backfill`: the segment reads windows of its own from then on (keyed by the backfill's id), which
+   * count live events from its cut on (the swap, plus `aheadMs`), and its changes are quiet, until the
+   * backfill's row ends (or `release`): what the backfill counts from the log is every event before the
+   * cut. Resolves with its row, durable. 409 backfill_running while the segment's last backfill runs.
    */
   async put<R extends HeldBackfill> (account: string, name: string, def: SegmentDef, backfill: BackfillStart<R> | null = null): Promise<R | null> {
     let started: R | null = null
@@ -154,7 +158,7 @@ export class SegmentCatalog implements ConfigCatalog {
         const writes = [{ row: this.rows.row(account, name), value: def }, version]
         if (backfill === null) return writes
         this.refuseRunning(account, name)
-        const hold = { id: '', fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys: this.newSpecKeys(account, def) }
+        const hold = { id: backfill.id, fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys: this.newSpecKeys(account, def, backfill.id) }
         started = backfill.row(hold, version.value as number)
         // The hold first: no node compiles the segment's new windows without it.
         return [{ row: this.backfillRow(account, name), value: started }, ...writes]
@@ -166,14 +170,14 @@ export class SegmentCatalog implements ConfigCatalog {
     const entry = this.setOf(account)
     await this.rows.reserve(account, name, async () => {
       // Against the set as it is before this change.
-      const specKeys = backfill === null ? [] : this.newSpecKeys(account, def)
+      const specKeys = backfill === null ? [] : this.newSpecKeys(account, def, backfill.id)
       this.store.config.put(this.rows.key(account, name), def).catch(noop)
       const version = await this.newVersion(account, entry)
       this.rows.set(account, name, def)
       // In the event turn of the swap: an event applied after it is counted live from its own time on,
       // one applied before it has an earlier time (+1: one of this very millisecond is the backfill's).
       if (backfill !== null) {
-        started = backfill.row({ id: '', fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys }, version)
+        started = backfill.row({ id: backfill.id, fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys }, version)
         this.backfillChanged(account, name, started)
       }
       this.versionChanged(account, entry, version)
@@ -219,11 +223,16 @@ export class SegmentCatalog implements ConfigCatalog {
 
   /** A backfill's row loaded, applied or made here: a running one holds its segment (once per backfill), another releases it. */
   private backfillChanged (account: string, name: string, row: HeldBackfill | null): void {
+    const entry = this.setOf(account)
+    if (row === null) entry.windows.delete(name)
+    else if (entry.windows.get(name) !== row.id) {
+      entry.windows.set(name, row.id)
+      entry.compiled = null
+    }
     if (row === null || row.state !== 'running') {
       this.release(account, name)
       return
     }
-    const entry = this.setOf(account)
     if (entry.holds.get(name)?.id === row.id) return
     entry.holds.set(name, { id: row.id, fromMs: row.fromMs, specKeys: row.specKeys })
     entry.compiled = null
@@ -237,11 +246,11 @@ export class SegmentCatalog implements ConfigCatalog {
     return { db: 'config', key: [account, BACKFILL_KIND, name] }
   }
 
-  /** The window specs of this definition the account's set does not have (their counters start empty). */
-  private newSpecKeys (account: string, def: SegmentDef): string[] {
+  /** The window specs of this definition with the backfill's own windows the account's set does not have (their counters start empty). */
+  private newSpecKeys (account: string, def: SegmentDef, windows: string): string[] {
     if (def.rule === undefined) return []
     const specs = new Map<string, WindowSpec>()
-    compileRule(def.rule, specs)
+    compileRule(def.rule, specs, null, windows)
     const known = this.compiledSet(account).specsByKey
     return [...specs.keys()].filter(key => !known.has(key))
   }
@@ -290,7 +299,7 @@ export class SegmentCatalog implements ConfigCatalog {
 
   private setOf (account: string): AccountSegments {
     let entry = this.sets.get(account)
-    if (entry === undefined) this.sets.set(account, entry = { version: 0, compiled: null, holds: new Map() })
+    if (entry === undefined) this.sets.set(account, entry = { version: 0, compiled: null, holds: new Map(), windows: new Map() })
     return entry
   }
 }

@@ -2,8 +2,10 @@
 // evaluated over the retained event log, so its members are who it would have had.
 //
 // The cut is the moment the new segment set is swapped in (`fromMs`, src/catalog/segments.ts `put`):
-// the window specs the rule introduced count live events from then on (WindowSpec.countsFromMs), and
-// the backfill counts every logged event before it. Each event is counted once, by one side.
+// the segment reads window specs of its own from then on (keyed by the backfill's id, so whatever other
+// segments or an earlier save counted is not used), which count live events from the cut
+// (WindowSpec.countsFromMs), and the backfill counts every logged event before it. Each event is
+// counted once, by one side.
 //
 // The job walks the account's log oldest first in steps of at most `stepMax` events; per step it sums,
 // per visitor, the counters of the new specs from that visitor's events and sends the visitor actor a
@@ -183,9 +185,10 @@ export class SegmentBackfills {
     try {
       const nowMs = this.clock.nowMs()
       const row = (await this.segments.put(account, segment, def, {
+        id: this.nodes.newId(),
         aheadMs: this.nodes.cutAheadMs,
         row: (hold, version): BackfillRow => ({
-          id: this.nodes.newId(), account, segment, state: 'running', fromMs: hold.fromMs, specKeys: [...hold.specKeys], rule: JSON.stringify(def.rule ?? null),
+          id: hold.id, account, segment, state: 'running', fromMs: hold.fromMs, specKeys: [...hold.specKeys], rule: JSON.stringify(def.rule ?? null),
           cursor: null, walked: hold.specKeys.length === 0, events: 0, visitors: 0, version, held: false,
           createdAtMs: nowMs, updatedAtMs: nowMs, finishedAtMs: null, error: null,
         }),

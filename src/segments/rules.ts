@@ -101,33 +101,35 @@ function onlyEventFacts (node: unknown): boolean {
 
 /**
  * Compile a validated rule. Window specs it reads are added to `specs` (shared across an account's
- * segments), their keys to `used` when given.
+ * segments), their keys to `used` when given. `windows`: '' for the account's shared windows, or a
+ * backfilled segment's own (its backfill's id: windows rebuilt from the log, src/jobs/segment-backfill.ts).
  */
-export function compileRule (rule: unknown, specs: Map<string, WindowSpec>, used: Set<string> | null = null): SegmentTest {
+export function compileRule (rule: unknown, specs: Map<string, WindowSpec>, used: Set<string> | null = null, windows = ''): SegmentTest {
   const node = rule as Record<string, unknown>
   if (Array.isArray(node.all)) {
-    const tests = node.all.map(child => compileRule(child, specs, used))
+    const tests = node.all.map(child => compileRule(child, specs, used, windows))
     return ctx => tests.every(test => test(ctx))
   }
   if (Array.isArray(node.any)) {
-    const tests = node.any.map(child => compileRule(child, specs, used))
+    const tests = node.any.map(child => compileRule(child, specs, used, windows))
     return ctx => tests.some(test => test(ctx))
   }
   if (node.not !== undefined) {
-    const test = compileRule(node.not, specs, used)
+    const test = compileRule(node.not, specs, used, windows)
     return ctx => !test(ctx)
   }
   if (!isWindowLeaf(node)) return compileCondition(node as unknown as Condition)
-  const spec = windowSpec(node)
+  const spec = windowSpec(node, windows)
   const shared = specs.get(spec.key) ?? spec
   specs.set(shared.key, shared)
   used?.add(shared.key)
   return compare(shared, node.op as WindowOp, node.value as number)
 }
 
-function windowSpec (node: Record<string, unknown>): WindowSpec {
+function windowSpec (node: Record<string, unknown>, windows: string): WindowSpec {
   const withinMs = node.within === undefined ? null : parseWithin(node.within as string)
-  const identity = JSON.stringify([node.fact, node.event, node.field ?? null, node.where ?? null, withinMs])
+  let identity = JSON.stringify([node.fact, node.event, node.field ?? null, node.where ?? null, withinMs])
+  if (windows !== '') identity += `\n${windows}`
   return {
     key: createHash('sha256').update(identity).digest('base64url').slice(0, 16),
     fact: node.fact as 'count' | 'sum',

@@ -26,7 +26,7 @@ export interface SegmentSet {
 
 /** A running backfill as the compiled set sees it: its windows count live events from `fromMs` on. */
 export interface BackfillHold {
-  /** The backfill's id ('' before its row is made). */
+  /** The backfill's id (its segment's windows' too). */
   id: string
   fromMs: number
   specKeys: readonly string[]
@@ -37,16 +37,20 @@ export const EMPTY_SEGMENTS: SegmentSet = {
 }
 
 const NO_HOLDS: ReadonlyMap<string, BackfillHold> = new Map()
+const NO_WINDOWS: ReadonlyMap<string, string> = new Map()
 
-/** `holds`: the account's running backfills, by segment name. */
-export function compileSegments (defs: ReadonlyMap<string, SegmentDef>, version: number, holds: ReadonlyMap<string, BackfillHold> = NO_HOLDS): SegmentSet {
+/**
+ * `holds`: the account's running backfills, by segment name; `windows`: the backfilled segments' own
+ * windows (their last backfill's id), by segment name (the others read the account's shared ones).
+ */
+export function compileSegments (defs: ReadonlyMap<string, SegmentDef>, version: number, holds: ReadonlyMap<string, BackfillHold> = NO_HOLDS, windows: ReadonlyMap<string, string> = NO_WINDOWS): SegmentSet {
   const specsByKey = new Map<string, WindowSpec>()
   const computed: ComputedSegment[] = []
   const used = new Map<string, Set<string>>()
   for (const [name, def] of [...defs].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
     if (def.rule === undefined) continue
     const keys = new Set<string>()
-    computed.push({ name, test: compileRule(def.rule, specsByKey, keys) })
+    computed.push({ name, test: compileRule(def.rule, specsByKey, keys, windows.get(name)) })
     used.set(name, keys)
   }
   const backfilling = new Set(holds.keys())

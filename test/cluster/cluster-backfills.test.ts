@@ -60,16 +60,17 @@ describe('ClusterBackfillNodes: every node holds a backfill before its cut, or i
 
   /** Saves segment `name` with a backfill (id fixed by the caller) on the given nodes; answers the row. */
   async function hold (name: string, id: string, on: Node[]): Promise<BackfillRow> {
-    let saved: BackfillRow | null = null
+    let saved: BackfillRow | null = null as BackfillRow | null
     for (const node of on) {
       const row = await node.catalogs.segments.put(account, name, { rule: RULE }, {
+        id,
         aheadMs: BACKFILL_CUT_AHEAD_MS,
         row: (held, version): BackfillRow => saved ?? {
           id, account, segment: name, state: 'running', fromMs: held.fromMs, specKeys: [...held.specKeys], rule: JSON.stringify(RULE),
           cursor: null, walked: false, events: 0, visitors: 0, version, held: false, createdAtMs: 0, updatedAtMs: 0, finishedAtMs: null, error: null,
         },
       })
-      saved ??= row
+      saved ??= row as BackfillRow
     }
     return saved!
   }

@@ -186,6 +186,31 @@ describe('PUT /admin/accounts/{account}/segments/{name} with backfill: true', fu
     await expectSameMembers(visitors)
   })
 
+  it('rebuilds the windows of segments saved before without a backfill, whoever else counts them', async () => {
+    const visitors = Array.from({ length: 100 }, () => visitorId())
+    const account = tenants[1]!.account
+    await seed(visitors, 30, 30, 13)
+    // Saved without a backfill: their windows count from here on, the history before left out.
+    for (const name of NAMES) expect((await admin(backfilled.url, 'PUT', `/admin/accounts/${account}/segments/${name}`, { rule: SEGMENTS[name] })).status).to.equal(200)
+    await seed(visitors, 10, 10, 17)
+    // Saved again with a backfill, one of them (its windows those of the others too) left as it was.
+    for (const name of NAMES.filter(name => name !== 'exactly2')) {
+      expect((await putBackfill(name)).status).to.equal(200)
+      await until(`the backfill of ${name} done`, async () => (await backfillOf(name)).state === 'done', 120_000)
+    }
+    expect((await backfillOf('recent')).events).to.be.above(0)
+    // exactly2 reads the shared windows, counting since its save: only the backfilled ones match.
+    await scratch.beacon.sweepSegments()
+    await backfilled.beacon.sweepSegments()
+    let members = 0
+    for (const who of visitors) {
+      const expected = (await segmentsOf(scratch, tenants[0]!.account, who)).filter(name => name !== 'exactly2')
+      expect((await segmentsOf(backfilled, account, who)).filter(name => name !== 'exactly2'), `visitor ${who}`).to.deep.equal(expected)
+      members += expected.length
+    }
+    expect(members).to.be.above(visitors.length / 4)
+  })
+
   it('cancels a running backfill when its segment is saved again without one, or deleted', async () => {
     const visitors = Array.from({ length: 100 }, () => visitorId())
     await seed(visitors, 100, 20, 5)
