@@ -15,6 +15,7 @@ const UNIT = [
   'test/auth/tokens.test.ts',
   'test/base/assert.test.ts',
   'test/catalog/config-rows.test.ts',
+  'test/catalog/segment-windows.test.ts',
   'test/chaos/checker.test.ts',
   'test/cluster/entry-signer.test.ts',
   'test/cluster/partition.test.ts',

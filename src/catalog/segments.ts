@@ -42,6 +42,8 @@ export interface HeldBackfill {
   state: string
   fromMs: number
   specKeys: string[]
+  /** The segment's own windows (the backfill's id); absent in rows of an earlier release, whose segments read the shared ones. */
+  windows?: string
 }
 
 /** A save with a backfill: its id, where its cut is set, and the row its job keeps (src/jobs/segment-backfill.ts). */
@@ -159,7 +161,7 @@ export class SegmentCatalog implements ConfigCatalog {
         if (backfill === null) return writes
         this.refuseRunning(account, name)
         const hold = { id: backfill.id, fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys: this.newSpecKeys(account, def, backfill.id) }
-        started = backfill.row(hold, version.value as number)
+        started = { ...backfill.row(hold, version.value as number), windows: backfill.id }
         // The hold first: no node compiles the segment's new windows without it.
         return [{ row: this.backfillRow(account, name), value: started }, ...writes]
       })
@@ -177,7 +179,7 @@ export class SegmentCatalog implements ConfigCatalog {
       // In the event turn of the swap: an event applied after it is counted live from its own time on,
       // one applied before it has an earlier time (+1: one of this very millisecond is the backfill's).
       if (backfill !== null) {
-        started = backfill.row({ id: backfill.id, fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys }, version)
+        started = { ...backfill.row({ id: backfill.id, fromMs: this.clock.nowMs() + 1 + backfill.aheadMs, specKeys }, version), windows: backfill.id }
         this.backfillChanged(account, name, started)
       }
       this.versionChanged(account, entry, version)
@@ -224,9 +226,11 @@ export class SegmentCatalog implements ConfigCatalog {
   /** A backfill's row loaded, applied or made here: a running one holds its segment (once per backfill), another releases it. */
   private backfillChanged (account: string, name: string, row: HeldBackfill | null): void {
     const entry = this.setOf(account)
-    if (row === null) entry.windows.delete(name)
-    else if (entry.windows.get(name) !== row.id) {
-      entry.windows.set(name, row.id)
+    const windows = row?.windows ?? null
+    if (windows === null) {
+      if (entry.windows.delete(name)) entry.compiled = null
+    } else if (entry.windows.get(name) !== windows) {
+      entry.windows.set(name, windows)
       entry.compiled = null
     }
     if (row === null || row.state !== 'running') {
