@@ -54,7 +54,7 @@ describe('browser SDK and the cluster\'s route hint (Chromium)', function () {
     tenant = await createTenant(beacon.url, 'Routed shop')
     node = await hintingNode(() => beacon.url, seen)
     pages['/'] = `<!doctype html><html><body><script src="${beacon.url}/sdk/beacon.js"></script>
-<script>Beacon.init({ endpoint: ${JSON.stringify(node.url)}, account: ${JSON.stringify(tenant.account)} })</script></body></html>`
+<script>window.errors = []; Beacon.init({ endpoint: ${JSON.stringify(node.url)}, account: ${JSON.stringify(tenant.account)}, onError: e => window.errors.push(e) })</script></body></html>`
     shop = await servePages(pages)
     const patched = await admin(beacon.url, 'PATCH', `/admin/accounts/${tenant.account}`, { allowedOrigins: [shop.origin] })
     expect(patched.status).to.equal(200)
@@ -78,7 +78,10 @@ describe('browser SDK and the cluster\'s route hint (Chromium)', function () {
     expect(seen[0]).to.deep.equal({ path: '/campaigns/query', hint: '' })
     // Kept from that answer; a first attempt that failed on a loaded machine (the SDK resolves it to []
     // and sends it again after its backoff) keeps it from the retry's answer.
-    await page.waitForFunction(() => localStorage.getItem('beacon_route') === 'node-7', undefined, { timeout: 30_000 })
+    await page.waitForFunction(() => localStorage.getItem('beacon_route') === 'node-7', undefined, { timeout: 30_000 }).catch(async (error: Error) => {
+      // What a failure needs to be understood: the requests the double saw, and what the SDK reported.
+      throw new Error(`${error.message}\nthe double saw ${JSON.stringify(seen)}; the SDK reported ${JSON.stringify(await page.evaluate(() => window.errors))}`)
+    })
     await page.evaluate(() => window.Beacon.page())
     expect(seen.at(-1)).to.deep.equal({ path: '/campaigns/query', hint: 'node-7' })
     await page.evaluate(() => { window.Beacon.track('pageView', { path: '/batched' }) })

@@ -33,7 +33,8 @@ describe('test helper: a 3-server NATS cluster', function () {
     const jsm = await jetstreamManager(nc)
     const js = jetstream(nc, { timeout: 5000 })
     await jsm.streams.add({ name: 'HELPER_R3', subjects: ['helper.r3'], num_replicas: 3 })
-    await js.publish('helper.r3', 'one')
+    // A stream just made may still elect its leader (no responders meanwhile: seen on a loaded machine).
+    expect(await publishWithRetry(js, 'helper.r3', 'one')).to.equal(1)
     const victim = cluster.servers[2]!
     await victim.kill()
     expect(victim.running).to.equal(false)
