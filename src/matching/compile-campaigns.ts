@@ -93,10 +93,13 @@ export function compileCampaigns (campaigns: readonly CampaignInput[], weights: 
 
 /**
  * Compile in slices of about `sliceMs` of work, the event loop running in between (setImmediate), and
- * call `done` with the set. A build that fits in one slice is done before this returns.
+ * call `done` with the set. A build of at most STEP_CAMPAIGNS campaigns (one step each way) is done
+ * before this returns, however long the process was paused meanwhile (a slice measured in wall time
+ * would end early on a loaded machine); a larger one that fits in one slice too.
  */
 export function compileCampaignsSliced (campaigns: readonly CampaignInput[], sliceMs: number, done: (set: CampaignSet) => void, weights: BanditWeights = NO_WEIGHTS): void {
-  runSlices(compileSteps(campaigns, weights), sliceMs, done)
+  if (campaigns.length <= STEP_CAMPAIGNS) done(compileCampaigns(campaigns, weights))
+  else runSlices(compileSteps(campaigns, weights), sliceMs, done)
 }
 
 function runSlices (steps: Generator<void, CampaignSet, void>, sliceMs: number, done: (set: CampaignSet) => void): void {

@@ -3,7 +3,7 @@ import {
   compileCampaigns, validateCampaign,
   type CampaignDef, type CampaignInput, type MatchContext,
 } from '../../src/matching/index.js'
-import { indexPlan } from '../../src/matching/compile-campaigns.js'
+import { compileCampaignsSliced, indexPlan, STEP_CAMPAIGNS } from '../../src/matching/compile-campaigns.js'
 import { referenceMatch } from './reference.js'
 
 const NOW_MS = Date.UTC(2025, 5, 3, 12)
@@ -298,5 +298,24 @@ describe('campaigns: status, order and results', () => {
     const campaigns = [{ id: 'r', def: def({ rule: { all: [{ fact: 'segment', op: 'contains', value: 'eu' }, { fact: 'visitor.purchases', op: 'eq', value: 0 }] } }) }]
     expect(matchIds(campaigns, ctx())).to.deep.equal(['r'])
     expect(matchIds(campaigns, ctx({}, { segments: new Set() }))).to.deep.equal([])
+  })
+})
+
+describe('campaigns: a build in slices', () => {
+  const many = (n: number): CampaignInput[] => Array.from({ length: n }, (_, i) => ({ id: `c${i}`, def: def({ trigger: { events: ['productView'] } }) }))
+
+  it('builds an account of at most STEP_CAMPAIGNS campaigns before it returns, whatever its slices measure (a change in effect when answered)', () => {
+    let built: string[] | null = null
+    // A slice of 0 ms: what a process paused in its first slice (a loaded machine) measures.
+    compileCampaignsSliced(many(STEP_CAMPAIGNS), 0, set => { built = set.match(ctx()).map(m => m.id) })
+    expect(built).to.have.length(STEP_CAMPAIGNS)
+  })
+
+  it('builds a larger account in slices, the event loop running in between, to the same set', async () => {
+    let built: string[] | null = null
+    const done = new Promise<void>(resolve => compileCampaignsSliced(many(STEP_CAMPAIGNS * 3), 0, set => { built = set.match(ctx()).map(m => m.id); resolve() }))
+    expect(built, 'not built before the event loop ran').to.equal(null)
+    await done
+    expect(built).to.deep.equal(compileCampaigns(many(STEP_CAMPAIGNS * 3)).match(ctx()).map(m => m.id))
   })
 })
