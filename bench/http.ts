@@ -556,7 +556,9 @@ async function runScenario (scenario: Scenario): Promise<Result> {
     } else if (run.requests === 0) {
       result.failed = 'no requests completed'
     }
-    process.stderr.write(result.failed === null ? ` — ${Math.round(result.rps)} req/s\n` : ' — FAILED\n')
+    // The server's CPU per request beside the rate: on a shared machine it moves less than req/s does.
+    const cpuUs = cpu === null ? '' : `, server CPU ${(cpu.server * 1e6 / result.rps).toFixed(1)} µs/req, others ${cpu.other.toFixed(2)} cores`
+    process.stderr.write(result.failed === null ? ` — ${Math.round(result.rps)} req/s${cpuUs}\n` : ' — FAILED\n')
     return result
   } finally {
     await server.stop()

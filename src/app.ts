@@ -200,10 +200,8 @@ export async function startBeacon ({ config, adminKey, clock = systemClock }: St
     ? (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => clusterEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
     : localEvents === null || savedIndex === null
       ? null
-      : (account, visitorId, profileId, event, nowMs, segments, dedupeKey) => {
-          localEvents.append(account, visitorId, profileId, event, nowMs, segments, dedupeKey)
-          savedIndex.add(account, visitorId, profileId, event, nowMs, segments)
-        }
+      // The columns are fed the row the log stored (added after this event turn: saved-index.ts).
+      : (account, visitorId, profileId, event, nowMs, segments) => savedIndex.addRow(account, nowMs, localEvents.appendRow(account, visitorId, profileId, event, nowMs, segments))
   const eventErasure: Pick<EventStore, 'forget'> | null = clusterEvents !== null
     ? clusterEvents
     : localEvents === null || savedIndex === null

@@ -6,9 +6,11 @@
 //
 // Applying: the file is read line by line (never whole); each step sends at most IMPORT_STEP_ROWS rows
 // to their actors, yielding the event loop whenever a turn has run IMPORT_TURN_MS (a live request waits
-// for no longer a turn), waits for them to be durable, then commits the job's progress, and pauses as
-// long as the step took before the next one, so live requests have the event loop at least half the
-// time while an import runs. One job applies one step at a time, and at most
+// for no longer a turn), waits for them to be durable, then commits the job's progress, and pauses
+// before the next one: as long as the step took while nothing else used the event loop during the last
+// pause, IMPORT_PAUSE_LIVE_FACTOR times as long when something did (live traffic), so that live requests
+// have the event loop at least half the time while an import runs, and three quarters of it while
+// they are there to use it (importPauseMs). One job applies one step at a time, and at most
 // BEACON_IMPORTS_RUNNING_MAX jobs run at once (the others wait, queued): an import takes a bounded
 // share of the process whatever its size.
 //
@@ -34,10 +36,20 @@ import { newJobId } from '../cluster/node-jobs.js'
 
 /** Rows sent to their actors in one step, between two commits of the job's progress. */
 export const IMPORT_STEP_ROWS = 100
-/** The longest a step runs in one turn of the event loop before it yields (then goes on in the next). */
-export const IMPORT_TURN_MS = 2
+/**
+ * The longest a step runs in one turn of the event loop before it yields (then goes on in the next):
+ * what a live request waits at most behind an import's turn.
+ */
+export const IMPORT_TURN_MS = 1
 /** The longest pause between two steps (a step slowed by a stalled disk does not stall the job as long again). */
 export const IMPORT_PAUSE_MAX_MS = 100
+/**
+ * The pause after a step, in times the step's length, when the event loop was used by others during the
+ * last pause (live requests): the import then takes at most a quarter of the loop.
+ */
+export const IMPORT_PAUSE_LIVE_FACTOR = 3
+/** The share of the last pause the event loop spent working (eventLoopUtilization) from which the traffic counts as live. */
+export const IMPORT_LIVE_LOOP_SHARE = 0.1
 /** How long a step waits before it sends again the rows no node could take (ImportJobsDeps.retryMs). */
 export const IMPORT_RETRY_MS = 500
 /** Refusals a job keeps (with their line numbers); the count goes on. */
@@ -247,6 +259,8 @@ export class ImportJobs implements ImportService {
     const step: Array<{ line: number, text: string }> = []
     let end = job.offset
     let line = job.rowsRead
+    // The event loop's use during the last pause (0 before the first): what the next pause's length follows.
+    let pauseLoopShare = 0
     for await (const read of importLines(this.pathOf(job.id), job.offset, IMPORT_LINE_MAX_BYTES)) {
       line++
       end = read.end
@@ -256,8 +270,10 @@ export class ImportJobs implements ImportService {
         const startMs = performance.now()
         await this.apply(job, step.splice(0), line, end)
         if (this.stopped) return
-        // A bounded share: idle as long as the step took (live requests have the loop), at least a turn.
-        await new Promise(resolve => setTimeout(resolve, Math.min(IMPORT_PAUSE_MAX_MS, performance.now() - startMs)))
+        // A bounded share: idle while live requests have the loop (longer while there are some), at least a turn.
+        const loopBefore = performance.eventLoopUtilization()
+        await new Promise(resolve => setTimeout(resolve, importPauseMs(performance.now() - startMs, pauseLoopShare)))
+        pauseLoopShare = performance.eventLoopUtilization(loopBefore).utilization
       }
     }
     await this.apply(job, step, line, end)
@@ -347,6 +363,16 @@ export class ImportJobs implements ImportService {
     rmSync(this.pathOf(job.id), { force: true })
     this.onFinished?.(job)
   }
+}
+
+/**
+ * How long to pause after a step that took `stepMs`, given the share of the last pause in which the
+ * event loop worked for others (`loopShare`, 0 to 1): as long as the step with the loop otherwise idle,
+ * IMPORT_PAUSE_LIVE_FACTOR times as long with live work; never more than IMPORT_PAUSE_MAX_MS.
+ */
+export function importPauseMs (stepMs: number, loopShare: number): number {
+  const factor = loopShare >= IMPORT_LIVE_LOOP_SHARE ? IMPORT_PAUSE_LIVE_FACTOR : 1
+  return Math.min(IMPORT_PAUSE_MAX_MS, stepMs * factor)
 }
 
 function refuse (job: ImportJob, line: number, error: ErrorItem | { code: string, message: string, field?: string }): void {

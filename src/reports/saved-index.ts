@@ -15,7 +15,7 @@
 // view of it, never written to disk.
 
 import type { Database, Key } from 'lmdb'
-import type { StoredEvent } from '../store/event-log.js'
+import { EVENT_ROW_FIELDS, EVENT_ROW_PAIRS, eventRow, isEventRow, type EventRow, type StoredEvent } from '../store/event-row.js'
 import { KEY_PART_MAX } from '../store/store.js'
 
 /** The columns every event has (absent: NONE), besides time, visitor, profile and kind. */
@@ -146,7 +146,31 @@ export class AccountColumns {
    */
   ordered = true
 
-  add (timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: readonly string[] | undefined): void {
+  /** An event as a record of the log's former format (and the cluster's stream) has it. */
+  add (timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: readonly string[] | null | undefined): void {
+    const row = this.addIdentity(timeMs, visitorId, profileId, kind, segments)
+    for (let d = 0; d < DIMENSION_FIELDS.length; d++) {
+      const value = fields[DIMENSION_FIELDS[d]!]
+      this.dimensions[d]![row] = typeof value === 'string' ? this.dimensionValues[d]!.idOf(value) : NONE
+    }
+    for (const name in fields) this.addField(row, name, fields[name])
+  }
+
+  /** An event as the log's row holds it (event-row.ts): its pairs read in place, the dimensions by their number. */
+  addRow (timeMs: number, event: EventRow): void {
+    const row = this.addIdentity(timeMs, event[1] as string, event[3] as string | null, event[2] as string, event[4] as string[] | null)
+    for (let d = 0; d < DIMENSION_FIELDS.length; d++) this.dimensions[d]![row] = NONE
+    for (let i = EVENT_ROW_PAIRS; i < event.length; i += 2) {
+      const name = event[i]
+      const value = event[i + 1]
+      if (typeof name !== 'number') this.addField(row, name as string, value)
+      else if (name >= DIMENSION_FIELDS.length) this.addField(row, EVENT_ROW_FIELDS[name]!, value)
+      else if (typeof value === 'string') this.dimensions[name]![row] = this.dimensionValues[name]!.idOf(value)
+    }
+  }
+
+  /** A new row with its time, visitor, profile, kind and segments; answers its number. */
+  private addIdentity (timeMs: number, visitorId: string, profileId: string | null, kind: string, segments: readonly string[] | null | undefined): number {
     if (this.n === this.timeMs.length) this.grow(this.n * 2)
     const row = this.n++
     if (row > 0 && timeMs < this.timeMs[row - 1]!) this.ordered = false
@@ -155,19 +179,17 @@ export class AccountColumns {
     this.profile[row] = profileId === null ? NONE : this.profiles.idOf(profileId)
     this.kind[row] = this.kinds.idOf(kind)
     this.alive[row] = 1
-    for (let d = 0; d < DIMENSION_FIELDS.length; d++) {
-      const value = fields[DIMENSION_FIELDS[d]!]
-      this.dimensions[d]![row] = typeof value === 'string' ? this.dimensionValues[d]!.idOf(value) : NONE
-    }
-    this.segmentSet[row] = segments === undefined || segments.length === 0 ? NONE : this.segmentSetOf(segments)
-    for (const name in fields) {
-      if (NOT_FIELDS.has(name)) continue
-      const value = fields[name]
-      if (typeof value !== 'number' && typeof value !== 'string' && typeof value !== 'boolean') continue
-      let field = this.fields.get(name)
-      if (field === undefined) this.fields.set(name, field = new SparseField())
-      field.push(row, value)
-    }
+    this.segmentSet[row] = segments == null || segments.length === 0 ? NONE : this.segmentSetOf(segments)
+    return row
+  }
+
+  /** A custom field's value (scalars only; the identity and dimension fields are not custom). */
+  private addField (row: number, name: string, value: unknown): void {
+    if (NOT_FIELDS.has(name)) return
+    if (typeof value !== 'number' && typeof value !== 'string' && typeof value !== 'boolean') return
+    let field = this.fields.get(name)
+    if (field === undefined) this.fields.set(name, field = new SparseField())
+    field.push(row, value)
   }
 
   /** The number of this combination of segments (segment names hold no newline: NAME_PATTERN). */
@@ -266,7 +288,7 @@ export class AccountColumns {
 
 /** What happened to an account while the load had not finished it: replayed in order after its rows. */
 type Queued =
-  | { add: true, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: string[] }
+  | { add: true, timeMs: number, row: EventRow }
   | { add: false, visitors: ReadonlySet<string>, profiles: ReadonlySet<string> }
 
 /** Where the load stands: where the next turn starts, and what it waits to replay. */
@@ -286,10 +308,26 @@ interface Loading {
   read: number
 }
 
-/** Every account's columns: what the wiring feeds and the report engine reads. */
+/**
+ * Every account's columns: what the wiring feeds and the report engine reads.
+ *
+ * Appended events are added after the event turn that logged them (`addRow`: on the next setImmediate,
+ * all of that turn's events at once), not in the request's own turn: their columns' cost is then not
+ * between the event and the commit its answer waits for (the log's cost on the single-event path,
+ * bench/results/2026-11-28-event-log-cost-2.md). Every read and every other change of the index adds
+ * what is pending first, so a report, an erasure, a compaction or the load's catch-up sees the columns
+ * exactly as if each event had been added at once, in the same order.
+ */
 export class SavedReportIndex {
   private readonly accounts = new Map<string, AccountColumns>()
   private loading: Loading | null = null
+  /** Appended events not added yet: account, time and row, three entries each, in the order appended. */
+  private pending: Array<string | number | EventRow> = []
+  private drainQueued = false
+  private readonly drainLater = (): void => {
+    this.drainQueued = false
+    this.drain()
+  }
 
   /** Cluster mode: fed from the cluster's stream, which has not been read up to where it stood yet. */
   private feeding = false
@@ -306,11 +344,13 @@ export class SavedReportIndex {
 
   /** An event of the cluster's stream (its fields as stored: no identity field among them). */
   addFed (account: string, timeMs: number, visitorId: string, profileId: string | null, kind: string, fields: Record<string, unknown>, segments: readonly string[] | undefined): void {
+    this.drain()
     this.columns(account).add(timeMs, visitorId, profileId, kind, fields, segments)
   }
 
   /** Start a load of the rows logged so far (seq ≤ upToSeq): not ready until `loadTurn` answers true. Its `read` counts the rows loaded. */
   beginLoad (upToSeq: number): Readonly<{ read: number }> {
+    this.drain()
     const loading: Loading = { upToSeq, next: undefined, account: null, end: null, done: new Set(), queued: new Map(), removed: new Set(), read: 0 }
     this.loading = loading
     return loading
@@ -323,6 +363,7 @@ export class SavedReportIndex {
    * walk is done and everything queued is replayed (the index is then ready), in the same synchronous turn.
    */
   loadTurn (events: Database, rows: number): boolean {
+    this.drain()
     const loading = this.loading
     if (loading === null) return true
     let budget = rows
@@ -349,8 +390,12 @@ export class SavedReportIndex {
         // [account, t, seq + 1] is the first key after [account, t, seq] (seq is an integer).
         loading.next = [account, timeMs, seq + 1]
         if (seq > loading.upToSeq) continue
-        const stored = value as StoredEvent
-        this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields, stored.segments)
+        if (isEventRow(value)) this.columns(account).addRow(timeMs, value)
+        else {
+          // A row of the record format (logged before 2026-11-28).
+          const stored = value as StoredEvent
+          this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields, stored.segments)
+        }
         loading.read++
       }
       if (skipped) continue
@@ -370,20 +415,47 @@ export class SavedReportIndex {
     return loading.read
   }
 
-  /** An event just appended to the log (the visitor actor's event turn). */
+  /** An event just appended to the log (the visitor actor's event turn), as an event body. */
   add (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[]): void {
-    const queue = this.queueOf(account)
-    if (queue !== null) queue.push({ add: true, timeMs: nowMs, visitorId, profileId, kind: event.event as string, fields: { ...event }, segments: segments.slice() })
-    else this.columns(account).add(nowMs, visitorId, profileId, event.event as string, event, segments)
+    this.addRow(account, nowMs, eventRow(visitorId, profileId, event, segments))
+  }
+
+  /**
+   * An event just appended to the log, as its row (EventLog.appendRow; the row is not changed after).
+   * Added once the current event turn is over, or before the index is next read or changed.
+   */
+  addRow (account: string, timeMs: number, row: EventRow): void {
+    this.pending.push(account, timeMs, row)
+    if (!this.drainQueued) {
+      this.drainQueued = true
+      setImmediate(this.drainLater)
+    }
+  }
+
+  /** Adds the appended events not added yet, in order. */
+  private drain (): void {
+    const pending = this.pending
+    if (pending.length === 0) return
+    this.pending = []
+    for (let i = 0; i < pending.length; i += 3) {
+      const account = pending[i] as string
+      const timeMs = pending[i + 1] as number
+      const row = pending[i + 2] as EventRow
+      const queue = this.queueOf(account)
+      if (queue !== null) queue.push({ add: true, timeMs, row })
+      else this.columns(account).addRow(timeMs, row)
+    }
   }
 
   forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): void {
+    this.drain()
     const queue = this.queueOf(account)
     if (queue !== null) queue.push({ add: false, visitors, profiles })
     else this.accounts.get(account)?.forget(visitors, profiles)
   }
 
   removeAccount (account: string): void {
+    this.drain()
     this.accounts.delete(account)
     const loading = this.loading
     if (loading !== null && !loading.done.has(account)) {
@@ -394,11 +466,13 @@ export class SavedReportIndex {
 
   /** The account's columns (empty when it has no event yet). */
   of (account: string): AccountColumns | undefined {
+    this.drain()
     return this.accounts.get(account)
   }
 
   /** The accounts that have columns. */
   accountIds (): string[] {
+    this.drain()
     return [...this.accounts.keys()]
   }
 
@@ -427,7 +501,7 @@ export class SavedReportIndex {
     if (queue === undefined) return
     this.loading!.queued.delete(account)
     for (const op of queue) {
-      if (op.add) this.columns(account).add(op.timeMs, op.visitorId, op.profileId, op.kind, op.fields, op.segments)
+      if (op.add) this.columns(account).addRow(op.timeMs, op.row)
       else this.accounts.get(account)?.forget(op.visitors, op.profiles)
     }
   }

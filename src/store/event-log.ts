@@ -6,25 +6,18 @@
 // by walking it backwards; `seq` (this folder's own counter, reserved in blocks like the outbox's) makes
 // two events of one millisecond distinct and orders them as they were applied. The row is put in the
 // event turn of the visitor's state write, so it commits in the same LMDB transaction: one put per
-// event, no fsync of its own, and an answered event is a logged one. Values are msgpack records sharing
-// the db's structures (store.ts); the event's fields are a plain map.
+// event, no fsync of its own, and an answered event is a logged one. Values are flat msgpack arrays
+// (event-row.ts, which also reads the records rows were written as before 2026-11-28).
 //
 // Trimming walks each account's oldest keys (retention), then, over the size cap, the oldest hour of
 // every account in turn; erasing a person walks the account's events (a visitor filter needs the
 // value: it is not in the key, which keeps keys short and the append a single put).
 
 import type { Database } from 'lmdb'
+import { eventRow, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
 import { KEY_PART_MAX, type Store } from './store.js'
 
-/** One logged event as stored (the key holds account, time and seq). */
-export interface StoredEvent {
-  visitorId: string
-  profileId?: string
-  kind: string
-  fields: Record<string, unknown>
-  /** The segments the visitor was in once the event was applied (absent: none, or logged before they were kept). */
-  segments?: string[]
-}
+export type { StoredEvent } from './event-row.js'
 
 /** One logged event as the admin API and exports show it. */
 export interface LoggedEvent {
@@ -119,12 +112,15 @@ export class EventLog implements EventStore {
 
   /** For the visitor actor: bound once, so the hot path makes no closure. */
   readonly append: EventAppender = (account, visitorId, profileId, event, nowMs, segments) => {
-    const { kind, fields } = eventColumns(event)
-    const value: StoredEvent = profileId === null ? { visitorId, kind, fields } : { visitorId, profileId, kind, fields }
-    // Only when the visitor is in some segment: a row of a visitor in none stays as small as before.
-    if (segments.length > 0) value.segments = segments.slice()
+    this.appendRow(account, visitorId, profileId, event, nowMs, segments)
+  }
+
+  /** Appends an accepted event (as `append`) and answers its row, which the saved reports' columns are fed from. */
+  appendRow (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[]): EventRow {
+    const row = eventRow(visitorId, profileId, event, segments)
     // Its failure is the transaction's, reported through the state write it travels with.
-    this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], value))
+    this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], row))
+    return row
   }
 
   /** The seq of the last row appended (rows logged so far have seq ≤ it). */
@@ -151,8 +147,7 @@ export class EventLog implements EventStore {
     let scanned = 0
     for (const { key, value } of this.db.getRange({ start, end: [account, query.fromMs], reverse: true })) {
       const k = key as EventKey
-      const stored = value as StoredEvent
-      if (matches(stored, query)) events.push(view(k, stored))
+      if (matches(value, query)) events.push(view(k, value))
       if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) {
         return { events, next: `${k[1]}-${k[2]}` }
       }
@@ -173,8 +168,7 @@ export class EventLog implements EventStore {
       for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs], limit: EVENT_SCAN_MAX })) {
         last = key as EventKey
         scanned++
-        const stored = value as StoredEvent
-        if (matches(stored, query)) batch.push(view(last, stored))
+        if (matches(value, query)) batch.push(view(last, value))
       }
       if (batch.length > 0) yield batch
       if (last === null || scanned < EVENT_SCAN_MAX) return
@@ -193,8 +187,7 @@ export class EventLog implements EventStore {
     let scanned = 0
     for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs] })) {
       const k = key as EventKey
-      const stored = value as StoredEvent
-      if (matches(stored, query)) events.push(view(k, stored))
+      if (matches(value, query)) events.push(view(k, value))
       if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) return { events, last: [k[1], k[2]] }
     }
     return { events, last: null }
@@ -215,8 +208,8 @@ export class EventLog implements EventStore {
       for (const { key, value } of this.db.getRange({ start, end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
         last = key as EventKey
         scanned++
-        const stored = value as StoredEvent
-        if (visitors.has(stored.visitorId) || (stored.profileId !== undefined && profiles.has(stored.profileId))) {
+        const profileId = rowProfile(value)
+        if (visitors.has(rowVisitor(value)) || (profileId !== undefined && profiles.has(profileId))) {
           write = this.db.remove(last)
           removed++
         }
@@ -307,13 +300,15 @@ function firstKey (db: Database, start: (string | number)[]): EventKey | null {
   return first
 }
 
-function matches (stored: StoredEvent, query: EventQuery): boolean {
-  return (query.visitorId === null || stored.visitorId === query.visitorId) &&
-    (query.profileId === null || stored.profileId === query.profileId) &&
-    (query.kind === null || stored.kind === query.kind)
+/** Whether a stored value (of either format) matches the query's filters, read without building the event. */
+function matches (value: unknown, query: EventQuery): boolean {
+  return (query.visitorId === null || rowVisitor(value) === query.visitorId) &&
+    (query.profileId === null || rowProfile(value) === query.profileId) &&
+    (query.kind === null || rowKind(value) === query.kind)
 }
 
-function view (key: EventKey, stored: StoredEvent): LoggedEvent {
+function view (key: EventKey, value: unknown): LoggedEvent {
+  const stored = storedEvent(value)
   const event: LoggedEvent = { id: `${key[1]}-${key[2]}`, time: new Date(key[1]).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
   if (stored.profileId !== undefined) event.profileId = stored.profileId
   if (stored.segments !== undefined) event.segments = stored.segments
