@@ -7,6 +7,7 @@ import Type, { type TObject, type TSchema, type TUnsafe } from 'typebox'
 import { MEDIA_TYPES } from '../media/signature.js'
 import { NAME_PATTERN } from '../patterns.js'
 import { RateLimit } from './schemas.js'
+import { DELETION_PHASES } from '../jobs/account-deletion.js'
 import { OPS, CAP_PERIODS, ALLOCATIONS, GOAL_METRICS } from '../matching/types.js'
 import { CAP_MAX, CONTENT_SIZE_MAX_BYTES, GOAL_WINDOW_DAYS_MAX, GOALS_MAX, NAME_LENGTH_MAX, SALT_LENGTH_MAX, TRIGGER_VALUES_MAX, TRIGGER_VALUE_LENGTH_MAX, VARIANT_ID_LENGTH_MAX, VARIANTS_MAX } from '../matching/validate-campaign.js'
 import { DEPTH_MAX, LEAVES_MAX } from '../matching/validate-condition.js'
@@ -152,15 +153,14 @@ export const NoBody = Type.Null({ description: 'No body.' })
 /** The JavaScript of the browser SDK. */
 export const ScriptText = Type.String({ description: 'JavaScript.' })
 export const AccountList = Type.Object({ accounts: Type.Array(AccountRecord), next: Next })
-const DELETION_PHASE_NAMES = ['expiries', 'members', 'config', 'tokens', 'outbox', 'deliveries', 'links', 'visitors', 'profiles'] as const
 export const AccountDeletion = Type.Object({
   account: Uuid,
   name: Type.String(),
   state: Type.Union([Type.Literal('running'), Type.Literal('done')]),
   startedAt: Iso,
   finishedAt: Type.Union([Iso, Type.Null()]),
-  phase: Type.Union([...DELETION_PHASE_NAMES.map(name => Type.Literal(name)), Type.Null()], { description: 'The kind of records being removed now; null when done.' }),
-  removed: Type.Object(Object.fromEntries(DELETION_PHASE_NAMES.map(name => [name, Type.Integer()])), { description: 'Records removed so far, by kind.' }),
+  phase: Type.Union([...DELETION_PHASES.map(name => Type.Literal(name)), Type.Null()], { description: 'The kind of records being removed now; null when done.' }),
+  removed: Type.Object(Object.fromEntries(DELETION_PHASES.map(name => [name, Type.Integer()])), { description: 'Records removed so far, by kind.' }),
 }, { description: 'The background removal of a deleted account\'s data.' })
 
 const access = literals(['read', 'write', 'read-write'])

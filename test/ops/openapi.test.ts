@@ -4,6 +4,8 @@ import { Compile } from 'typebox/schema'
 import { admin, ADMIN_KEY, createTenant, discardBeacon, startBeacon, type BeaconProcess, type Tenant } from '../helpers/beacon.js'
 import { EXAMPLE_ACCOUNT, EXAMPLE_EMAIL, EXAMPLE_PASSWORD, EXAMPLE_TOKEN, type RouteDefinition } from '../../src/http/route.js'
 import { operationKey } from '../../src/ops/openapi.js'
+import { AccountDeletion } from '../../src/http/reply-schemas.js'
+import { DELETION_PHASES } from '../../src/jobs/account-deletion.js'
 import { startInProcess } from '../helpers/in-process.js'
 import { addUser, signIn } from '../helpers/panel.js'
 
@@ -255,6 +257,15 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       }
     }
     expect(failures).to.deep.equal([])
+  })
+
+  it('documents an account deletion seen in any of its phases (a slow one is read in its last ones too)', () => {
+    const check = Compile(AccountDeletion as never)
+    const removed = Object.fromEntries(DELETION_PHASES.map(phase => [phase, 0]))
+    for (const phase of [...DELETION_PHASES, null]) {
+      const view = { account: EXAMPLE_ACCOUNT, name: 'shop', state: phase === null ? 'done' : 'running', startedAt: '2026-11-28T11:48:44.060Z', finishedAt: null, phase, removed }
+      expect(check.Check(view), `phase ${String(phase)}`).to.equal(true)
+    }
   })
 
   it('has a curl example in docs/api.md for every documented operation', () => {
