@@ -220,6 +220,18 @@ const SCENARIOS: Scenario[] = [
     reference: '/campaigns/query pageView',
     minOfReference: 4,
   },
+  // Diagnostics: the batch row without the event log (what the log's append costs a batched event).
+  {
+    name: '/events/batch, 100 pageViews a batch, event log off',
+    server: 'beacon',
+    env: { BEACON_EVENT_RETENTION_DAYS: '0' },
+    setup: tenant,
+    script: 'batch.lua',
+    path: '/events/batch',
+    params: { BENCH_BATCH_SIZE: '100' },
+    eventsPerRequest: 100,
+    optional: true,
+  },
   // Diagnostics (BENCH_ONLY='/campaigns/query pageView (committed)'): the same load when a write is
   // acknowledged at commit instead of after the OS reports the flush, to see what the fsync costs.
   {

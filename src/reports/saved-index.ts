@@ -15,7 +15,7 @@
 // view of it, never written to disk.
 
 import type { Database, Key } from 'lmdb'
-import { EVENT_ROW_FIELDS, EVENT_ROW_PAIRS, eventRow, isEventRow, type EventRow, type StoredEvent } from '../store/event-row.js'
+import { EVENT_ROW_FIELDS, EVENT_ROW_PAIRS, eventAt, eventCount, eventRow, isEventRow, type EventRow, type StoredEvent } from '../store/event-row.js'
 import { KEY_PART_MAX } from '../store/store.js'
 
 /** The columns every event has (absent: NONE), besides time, visitor, profile and kind. */
@@ -389,14 +389,18 @@ export class SavedReportIndex {
         }
         // [account, t, seq + 1] is the first key after [account, t, seq] (seq is an integer).
         loading.next = [account, timeMs, seq + 1]
-        if (seq > loading.upToSeq) continue
-        if (isEventRow(value)) this.columns(account).addRow(timeMs, value)
-        else {
-          // A row of the record format (logged before 2026-11-28).
-          const stored = value as StoredEvent
-          this.columns(account).add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields, stored.segments)
+        const columns = this.columns(account)
+        for (let i = 0, n = eventCount(value); i < n && seq + i <= loading.upToSeq; i++) {
+          const row = eventAt(value, i)
+          if (row === null) continue
+          if (isEventRow(row)) columns.addRow(timeMs, row)
+          else {
+            // A row of the record format (logged before 2026-11-28).
+            const stored = row as StoredEvent
+            columns.add(timeMs, stored.visitorId, stored.profileId ?? null, stored.kind, stored.fields, stored.segments)
+          }
+          loading.read++
         }
-        loading.read++
       }
       if (skipped) continue
       if (got === asked) return false

@@ -4,17 +4,23 @@
 // Embedded mode: the store's `events` db, key [account, timeMs, seq]. Account first, then time: a
 // per-account time range (the admin read, an export) is one contiguous walk of the B-tree, newest first
 // by walking it backwards; `seq` (this folder's own counter, reserved in blocks like the outbox's) makes
-// two events of one millisecond distinct and orders them as they were applied. The row is put in the
-// event turn of the visitor's state write, so it commits in the same LMDB transaction: one put per
-// event, no fsync of its own, and an answered event is a logged one. Values are flat msgpack arrays
-// (event-row.ts, which also reads the records rows were written as before 2026-11-28).
+// two events of one millisecond distinct and orders them as they were applied. Values are flat msgpack
+// arrays (event-row.ts, which also reads the records rows were written as before 2026-11-28).
+//
+// Rows are written in the LMDB transaction of the visitor's state write, so an answered event is a
+// logged one, with no fsync of its own. The first event of an account and millisecond in an event turn
+// is put at once, as a row of its own; the ones after it in that turn (the rest of a batch, or other
+// requests of the same moment) are kept and put as one group (format 2) right before the turn's
+// transaction commits (lmdb-js's `beforecommit`, which the first put made sure there is). One put of a
+// hundred events instead of a hundred: the key, the write instruction and the B-tree insertion are paid
+// once. An event's id is its key's time and seq plus its place in the group.
 //
 // Trimming walks each account's oldest keys (retention), then, over the size cap, the oldest hour of
 // every account in turn; erasing a person walks the account's events (a visitor filter needs the
 // value: it is not in the key, which keeps keys short and the append a single put).
 
 import type { Database } from 'lmdb'
-import { eventRow, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
+import { EVENT_GROUP_FORMAT, eventAt, eventCount, eventRow, isEventGroup, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
 import { KEY_PART_MAX, type Store } from './store.js'
 
 export type { StoredEvent } from './event-row.js'
@@ -80,6 +86,13 @@ export const EVENT_CAP_STEP_MS = 3_600_000
 /** How often the background trim runs. */
 export const EVENT_TRIM_EVERY_MS = 60_000
 
+/** The events of one account and millisecond appended in this event turn after the first: [2, row, …]. */
+interface PendingGroup {
+  account: string
+  timeMs: number
+  rows: unknown[]
+}
+
 const SEQ_RESERVED_KEY = 'event-seq-reserved'
 const SEQ_RESERVE_BLOCK = 100_000
 const CURSOR = /^(\d{1,16})-(\d{1,16})$/
@@ -100,6 +113,9 @@ export class EventLog implements EventStore {
   private readonly sizeMaxBytes: number
   private seq: number
   private seqReserved: number
+  /** This event turn's groups, put before its transaction commits; the last one used first. */
+  private turn: PendingGroup[] = []
+  private last: PendingGroup | null = null
 
   constructor (store: Store, { retentionMs, sizeMaxBytes }: EventLogOptions) {
     this.store = store
@@ -108,6 +124,7 @@ export class EventLog implements EventStore {
     this.sizeMaxBytes = sizeMaxBytes
     // Numbers of a block reserved but not used before a restart are skipped: never given twice.
     this.seq = this.seqReserved = (store.meta.get(SEQ_RESERVED_KEY) as number | undefined) ?? 0
+    this.db.on('beforecommit', () => this.putGroups())
   }
 
   /** For the visitor actor: bound once, so the hot path makes no closure. */
@@ -118,9 +135,42 @@ export class EventLog implements EventStore {
   /** Appends an accepted event (as `append`) and answers its row, which the saved reports' columns are fed from. */
   appendRow (account: string, visitorId: string, profileId: string | null, event: Record<string, unknown>, nowMs: number, segments: readonly string[]): EventRow {
     const row = eventRow(visitorId, profileId, event, segments)
-    // Its failure is the transaction's, reported through the state write it travels with.
+    // In a synchronous transaction (a tool's, a test's) there is no turn to wait for: a row of its own.
+    const grouped = !inSyncTransaction(this.db)
+    const group = grouped ? this.groupOf(account, nowMs) : null
+    if (group !== null) {
+      group.rows.push(row)
+      return row
+    }
+    // The first of its account and millisecond in this turn: put now, which also opens the turn's
+    // transaction (its failure is the transaction's, reported through the state write it travels with).
     this.store.ignoreFailure(this.db.put([account, nowMs, this.nextSeq()], row))
+    if (grouped) this.turn.push(this.last = { account, timeMs: nowMs, rows: [EVENT_GROUP_FORMAT] })
     return row
+  }
+
+  /** This turn's group of an account and millisecond, or null when none was appended yet. */
+  private groupOf (account: string, timeMs: number): PendingGroup | null {
+    const last = this.last
+    if (last !== null && last.timeMs === timeMs && last.account === account) return last
+    for (const group of this.turn) {
+      if (group.timeMs === timeMs && group.account === account) return this.last = group
+    }
+    return null
+  }
+
+  /** Right before the turn's transaction commits: each group with events, one put (seqs in a row from its key's). */
+  private putGroups (): void {
+    const turn = this.turn
+    if (turn.length === 0) return
+    this.turn = []
+    this.last = null
+    for (const { account, timeMs, rows } of turn) {
+      if (rows.length === 1) continue
+      const first = this.nextSeq()
+      for (let i = 2; i < rows.length; i++) this.nextSeq()
+      this.store.ignoreFailure(this.db.put([account, timeMs, first], rows.length === 2 ? rows[1] : rows))
+    }
   }
 
   /** The seq of the last row appended (rows logged so far have seq ≤ it). */
@@ -140,16 +190,21 @@ export class EventLog implements EventStore {
    * `next` of the previous page (null: from `toMs`). `next` is null once the range is walked.
    */
   page (account: string, query: EventQuery, limit: number, cursor: string | null): { events: LoggedEvent[], next: string | null } {
-    const after = cursor === null ? null : parseCursor(cursor)
-    // Reverse walks start at their start key, inclusive: [t, seq - 1] comes right after [t, seq].
-    const start = after === null || after[0] >= query.toMs ? [account, query.toMs] : [account, after[0], after[1] - 1]
+    const parsed = cursor === null ? null : parseCursor(cursor)
+    const after = parsed === null || parsed[0] >= query.toMs ? null : parsed
+    // Reverse walks start at their start key, inclusive: [t, seq - 1] comes right after [t, seq], and a
+    // group keyed before the cursor's event may hold events after it (skipped).
+    const start = after === null ? [account, query.toMs] : [account, after[0], after[1] - 1]
     const events: LoggedEvent[] = []
     let scanned = 0
     for (const { key, value } of this.db.getRange({ start, end: [account, query.fromMs], reverse: true })) {
-      const k = key as EventKey
-      if (matches(value, query)) events.push(view(k, value))
-      if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) {
-        return { events, next: `${k[1]}-${k[2]}` }
+      const [, timeMs, first] = key as EventKey
+      for (let i = eventCount(value) - 1; i >= 0; i--) {
+        const seq = first + i
+        if (after !== null && timeMs === after[0] && seq >= after[1]) continue
+        const row = eventAt(value, i)
+        if (row !== null && matches(row, query)) events.push(view(timeMs, seq, row))
+        if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) return { events, next: `${timeMs}-${seq}` }
       }
     }
     return { events, next: null }
@@ -168,7 +223,10 @@ export class EventLog implements EventStore {
       for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs], limit: EVENT_SCAN_MAX })) {
         last = key as EventKey
         scanned++
-        if (matches(value, query)) batch.push(view(last, value))
+        for (let i = 0, n = eventCount(value); i < n; i++) {
+          const row = eventAt(value, i)
+          if (row !== null && matches(row, query)) batch.push(view(last[1], last[2] + i, row))
+        }
       }
       if (batch.length > 0) yield batch
       if (last === null || scanned < EVENT_SCAN_MAX) return
@@ -182,13 +240,20 @@ export class EventLog implements EventStore {
    * read transaction). `last`: the last row read, where the next call resumes; null once the range is walked.
    */
   next (account: string, query: EventQuery, after: [number, number] | null, limit: number): { events: LoggedEvent[], last: [number, number] | null } {
-    const start = after === null || after[0] < query.fromMs ? [account, query.fromMs] : [account, after[0], after[1] + 1]
+    const from = after === null || after[0] < query.fromMs ? null : after
+    // From the first key of `after`'s millisecond: a group keyed before `after` may hold events after it.
+    const start = from === null ? [account, query.fromMs] : [account, from[0]]
     const events: LoggedEvent[] = []
     let scanned = 0
     for (const { key, value } of this.db.getRange({ start, end: [account, query.toMs] })) {
-      const k = key as EventKey
-      if (matches(value, query)) events.push(view(k, value))
-      if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) return { events, last: [k[1], k[2]] }
+      const [, timeMs, first] = key as EventKey
+      for (let i = 0, n = eventCount(value); i < n; i++) {
+        const seq = first + i
+        if (from !== null && timeMs === from[0] && seq <= from[1]) continue
+        const row = eventAt(value, i)
+        if (row !== null && matches(row, query)) events.push(view(timeMs, seq, row))
+        if (events.length >= limit || ++scanned >= EVENT_SCAN_MAX) return { events, last: [timeMs, seq] }
+      }
     }
     return { events, last: null }
   }
@@ -199,6 +264,10 @@ export class EventLog implements EventStore {
    */
   async forget (account: string, visitors: ReadonlySet<string>, profiles: ReadonlySet<string>): Promise<number> {
     if (visitors.size === 0 && profiles.size === 0) return 0
+    const erased = (row: unknown): boolean => {
+      const profileId = rowProfile(row)
+      return visitors.has(rowVisitor(row)) || (profileId !== undefined && profiles.has(profileId))
+    }
     let start: (string | number)[] = [account]
     let removed = 0
     for (;;) {
@@ -208,11 +277,25 @@ export class EventLog implements EventStore {
       for (const { key, value } of this.db.getRange({ start, end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
         last = key as EventKey
         scanned++
-        const profileId = rowProfile(value)
-        if (visitors.has(rowVisitor(value)) || (profileId !== undefined && profiles.has(profileId))) {
-          write = this.db.remove(last)
-          removed++
+        if (!isEventGroup(value)) {
+          if (erased(value)) {
+            write = this.db.remove(last)
+            removed++
+          }
+          continue
         }
+        // A group keeps its other events in their places (their ids do not change); the erased ones' bytes go.
+        let left = 0
+        let changed = false
+        for (let i = 1; i < value.length; i++) {
+          if (value[i] === null) continue
+          if (erased(value[i])) {
+            value[i] = null
+            changed = true
+            removed++
+          } else left++
+        }
+        if (changed) write = left === 0 ? this.db.remove(last) : this.db.put(last, value)
       }
       if (write !== null) await this.store.durable(write)
       if (last === null || scanned < EVENT_TRIM_BATCH_MAX) return removed
@@ -226,19 +309,20 @@ export class EventLog implements EventStore {
     for (;;) {
       let write: Promise<boolean> | null = null
       let n = 0
-      for (const key of this.db.getKeys({ start: [account], end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
+      for (const { key, value } of this.db.getRange({ start: [account], end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
         write = this.db.remove(key)
+        removed += eventsIn(value)
         n++
       }
       if (write !== null) await this.store.durable(write)
-      removed += n
       if (n < EVENT_TRIM_BATCH_MAX) return removed
     }
   }
 
   /**
    * One trim turn (one transaction): events past retention, then, over the size cap, the oldest hour
-   * of every account. Removes at most `max` rows; returns how many it removed (`max`: call again).
+   * of every account. Removes at most `max` rows (a group of events is one); returns how many it
+   * removed (`max`: call again).
    */
   trim (nowMs: number, max = EVENT_TRIM_BATCH_MAX): number {
     let removed = this.removeBefore(() => nowMs - this.retentionMs, max)
@@ -270,9 +354,11 @@ export class EventLog implements EventStore {
     return stats.pageSize * (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages)
   }
 
-  /** Events kept (all accounts). */
+  /** Events kept (all accounts): a walk of every row (tests, tools). */
   count (): number {
-    return (this.db.getStats() as { entryCount: number }).entryCount
+    let count = 0
+    for (const { value } of this.db.getRange({})) count += eventsIn(value)
+    return count
   }
 
   /** For each account, remove its events older than cutoff(its oldest event's time); at most `max` rows. */
@@ -300,16 +386,29 @@ function firstKey (db: Database, start: (string | number)[]): EventKey | null {
   return first
 }
 
-/** Whether a stored value (of either format) matches the query's filters, read without building the event. */
+/** Whether the caller writes in a synchronous transaction of the db's environment (lmdb-js's own flag). */
+function inSyncTransaction (db: Database): boolean {
+  return Boolean((db as unknown as { env: { writeTxn: unknown } }).env.writeTxn)
+}
+
+/** The events a stored value holds (a group's, erased ones not counted). */
+function eventsIn (value: unknown): number {
+  if (!isEventGroup(value)) return 1
+  let n = 0
+  for (let i = 1; i < value.length; i++) if (value[i] !== null) n++
+  return n
+}
+
+/** Whether a stored row (of format 1 or the record format) matches the query's filters, read without building the event. */
 function matches (value: unknown, query: EventQuery): boolean {
   return (query.visitorId === null || rowVisitor(value) === query.visitorId) &&
     (query.profileId === null || rowProfile(value) === query.profileId) &&
     (query.kind === null || rowKind(value) === query.kind)
 }
 
-function view (key: EventKey, value: unknown): LoggedEvent {
+function view (timeMs: number, seq: number, value: unknown): LoggedEvent {
   const stored = storedEvent(value)
-  const event: LoggedEvent = { id: `${key[1]}-${key[2]}`, time: new Date(key[1]).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
+  const event: LoggedEvent = { id: `${timeMs}-${seq}`, time: new Date(timeMs).toISOString(), visitorId: stored.visitorId, kind: stored.kind, fields: stored.fields }
   if (stored.profileId !== undefined) event.profileId = stored.profileId
   if (stored.segments !== undefined) event.segments = stored.segments
   return event

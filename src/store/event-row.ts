@@ -13,6 +13,15 @@
 // and the saved reports' columns read it without building the fields back (saved-index.ts).
 // Rows written in the record format before are read as they are: `storedEvent` and the accessors take
 // either. A later format takes the next number in the first place.
+//
+// Format 2 (also since 2026-11-28) holds several events in one value: the events of one account and
+// millisecond applied in one event turn after its first (a batch's, or concurrent requests'):
+//
+//   [2, row, row, …]
+//
+// each `row` one of format 1, or null where an erasure removed the event. The key's seq is the first
+// event's; the others follow it one by one, so an event keeps its id (time and seq) through erasures.
+// One put for a hundred events instead of a hundred puts (event-log.ts).
 
 /** One logged event as stored (the key holds account, time and seq). */
 export interface StoredEvent {
@@ -28,6 +37,7 @@ export interface StoredEvent {
 export type EventRow = unknown[]
 
 export const EVENT_ROW_FORMAT = 1
+export const EVENT_GROUP_FORMAT = 2
 /** Where the pairs of names and values start in a row of format 1. */
 export const EVENT_ROW_PAIRS = 5
 
@@ -64,6 +74,21 @@ export function eventRow (visitorId: string, profileId: string | null, event: Re
     row.push(place ?? name, value)
   }
   return row
+}
+
+/** Whether a stored value is a group of events (format 2). */
+export function isEventGroup (value: unknown): value is unknown[] {
+  return Array.isArray(value) && value[0] === EVENT_GROUP_FORMAT
+}
+
+/** How many events a stored value holds: a group's places (erased ones included), else one. */
+export function eventCount (value: unknown): number {
+  return isEventGroup(value) ? value.length - 1 : 1
+}
+
+/** The event at place `i` of a stored value (its seq is the key's plus `i`): a row of either format, or null where erased. */
+export function eventAt (value: unknown, i: number): unknown {
+  return isEventGroup(value) ? value[i + 1] : value
 }
 
 /** Whether a stored value is a row of format 1 (else a record of the format before). */

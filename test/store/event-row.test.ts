@@ -128,8 +128,8 @@ describe('event log rows: the flat format and the records written before it', ()
   })
 
   it('refuses a row of a format it does not know instead of misreading it', () => {
-    store.events.putSync(['new', T0, 1], [2, 'v1', 'pageView', null, null])
-    expect(() => log.page('new', ALL, 10, null)).to.throw(/unknown format: 2/)
+    store.events.putSync(['new', T0, 1], [3, 'v1', 'pageView', null, null])
+    expect(() => log.page('new', ALL, 10, null)).to.throw(/unknown format: 3/)
   })
 
   it('names Beacon\'s own fields by their place, the dimension columns first', () => {
