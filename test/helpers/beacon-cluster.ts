@@ -3,8 +3,8 @@
 // its own data folder and port, BEACON_REPLICAS=3, a short lease and the same admin key. Nodes can be
 // SIGKILLed, SIGTERMed and restarted on their data folder.
 //
-// One tenant (account and token) is created on an embedded Beacon whose data folder is then copied to
-// every node's: every node knows the account and token from its start (the configuration bucket gets
+// One tenant (account and token) is created on an embedded Beacon (once per test process) whose data
+// folder is then copied to every node's: every node knows the account and token from its start (the configuration bucket gets
 // them from the first node, src/catalog/replicated-config.ts), and a test needs no admin call to begin. Each copy gets a node id of its own (the data folder's, which outbox records
 // carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID). Every node gets the
 // seed's secrets key as BEACON_SECRETS_KEY (cluster mode requires it).
@@ -70,20 +70,48 @@ export interface BeaconCluster {
 
 let clusters = 0
 
+interface Seed {
+  dir: string
+  tenant: Tenant
+  /** The key the seed generated, which sealed its secrets: every node's BEACON_SECRETS_KEY (cluster mode requires one). */
+  secretsKey: string
+}
+
+let seed: Promise<Seed> | null = null
+
+/**
+ * The seed folder, made once per test process (a Beacon start, a tenant and a stop: about a second of
+ * CPU that every cluster of a file paid before) and removed when the process exits; each cluster's nodes
+ * start on copies of it, each cluster with NATS servers of its own. A seed that failed is tried again.
+ */
+function seedOnce (): Promise<Seed> {
+  if (seed !== null) return seed
+  const made = (async (): Promise<Seed> => {
+    const dir = tempDir('beacon-cluster-seed-')
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+    const beacon = await startBeacon({ dataDir: dir })
+    try {
+      const tenant = await createTenant(beacon.url, 'Cluster test')
+      return { dir, tenant, secretsKey: readFileSync(join(dir, SECRETS_KEY_FILE), 'utf8').trim().split('\n').join(',') }
+    } finally {
+      await beacon.stop()
+    }
+  })()
+  seed = made
+  made.catch(() => { if (seed === made) seed = null })
+  return made
+}
+
 /** `natsOptions`: the NATS servers run a configuration file (then pass their credentials in `extraEnv`). */
 export async function startBeaconCluster (count = 3, extraEnv: Record<string, string> = {}, natsOptions: NatsClusterOptions | null = null): Promise<BeaconCluster> {
   const name = `t${process.pid}x${++clusters}`
   const nats = await startNatsCluster(natsOptions)
-  const template = tempDir('beacon-cluster-seed-')
-  const dirs: string[] = [template]
+  const dirs: string[] = []
   const folderIds = new Map<string, string>()
   const members: ClusterMember[] = []
   try {
-    const seed = await startBeacon({ dataDir: template })
-    const tenant = await createTenant(seed.url, 'Cluster test')
-    await seed.stop()
-    // Cluster mode needs BEACON_SECRETS_KEY (the same on every node): the key the seed generated, which sealed its secrets.
-    const secretsKey = readFileSync(join(template, SECRETS_KEY_FILE), 'utf8').trim().split('\n').join(',')
+    const { dir: template, tenant: seeded, secretsKey } = await seedOnce()
+    const tenant = { ...seeded }
     const seededDir = async (): Promise<string> => {
       const dir = tempDir('beacon-cluster-node-')
       cpSync(template, dir, { recursive: true })
