@@ -154,7 +154,10 @@ export class EventLog implements EventStore {
     const last = this.last
     if (last !== null && last.timeMs === timeMs && last.account === account) return last
     for (const group of this.turn) {
-      if (group.timeMs === timeMs && group.account === account) return this.last = group
+      if (group.timeMs === timeMs && group.account === account) {
+        this.last = group
+        return group
+      }
     }
     return null
   }
