@@ -45,14 +45,18 @@ let clusters = 0
  *   first metadata leader before its JetStream flag is, and shrinks the expected group to the servers
  *   it counted (checkClusterSize, nats-server PRs #2095 and #2579); the third never becomes a member and
  *   an R3 stream is refused with a bare "no suitable peers for placement" for good. Seen on this loaded
- *   machine in 4 of 40 cold starts in one run (each server's /jsz then reports cluster_size 2).
+ *   machine in 4 of 40 cold starts in one run (each server's /jsz then reports cluster_size 2), or
+ * - no JetStream metadata leader was elected within COLD_START_QUORUM_MS (every probe answered "JetStream
+ *   system temporarily unavailable"): seen twice in full runs of 2026-11-28 (leases.test.ts,
+ *   forged-entries.test.ts, each a before-all hook at 30 s), beside the heaviest cluster files, never
+ *   alone; not understood (the last attempt's error carries the three servers' last log lines).
  */
 export async function startNatsCluster (options: NatsClusterOptions | null = null, bin?: string): Promise<NatsCluster> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(options, bin)
     } catch (error) {
-      if (attempt === 3 || !(error instanceof Error) || !(ROUTE_PORT_TAKEN.test(error.message) || error instanceof MetaGroupShrunk)) throw error
+      if (attempt === 3 || !(error instanceof Error) || !(ROUTE_PORT_TAKEN.test(error.message) || error instanceof MetaGroupShrunk || error instanceof NoQuorum)) throw error
     }
   }
 }
@@ -63,6 +67,11 @@ const ROUTE_PORT_TAKEN = /Error listening on router port: .*address already in u
 const SHRUNK_AFTER_MS = 8_000
 
 class MetaGroupShrunk extends Error {}
+
+/** How long a cold start may take to elect its metadata leader before it is made again from scratch. */
+const COLD_START_QUORUM_MS = 20_000
+
+class NoQuorum extends Error {}
 
 async function startOnce (options: NatsClusterOptions | null, bin: string | undefined): Promise<NatsCluster> {
   const name = `bc${process.pid}x${++clusters}`
@@ -94,7 +103,13 @@ async function startOnce (options: NatsClusterOptions | null, bin: string | unde
         await Promise.all(servers.map(server => server.close()))
       },
     }
-    await waitForQuorum(cluster.urls, 30_000, auth, SHRUNK_AFTER_MS)
+    try {
+      await waitForQuorum(cluster.urls, COLD_START_QUORUM_MS, auth, SHRUNK_AFTER_MS)
+    } catch (error) {
+      if (!(error instanceof NoQuorum)) throw error
+      const logs = servers.map((server, i) => `${cluster.names[i]}:\n${server.output().split('\n').slice(-15).join('\n')}`).join('\n')
+      throw new NoQuorum(`${error.message}; the servers' last log lines:\n${logs}`)
+    }
     return cluster
   } catch (error) {
     await Promise.all(servers.map(server => server.close()))
@@ -135,7 +150,7 @@ async function waitForQuorum (urls: string[], timeoutMs: number, auth: { user?: 
           throw new MetaGroupShrunk(`the NATS cluster's JetStream metadata group formed without one of its servers: ${String(error)}`)
         }
       }
-      if (Date.now() > deadline) throw new Error(`the NATS cluster formed no JetStream quorum within ${timeoutMs} ms: ${String(last)}`)
+      if (Date.now() > deadline) throw new NoQuorum(`the NATS cluster formed no JetStream quorum within ${timeoutMs} ms: ${String(last)}`)
       await new Promise(resolve => setTimeout(resolve, 100))
     }
   } finally {
