@@ -9,7 +9,8 @@
 // carry), and the nodes are named node-1, node-2... in the cluster (BEACON_NODE_ID). Every node gets the
 // seed's secrets key as BEACON_SECRETS_KEY (cluster mode requires it).
 
-import { cpSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startNatsCluster, type NatsCluster, type NatsClusterOptions } from './nats-cluster.js'
 import { admin, createTenant, removeDir, startBeacon, tempDir, type BeaconProcess, type Tenant } from './beacon.js'
@@ -78,6 +79,29 @@ interface Seed {
 }
 
 let seed: Promise<Seed> | null = null
+const SEED_PREFIX = 'beacon-cluster-seed-'
+
+/**
+ * The seeds of test processes that are gone: mocha stops its parallel workers without their `exit`
+ * handlers, so a worker's seed is removed by the next process that makes one (its name holds its pid).
+ */
+function removeSeedsOfGoneProcesses (): void {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith(SEED_PREFIX)) continue
+    const pid = Number(name.slice(SEED_PREFIX.length).split('-')[0])
+    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue
+    rmSync(join(tmpdir(), name), { recursive: true, force: true })
+  }
+}
+
+function alive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
 
 /**
  * The seed folder, made once per test process (a Beacon start, a tenant and a stop: about a second of
@@ -87,7 +111,8 @@ let seed: Promise<Seed> | null = null
 function seedOnce (): Promise<Seed> {
   if (seed !== null) return seed
   const made = (async (): Promise<Seed> => {
-    const dir = tempDir('beacon-cluster-seed-')
+    removeSeedsOfGoneProcesses()
+    const dir = tempDir(`${SEED_PREFIX}${process.pid}-`)
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
     const beacon = await startBeacon({ dataDir: dir })
     try {
