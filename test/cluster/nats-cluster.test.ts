@@ -86,7 +86,10 @@ describe('test helper: a cluster member whose route port is taken', function () 
   it('is refused at start (it answers clients, then exits): the cluster helper picks other ports, never runs a server short', async () => {
     // What a port picked free and then taken by another process looks like to nats-server: it listens
     // for clients, says it is ready, then fails to listen for routes and exits.
-    const taken = net.createServer()
+    // Its port was picked by the kernel among those other test processes pick too: a cluster of theirs
+    // whose member was stopped may try its old route port here. Such a connection is dropped at once, so
+    // close() (which waits for every connection to end) cannot wait on a peer that never hangs up.
+    const taken = net.createServer(socket => socket.destroy())
     await new Promise<void>(resolve => taken.listen(0, '127.0.0.1', resolve))
     const routePort = (taken.address() as AddressInfo).port
     const peerPort = await freePort()
