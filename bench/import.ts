@@ -7,10 +7,12 @@
 // both runs, and BENCH_JSON=<results>.
 //
 // Environment: BENCH_IMPORT_ROWS (default 1000000), BENCH_CONNECTIONS (default 8), BENCH_DURATION_S
-// (default 10), BENCH_WRK (default wrk).
+// (default 10), BENCH_WRK (default wrk). Diagnostics: BENCH_SERVER_NODE_ARGS (node flags for the Beacon
+// process, e.g. '--trace-gc' or '--cpu-prof --cpu-prof-dir=/tmp/prof'), BENCH_SERVER_LOG (a file its
+// standard output is appended to, where --trace-gc writes).
 
 import { spawn } from 'node:child_process'
-import { createReadStream, createWriteStream, mkdtempSync, statSync } from 'node:fs'
+import { appendFileSync, createReadStream, createWriteStream, mkdtempSync, statSync } from 'node:fs'
 import { once } from 'node:events'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,6 +28,8 @@ const ROWS = intEnv('BENCH_IMPORT_ROWS', 1_000_000)
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 8)
 const DURATION_S = intEnv('BENCH_DURATION_S', 10)
 const WRK = process.env.BENCH_WRK || 'wrk'
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(arg => arg !== '')
+const SERVER_LOG = process.env.BENCH_SERVER_LOG ?? ''
 const DAY_MS = 86_400_000
 
 function intEnv (name: string, fallback: number): number {
@@ -50,14 +54,17 @@ async function writeFile (path: string): Promise<void> {
 }
 
 async function startServer (dataDir: string): Promise<string> {
-  const child = track(spawn(process.execPath, [BEACON_MAIN], {
+  const child = track(spawn(process.execPath, [...SERVER_NODE_ARGS, BEACON_MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', BEACON_HOST: '127.0.0.1', BEACON_PORT: '0', BEACON_DATA_DIR: dataDir, BEACON_ADMIN_KEY: ADMIN_KEY, BEACON_LOG_LEVEL: 'info', BEACON_INFLIGHT_MAX: '100000' },
     stdio: ['ignore', 'pipe', 'pipe'],
   }))
   let output = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk
+    if (SERVER_LOG !== '') appendFileSync(SERVER_LOG, chunk)
+  })
   const deadline = Date.now() + 60_000
   for (;;) {
     const match = /"port":(\d+),[^\n]*"msg":"beacon started"/.exec(output)
