@@ -62,8 +62,13 @@ export interface NatsServerOptions {
   env?: Record<string, string>
 }
 
+/**
+ * A port free right now (another process may take it before it is used: callers that can, try again).
+ * A connection in the moment it listens (a cluster member of another test redialing its peer's old
+ * route port) is dropped at once, so the close waits for nothing.
+ */
 export async function freePort (): Promise<number> {
-  const server = net.createServer()
+  const server = net.createServer(socket => socket.destroy())
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', resolve)

@@ -4,10 +4,11 @@
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import net, { type AddressInfo } from 'node:net'
+import net from 'node:net'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { removeDir, tempDir } from './beacon.js'
+import { freePort } from './nats-server.js'
 
 export const NGINX = '/usr/sbin/nginx'
 
@@ -19,17 +20,6 @@ export interface Nginx {
   /** nginx's error log so far (what it said about refused requests or its upstream). */
   errors: () => string
   stop: () => Promise<void>
-}
-
-/** A port free right now (nginx needs a number in its config; the race with other tests is remote). */
-async function freePort (): Promise<number> {
-  const server = net.createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as AddressInfo
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 /** Start nginx proxying every path to `upstream` with the given `location /` directives. */
