@@ -389,6 +389,7 @@ export class SavedReportIndex {
         }
         // [account, t, seq + 1] is the first key after [account, t, seq] (seq is an integer).
         loading.next = [account, timeMs, seq + 1]
+        if (seq > loading.upToSeq) continue
         const columns = this.columns(account)
         for (let i = 0, n = eventCount(value); i < n && seq + i <= loading.upToSeq; i++) {
           const row = eventAt(value, i)

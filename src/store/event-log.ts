@@ -20,7 +20,7 @@
 // value: it is not in the key, which keeps keys short and the append a single put).
 
 import type { Database } from 'lmdb'
-import { EVENT_GROUP_FORMAT, eventAt, eventCount, eventRow, isEventGroup, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
+import { EVENT_GROUP_FORMAT, eventAt, eventCount, eventRow, eventsKept, isEventGroup, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
 import { KEY_PART_MAX, type Store } from './store.js'
 
 export type { StoredEvent } from './event-row.js'
@@ -314,7 +314,7 @@ export class EventLog implements EventStore {
       let n = 0
       for (const { key, value } of this.db.getRange({ start: [account], end: [account, KEY_PART_MAX], limit: EVENT_TRIM_BATCH_MAX })) {
         write = this.db.remove(key)
-        removed += eventsIn(value)
+        removed += eventsKept(value)
         n++
       }
       if (write !== null) await this.store.durable(write)
@@ -360,7 +360,7 @@ export class EventLog implements EventStore {
   /** Events kept (all accounts): a walk of every row (tests, tools). */
   count (): number {
     let count = 0
-    for (const { value } of this.db.getRange({})) count += eventsIn(value)
+    for (const { value } of this.db.getRange({})) count += eventsKept(value)
     return count
   }
 
@@ -392,14 +392,6 @@ function firstKey (db: Database, start: (string | number)[]): EventKey | null {
 /** Whether the caller writes in a synchronous transaction of the db's environment (lmdb-js's own flag). */
 function inSyncTransaction (db: Database): boolean {
   return Boolean((db as unknown as { env: { writeTxn: unknown } }).env.writeTxn)
-}
-
-/** The events a stored value holds (a group's, erased ones not counted). */
-function eventsIn (value: unknown): number {
-  if (!isEventGroup(value)) return 1
-  let n = 0
-  for (let i = 1; i < value.length; i++) if (value[i] !== null) n++
-  return n
 }
 
 /** Whether a stored row (of format 1 or the record format) matches the query's filters, read without building the event. */

@@ -86,6 +86,14 @@ export function eventCount (value: unknown): number {
   return isEventGroup(value) ? value.length - 1 : 1
 }
 
+/** The events a stored value holds: a group's, erased ones not counted, else one. */
+export function eventsKept (value: unknown): number {
+  if (!isEventGroup(value)) return 1
+  let n = 0
+  for (let i = 1; i < value.length; i++) if (value[i] !== null) n++
+  return n
+}
+
 /** The event at place `i` of a stored value (its seq is the key's plus `i`): a row of either format, or null where erased. */
 export function eventAt (value: unknown, i: number): unknown {
   return isEventGroup(value) ? value[i + 1] : value

@@ -10,7 +10,7 @@ import { EventLog } from '../../src/store/event-log.js'
 import { SavedReportIndex } from '../../src/reports/saved-index.js'
 import { runSavedReport } from '../../src/reports/saved-query.js'
 import type { SavedReport } from '../../src/reports/saved-definition.js'
-import { removeDir, tempDir } from '../helpers/beacon.js'
+import { openTempEventLog, type TempEventLog } from '../helpers/event-log.js'
 
 const T0 = Date.parse('2026-11-20T00:00:00Z')
 const DAY_MS = 86_400_000
@@ -20,21 +20,18 @@ const REPORT: SavedReport = {
 }
 
 describe('saved reports: columns fed after the appending turn', () => {
-  let dir: string
+  let opened: TempEventLog
   let store: Store
   let log: EventLog
   let index: SavedReportIndex
   beforeEach(() => {
-    dir = tempDir('beacon-saved-feed-')
-    store = new Store({ path: dir, durability: 'committed' })
-    log = new EventLog(store, { retentionMs: 30 * DAY_MS, sizeMaxBytes: 0 })
+    opened = openTempEventLog('beacon-saved-feed-')
+    store = opened.store
+    log = opened.log
     index = new SavedReportIndex()
     index.load(store.events)
   })
-  afterEach(async () => {
-    await store.close()
-    removeDir(dir)
-  })
+  afterEach(() => opened.close())
 
   /** As the wiring does (src/app.ts): the log's row, then the columns fed from it. */
   const append = (account: string, visitorId: string, profileId: string | null, kind: string, timeMs: number): void => {

@@ -8,7 +8,7 @@ import { expect } from 'chai'
 import { Store } from '../../src/store/store.js'
 import { EventLog } from '../../src/store/event-log.js'
 import { NONE, SavedReportIndex, type AccountColumns } from '../../src/reports/saved-index.js'
-import { removeDir, tempDir } from '../helpers/beacon.js'
+import { openTempEventLog, type TempEventLog } from '../helpers/event-log.js'
 
 const T0 = Date.parse('2026-11-20T00:00:00Z')
 
@@ -25,22 +25,19 @@ function rowsOf (columns: AccountColumns | undefined): string[] {
 }
 
 describe('saved reports: the load in turns', () => {
-  let dir: string
+  let opened: TempEventLog
   let store: Store
   let log: EventLog
   /** What each account's columns must hold, as rowsOf says it. */
   let expected: Map<string, string[]>
 
   beforeEach(() => {
-    dir = tempDir('beacon-saved-load-')
-    store = new Store({ path: dir, durability: 'committed' })
-    log = new EventLog(store, { retentionMs: 30 * 86_400_000, sizeMaxBytes: 0 })
+    opened = openTempEventLog('beacon-saved-load-')
+    store = opened.store
+    log = opened.log
     expected = new Map()
   })
-  afterEach(async () => {
-    await store.close()
-    removeDir(dir)
-  })
+  afterEach(() => opened.close())
 
   /** Log an event (committed before answering, so the walk could see it) and note it as expected. */
   const logged = (account: string, timeMs: number, visitor: string, kind: string, profile: string | null = null): void => {

@@ -9,7 +9,7 @@ import { EventLog } from '../../src/store/event-log.js'
 import { SavedReportIndex } from '../../src/reports/saved-index.js'
 import { runSavedReport } from '../../src/reports/saved-query.js'
 import type { SavedReport } from '../../src/reports/saved-definition.js'
-import { removeDir, tempDir } from '../helpers/beacon.js'
+import { openTempEventLog, type TempEventLog } from '../helpers/event-log.js'
 
 const T0 = Date.parse('2026-11-20T00:00:00Z')
 const DAY_MS = 86_400_000
@@ -23,18 +23,15 @@ function report (rest: Partial<SavedReport>): SavedReport {
 }
 
 describe('saved reports: segments of the log\'s rows', () => {
-  let dir: string
+  let opened: TempEventLog
   let store: Store
   let log: EventLog
   beforeEach(() => {
-    dir = tempDir('beacon-saved-segments-')
-    store = new Store({ path: dir, durability: 'committed' })
-    log = new EventLog(store, { retentionMs: 30 * 86_400_000, sizeMaxBytes: 0 })
+    opened = openTempEventLog('beacon-saved-segments-')
+    store = opened.store
+    log = opened.log
   })
-  afterEach(async () => {
-    await store.close()
-    removeDir(dir)
-  })
+  afterEach(() => opened.close())
 
   const totalsOf = (index: SavedReportIndex, rest: Partial<SavedReport> = {}): Record<string, number> =>
     Object.fromEntries(runSavedReport(report(rest), index.of('a'), T0 + DAY_MS).totals.map(t => [String(t.group), t.value]))

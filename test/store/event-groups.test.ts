@@ -10,25 +10,22 @@ import { EventLog, type EventQuery, type LoggedEvent } from '../../src/store/eve
 import { eventCount, isEventGroup } from '../../src/store/event-row.js'
 import { SavedReportIndex } from '../../src/reports/saved-index.js'
 import { runSavedReport } from '../../src/reports/saved-query.js'
-import { removeDir, tempDir } from '../helpers/beacon.js'
+import { openTempEventLog, type TempEventLog } from '../helpers/event-log.js'
 
 const T0 = Date.parse('2026-11-20T00:00:00Z')
 const DAY_MS = 86_400_000
 const ALL: EventQuery = { fromMs: T0, toMs: T0 + DAY_MS, visitorId: null, profileId: null, kind: null }
 
 describe('event log groups: the events of one turn in one row', () => {
-  let dir: string
+  let opened: TempEventLog
   let store: Store
   let log: EventLog
   beforeEach(() => {
-    dir = tempDir('beacon-event-groups-')
-    store = new Store({ path: dir, durability: 'committed' })
-    log = new EventLog(store, { retentionMs: 30 * DAY_MS, sizeMaxBytes: 0 })
+    opened = openTempEventLog('beacon-event-groups-')
+    store = opened.store
+    log = opened.log
   })
-  afterEach(async () => {
-    await store.close()
-    removeDir(dir)
-  })
+  afterEach(() => opened.close())
 
   /** Appends in one event turn, as a batch's events are, with a state write beside them; resolves once that write committed. */
   function turn (events: Array<{ account?: string, visitorId: string, path: string, timeMs?: number, profileId?: string }>): Promise<void> {

@@ -10,7 +10,7 @@ import { EVENT_ROW_FIELDS, eventRow, storedEvent, type StoredEvent } from '../..
 import { DIMENSION_FIELDS, SavedReportIndex } from '../../src/reports/saved-index.js'
 import { runSavedReport } from '../../src/reports/saved-query.js'
 import type { SavedReport } from '../../src/reports/saved-definition.js'
-import { removeDir, tempDir } from '../helpers/beacon.js'
+import { openTempEventLog, type TempEventLog } from '../helpers/event-log.js'
 
 const T0 = Date.parse('2026-11-20T00:00:00Z')
 const DAY_MS = 86_400_000
@@ -40,18 +40,15 @@ function report (rest: Partial<SavedReport>): SavedReport {
 }
 
 describe('event log rows: the flat format and the records written before it', () => {
-  let dir: string
+  let opened: TempEventLog
   let store: Store
   let log: EventLog
   beforeEach(() => {
-    dir = tempDir('beacon-event-row-')
-    store = new Store({ path: dir, durability: 'committed' })
-    log = new EventLog(store, { retentionMs: 30 * DAY_MS, sizeMaxBytes: 0 })
+    opened = openTempEventLog('beacon-event-row-')
+    store = opened.store
+    log = opened.log
   })
-  afterEach(async () => {
-    await store.close()
-    removeDir(dir)
-  })
+  afterEach(() => opened.close())
 
   /** Account `new` logged by today's append, account `old` holding the same events as records. */
   const writeBoth = (): void => {
