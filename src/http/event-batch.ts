@@ -111,12 +111,11 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
       }
       const element = validateEvent(raw)
       if (element.timestamp !== undefined) checkTimestamp(element.timestamp, nowMs)
-      const { messageId, timestamp, ...fields } = element
-      const event = checkEvent({ ...fields, account } as EventBody, request)
+      const event = checkEvent(eventOf(element, account), request)
       // Kept on the event (webhooks see it), beside its custom fields rather than among them.
-      if (timestamp !== undefined) event.timestamp = timestamp
+      if (element.timestamp !== undefined) event.timestamp = element.timestamp
       const key = { account, id: event.visitorId }
-      return { index, raw: element, event, key, claim: claimOf(element, messageId, request.forwardedKey, index) }
+      return { index, raw: element, event, key, claim: claimOf(element, element.messageId, request.forwardedKey, index) }
     } catch (error) {
       if (error instanceof ApiError) return error.items[0]!
       throw error
@@ -220,6 +219,15 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
 }
 
 /** An event's claim: its messageId's, else (a batch another node forwarded here) the forward's id and its index. */
+/** The element as /campaigns/query takes it: its fields but messageId and timestamp, with the batch's account (one copy). */
+function eventOf (element: S.BatchEvent, account: string): EventBody {
+  const fields = element as Record<string, unknown>
+  const event: Record<string, unknown> = {}
+  for (const name in fields) if (name !== 'messageId' && name !== 'timestamp') event[name] = fields[name]
+  event.account = account
+  return event as unknown as EventBody
+}
+
 function claimOf (element: S.BatchEvent, messageId: string | undefined, forwardedKey: string, index: number): IdempotencyClaim | undefined {
   if (messageId === undefined && forwardedKey === '') return undefined
   const fingerprint = createHash('sha256').update(BATCH_PATTERN).update('\n').update(JSON.stringify(element)).digest('base64url')

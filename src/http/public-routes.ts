@@ -477,9 +477,10 @@ function whole (): number {
 export function checkEventFields (catalogs: Catalogs, event: EventBody): void {
   const type = catalogs.eventTypes.get(event.account, event.event)
   if (type === undefined) throw new ApiError('unknown_event_type', `The event type "${event.event}" is not built in and was not defined for this account.`, '/event')
-  const missing = type.required.filter(field => !Object.hasOwn(event, field) || event[field] === null)
-  if (missing.length > 0) {
-    throw ApiError.of(missing.map(field => errorItem('invalid_field', `/${field}`, `${field} is required for ${event.event} events.`)))
+  for (const field of type.required) {
+    if (Object.hasOwn(event, field) && event[field] !== null) continue
+    const missing = type.required.filter(name => !Object.hasOwn(event, name) || event[name] === null)
+    throw ApiError.of(missing.map(name => errorItem('invalid_field', `/${name}`, `${name} is required for ${event.event} events.`)))
   }
   let custom = 0
   for (const field in event) if (!S.EVENT_FIELDS.has(field)) custom++

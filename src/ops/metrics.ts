@@ -126,7 +126,7 @@ export class Metrics {
     })
 
     this.lmdbCommitDuration = new Histogram({
-      name: 'beacon_lmdb_commit_duration_seconds', help: 'Time from a write being issued to it being durable (BEACON_DURABILITY).',
+      name: 'beacon_lmdb_commit_duration_seconds', help: 'Time from a transaction\'s first write being issued to it being durable (BEACON_DURABILITY), once a transaction.',
       buckets: COMMIT_DURATION_BUCKETS_S, registers: [],
     })
     const dataFile = join(dataDir, 'data.mdb')

@@ -118,6 +118,8 @@ export class Store {
   private seqReserved: number
   private closed = false
   private lastIgnored: Promise<boolean> | null = null
+  private lastDurableWrite: Promise<boolean> | null = null
+  private lastDurable: Promise<void> | null = null
   private lastReport: ((error: unknown) => void) | null = null
   private readonly lock: DataLock
 
@@ -231,15 +233,22 @@ export class Store {
    * the transaction, so waiting on the last one covers them all.
    */
   durable (write: Promise<boolean>): Promise<void> {
+    // lmdb-js answers the unconditional puts of one transaction with one promise: they share one wait
+    // (and one observation: a batch of 100 events is one commit, not 100).
+    if (write === this.lastDurableWrite) return this.lastDurable!
     const flushed = (write as Promise<boolean> & { flushed?: Promise<void> }).flushed
-    const done = this.durability === 'flushed' && flushed !== undefined ? write.then(() => flushed) : write.then(noop)
+    let done = this.durability === 'flushed' && flushed !== undefined ? write.then(() => flushed) : write.then(noop)
     const observers = this.durableObserved?.list
-    if (observers === undefined || observers.length === 0) return done
-    const startMs = performance.now()
-    return done.then(() => {
-      const durationMs = performance.now() - startMs
-      for (const observe of observers) observe(durationMs)
-    })
+    if (observers !== undefined && observers.length > 0) {
+      const startMs = performance.now()
+      done = done.then(() => {
+        const durationMs = performance.now() - startMs
+        for (const observe of observers) observe(durationMs)
+      })
+    }
+    this.lastDurableWrite = write
+    this.lastDurable = done
+    return done
   }
 
   /**

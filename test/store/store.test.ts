@@ -5,6 +5,7 @@ import { emptyVisitor } from '../../actors/visitor.js'
 import type { DeliveryRecord } from '../../src/delivery/record.js'
 import { decodeRow, type OutboxRow } from '../../src/store/record-codec.js'
 import { removeDir, tempDir } from '../helpers/beacon.js'
+import { Listeners } from '../../src/listeners.js'
 
 const row: OutboxRow = { kind: 'event', account: 'acc', event: 'purchase', occurredAtMs: 1 }
 
@@ -29,6 +30,29 @@ describe('Store', () => {
       expect(store.allocateSeq()).to.be.greaterThan(next)
       await store.close()
     } finally {
+      removeDir(dir)
+    }
+  })
+
+  it('makes the writes of one turn durable together: one wait and one commit observation, a new one the next turn', async () => {
+    const dir = tempDir()
+    const observed: number[] = []
+    const durableObserved = new Listeners<(durationMs: number) => void>()
+    durableObserved.add(durationMs => { observed.push(durationMs) })
+    const store = new Store({ path: dir, durability: 'flushed', durableObserved })
+    try {
+      const first = store.durable(store.visitors.put(['a', 'v1'], emptyVisitor()))
+      const second = store.durable(store.visitors.put(['a', 'v2'], emptyVisitor()))
+      expect(second).to.equal(first)
+      await Promise.all([first, second])
+      expect(observed).to.have.length(1)
+      const next = store.durable(store.visitors.put(['a', 'v3'], emptyVisitor()))
+      expect(next).not.to.equal(first)
+      await next
+      expect(observed).to.have.length(2)
+      expect(store.visitors.get(['a', 'v2'])).to.deep.equal(emptyVisitor())
+    } finally {
+      await store.close()
       removeDir(dir)
     }
   })
