@@ -3,6 +3,7 @@
 
 import type { Store } from '../src/store/store.js'
 import type { Clock } from '../src/clock.js'
+import { fieldsExcept } from '../src/fields-except.js'
 import { assignVariant, inHoldout, isCapped, recordImpression, variantById, type CampaignSet, type Experiment, type ExperimentVariant, type ImpressionHistory, type VisitorMetrics } from '../src/matching/index.js'
 import { countAllGoals, expose, HOLDOUT_GOALS, HOLDOUT_KEY, type ExperimentCounter, type Exposure } from './experiments.js'
 import type { SegmentContext } from '../src/segments/rules.js'
@@ -242,6 +243,8 @@ const NO_HOLDOUT: HoldoutSource = () => null
 const NO_EVENT: Record<string, unknown> = Object.freeze({})
 const NO_CHANGE_WANTED: ChangeWanted = () => false
 const NO_ATTRIBUTES: Attributes = Object.freeze({})
+/** An event's fields webhooks are not given. */
+const NOT_PASSED_ON: ReadonlySet<string> = new Set(['token'])
 
 export function visitorKind ({ store, runtime, profiles, campaigns, segments, clock, wantsEvent, wantsChange, listsMembers, attributesWanted, membership = null, writes = null, peers = null, idempotency = new IdempotencyRecords(store), experiments = null, holdout = NO_HOLDOUT, eventLog = null }: VisitorDeps): VisitorKind {
   const db = store.visitors
@@ -289,8 +292,7 @@ export function visitorKind ({ store, runtime, profiles, campaigns, segments, cl
   function announce (actor: Actor<VisitorState>, type: string, nowMs: number, fields: Record<string, unknown>, profileAttributes: Attributes | null = null): void {
     if (!wantsEvent(actor.account, type)) return
     // The token (browsers may send one) is never passed on.
-    const { token: _token, ...rest } = fields
-    outboxEvent(refOf(actor, profileAttributes), type, nowMs, rest, actor.state.profileId)
+    outboxEvent(refOf(actor, profileAttributes), type, nowMs, fieldsExcept(fields, NOT_PASSED_ON), actor.state.profileId)
   }
 
   function onEvent (actor: Actor<VisitorState>, event: EventBody, nowMs: number, claim: IdempotencyClaim | null, track: boolean, imported: Imported | null): Campaign[] | Promise<Campaign[]> {

@@ -14,6 +14,7 @@ const UNIT = [
   'test/auth/origins-identity.test.ts',
   'test/auth/tokens.test.ts',
   'test/base/assert.test.ts',
+  'test/base/fields-except.test.ts',
   'test/catalog/config-rows.test.ts',
   'test/catalog/segment-windows.test.ts',
   'test/chaos/checker.test.ts',

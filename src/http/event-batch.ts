@@ -27,6 +27,7 @@ import type { Campaign, EventBody, VisitorKind } from '../../actors/visitor.js'
 import type { IdempotencyClaim } from '../../actors/idempotent.js'
 import type { ForwardedReply, ForwardedRequest } from '../cluster/forwarder.js'
 import { parseIsoMs } from '../matching/iso-time.js'
+import { fieldsExcept } from '../fields-except.js'
 import { validator } from '../validator.js'
 import * as S from './schemas.js'
 import type { EntityKey, Reply, Request } from './server.js'
@@ -219,11 +220,12 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
 }
 
 /** An event's claim: its messageId's, else (a batch another node forwarded here) the forward's id and its index. */
-/** The element as /campaigns/query takes it: its fields but messageId and timestamp, with the batch's account (one copy). */
+/** The fields of an element that are its own, not the event's. */
+const ELEMENT_ONLY: ReadonlySet<string> = new Set(['messageId', 'timestamp'])
+
+/** The element as /campaigns/query takes it: its fields but messageId and timestamp, with the batch's account. */
 function eventOf (element: S.BatchEvent, account: string): EventBody {
-  const fields = element as Record<string, unknown>
-  const event: Record<string, unknown> = {}
-  for (const name in fields) if (name !== 'messageId' && name !== 'timestamp') event[name] = fields[name]
+  const event = fieldsExcept(element, ELEMENT_ONLY)
   event.account = account
   return event as unknown as EventBody
 }

@@ -13,6 +13,7 @@ import type { Clock } from '../clock.js'
 import type { EventBody } from '../../actors/visitor.js'
 import type { ImportRow, RowParser } from '../jobs/import-jobs.js'
 import { parseIsoMs } from '../matching/iso-time.js'
+import { fieldsExcept } from '../fields-except.js'
 import { validator } from '../validator.js'
 import { TIMESTAMP_AHEAD_MAX_MS } from './event-batch.js'
 import { checkEventFields } from './public-routes.js'
@@ -48,6 +49,9 @@ const validate = {
   link: validator(LinkRow),
   event: validator(EventRow),
 }
+
+/** The fields of an event row that are the row's, not the event's. */
+const ROW_ONLY: ReadonlySet<string> = new Set(['type', 'messageId', 'timestamp'])
 
 export function importRowParser (catalogs: Catalogs, clock: Clock): RowParser {
   return (account, text) => {
@@ -85,11 +89,13 @@ export function importRowParser (catalogs: Catalogs, clock: Clock): RowParser {
         return { type: 'link', visitorId: row.visitorId, profileId: row.profileId, ...messageIdOf(row.messageId) }
       }
       case 'event': {
-        const { type: _type, messageId, timestamp, ...fields } = validate.event(raw)
+        const row = validate.event(raw)
+        const { messageId, timestamp } = row
         const atMs = parseIsoMs(timestamp)
         if (atMs === null) return { code: 'invalid_field', field: '/timestamp', message: 'timestamp: expected an ISO 8601 instant with a time zone, like 2026-11-27T06:00:00Z.' }
         if (atMs > clock.nowMs() + TIMESTAMP_AHEAD_MAX_MS) return { code: 'timestamp_out_of_range', field: '/timestamp', message: `The event's timestamp ${timestamp} is more than 1 hour ahead of the server's clock.` }
-        const event = { ...fields, account } as EventBody
+        const event = fieldsExcept(row, ROW_ONLY) as unknown as EventBody
+        event.account = account
         checkEventFields(catalogs, event)
         // Kept on the event (a delivered import's webhooks see it), beside its custom fields rather than among them.
         event.timestamp = timestamp

@@ -10,6 +10,7 @@
 
 import type { TSchema } from 'typebox'
 import { ApiError, errorItem } from '../errors.js'
+import { fieldsExcept } from '../fields-except.js'
 import type { CorsHeaders } from '../auth/origins.js'
 import { allowsAttribute, canRead, canWrite, parseToken, secretMatches, type TokenRecord } from '../auth/tokens.js'
 import type { Clock } from '../clock.js'
@@ -112,6 +113,9 @@ function preflightDoc (tokens: boolean): RouteDoc {
     errors: ['account_not_found', ...(tokens ? TOKEN_BROWSER_ERRORS : BROWSER_ERRORS)],
   }
 }
+
+/** The proof of a signed identity: checked, never recorded nor passed on. */
+const SIGNATURE: ReadonlySet<string> = new Set(['profileIdSignature'])
 
 export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, outboxMark, afterWrite, accountLimits, rateShare = whole, countEvent = null, placement = LOCAL_PLACEMENT, trustedProxies = NO_PROXIES }: PublicDeps): RouteDefinition[] {
   function requireAccount (account: string): void {
@@ -219,8 +223,7 @@ export function publicRoutes ({ catalogs, runtime, clock, visitors, profiles, ou
     if (event.profileId !== undefined) verifyIdentity(catalogs.accounts.browserAccessOf(event.account)!, event)
     if (event.profileIdSignature !== undefined) {
       // Proof, not data: never recorded nor passed on (a copy only on these calls, so others keep their shape).
-      const { profileIdSignature: _signature, ...rest } = event
-      event = rest as EventBody
+      event = fieldsExcept(event, SIGNATURE) as unknown as EventBody
     }
     checkEventFields(catalogs, event)
     // For the destinations sent this event kind (Meta and TikTok match on them): the client's address and

@@ -22,6 +22,7 @@
 import type { Database } from 'lmdb'
 import { EVENT_GROUP_FORMAT, eventAt, eventCount, eventRow, eventsKept, isEventGroup, rowKind, rowProfile, rowVisitor, storedEvent, type EventRow } from './event-row.js'
 import { KEY_PART_MAX, type Store } from './store.js'
+import { fieldsExcept } from '../fields-except.js'
 
 export type { StoredEvent } from './event-row.js'
 
@@ -67,9 +68,10 @@ export interface EventStore {
 
 /** An event body's kind and the fields kept: the token (browsers may send one) never; account, visitor, profile and kind are columns. */
 export function eventColumns (event: Record<string, unknown>): { kind: string, fields: Record<string, unknown> } {
-  const { token: _token, account: _account, visitorId: _visitor, profileId: _profile, event: kind, ...fields } = event
-  return { kind: kind as string, fields }
+  return { kind: event.event as string, fields: fieldsExcept(event, NOT_FIELDS) }
 }
+
+const NOT_FIELDS: ReadonlySet<string> = new Set(['token', 'account', 'visitorId', 'profileId', 'event'])
 
 /** Events per page of the admin read (default and most). */
 export const EVENT_PAGE_DEFAULT = 100
