@@ -157,7 +157,7 @@ async function runAppenders (cluster: NatsCluster, streams: string[], prefix: st
     const child = track(spawn(process.execPath, ['--import', 'tsx', SCRIPT, 'appender', JSON.stringify(job)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }))
     let out = ''
     child.stdout!.on('data', (chunk: Buffer) => { out += chunk.toString('utf8') })
-    return new Promise<AppenderResult>((resolve, reject) => child.once('exit', code => {
+    return new Promise<AppenderResult>((resolve, reject) => child.once('close', code => {
       const last = out.trim().split('\n').pop() ?? ''
       if (code !== 0 || last === '') reject(new Error(`appender ${i} exited with ${String(code)}`))
       else resolve(JSON.parse(last) as AppenderResult)

@@ -293,7 +293,8 @@ async function runWrk (workload: Workload, nodes: Node[], tenant: Tenant, second
     let output = ''
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-    const code = await new Promise<number | null>((resolve, reject) => { child.once('error', reject); child.once('exit', resolve) })
+    // 'close', not 'exit': the process may end before its output has all been read.
+    const code = await new Promise<number | null>((resolve, reject) => { child.once('error', reject); child.once('close', resolve) })
     const line = /^BENCH_WRK_JSON (.*)$/m.exec(output)
     if (code !== 0 || line === null) throw new Error(`wrk ${args.join(' ')} exited with ${code}:\n${output}`)
     return JSON.parse(line[1]!) as WrkResult

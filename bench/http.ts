@@ -448,9 +448,10 @@ async function runWrk (scenario: Scenario, server: Server, vars: Record<string, 
       cpu = { server: serverCpu, wrk: wrkCpu, other: Math.max(0, (last.machine - first.machine) / wall - serverCpu - wrkCpu) }
     }, to * 1000))
   }
+  // 'close', not 'exit': wrk may end before its output has all been read.
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
-    child.once('exit', resolve)
+    child.once('close', resolve)
   })
   for (const timer of timers) clearTimeout(timer)
   const line = /^BENCH_WRK_JSON (.*)$/m.exec(output)
@@ -643,7 +644,7 @@ async function wrkVersion (): Promise<string> {
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   await new Promise<void>((resolve, reject) => {
     child.once('error', error => reject(new Error(`cannot run ${WRK} (${error.message}); install it (apt-get install wrk) or set BENCH_WRK`)))
-    child.once('exit', () => resolve())
+    child.once('close', () => resolve())
   })
   return /^wrk \S+/m.exec(output)?.[0] ?? 'wrk (unknown version)'
 }

@@ -121,7 +121,8 @@ async function wrk (base: string, account: string): Promise<WrkResult> {
   }))
   let output = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  const [code] = await once(child, 'exit') as [number | null]
+  // 'close', not 'exit': wrk may end before its output has all been read.
+  const [code] = await once(child, 'close') as [number | null]
   const line = /^BENCH_WRK_JSON (.*)$/m.exec(output)
   if (code !== 0 || line === null) throw new Error(`wrk exited with ${code}: ${output}`)
   return JSON.parse(line[1]!) as WrkResult
