@@ -329,6 +329,8 @@ interface Row {
   wrkCores: number
   otherCores: number
   forwardedShare: number | null
+  /** Forwarded requests per batch (one NATS message to one node: beacon_cluster_forward_batches_total); null when none was sent in one. */
+  perBatch: number | null
   /** CPU microseconds per request of the proxy in front ((n): nginx); null without one. */
   proxyUs: number | null
   failed: string | null
@@ -377,7 +379,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   })
   const row: Row = {
     phase, label: phase !== 'a' && natsRun.tag === 'old' ? `${LABELS[phase]} [old NATS]` : LABELS[phase], workload: workload.name, requests: 0, rps: 0, p50Ms: 0, p99Ms: 0,
-    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag, round: 1,
+    beaconUs: 0, natsUs: 0, wrkCores: 0, otherCores: 0, forwardedShare: null, perBatch: null, proxyUs: null, failed: null, nats: phase === 'a' ? 'new' : natsRun.tag, round: 1,
   }
   process.stderr.write(`  ${row.label} ${workload.name}: warm-up ${WARMUP_S} s`)
   const warm = await load(WARMUP_S, true)
@@ -391,12 +393,14 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
   process.stderr.write(`, measuring ${DURATION_S} s`)
   const clustered = phase !== 'a'
   const forwardedBefore = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
+  const batchesBefore = clustered ? await metricSum(nodes, 'beacon_cluster_forward_batches_total') : 0
   const beaconPids = nodes.map(node => node.pid)
   const proxyPids = proxy === null ? [] : [proxy.pid]
   const before = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
   const { runs, cpuS: wrkCpu } = await load(DURATION_S, false)
   const after = { beacon: sumCpu(beaconPids), nats: sumCpu(nats), proxy: sumCpu(proxyPids), machine: machineCpu(), at: performance.now() }
   const forwardedAfter = clustered ? await metricSum(nodes, 'beacon_cluster_forwarded_total') : 0
+  const batches = clustered ? await metricSum(nodes, 'beacon_cluster_forward_batches_total') - batchesBefore : 0
   const requests = runs.reduce((sum, run) => sum + run.requests, 0)
   const seconds = Math.max(...runs.map(run => run.duration_us)) / 1e6
   const wall = (after.at - before.at) / 1000
@@ -411,6 +415,7 @@ async function measure (phase: Row['phase'], workload: Workload, nodes: Node[], 
     proxyUs: proxy === null || requests === 0 ? null : (after.proxy - before.proxy) / requests * 1e6,
     otherCores: Math.max(0, (after.machine - before.machine - (after.beacon - before.beacon) - (after.nats - before.nats) - (after.proxy - before.proxy) - wrkCpu) / wall),
     forwardedShare: clustered && requests > 0 ? (forwardedAfter - forwardedBefore) / requests : null,
+    perBatch: batches > 0 ? (forwardedAfter - forwardedBefore) / batches : null,
   })
   const status = runs.reduce((sum, run) => sum + run.errors.status, 0)
   const sockets = runs.reduce((sum, run) => sum + socketErrors(run), 0)
@@ -1013,7 +1018,7 @@ function table (rows: Row[]): string {
       ok ? row.natsUs.toFixed(0) : '—',
       ok ? total.toFixed(0) : '—',
       ok && b !== undefined && row.phase !== 'a' ? `${(total / cpu(b)).toFixed(2)}x` : '—',
-      row.forwardedShare === null ? '—' : `${(row.forwardedShare * 100).toFixed(1)}%`,
+      row.forwardedShare === null ? '—' : `${(row.forwardedShare * 100).toFixed(1)}%${row.perBatch === null ? '' : `, ${row.perBatch.toFixed(1)} a batch`}`,
       ok && row.proxyUs !== null ? row.proxyUs.toFixed(0) : '—',
       ok ? `${row.wrkCores.toFixed(2)} / ${row.otherCores.toFixed(2)}` : '—',
       ok ? 'none' : 'FAILED',

@@ -173,6 +173,7 @@ export async function openClusterMode (options: ClusterModeOptions): Promise<Clu
       nc, cluster, ownership: node, handlerExtraMs: options.syncTimeoutMs, batch: config.forwardBatch,
       observe: metrics === null ? null : outcome => { if (outcome === 'answered') metrics.countForwarded() },
     })
+    metrics?.watchForwarder(forwarder)
     const claims = await ScheduleClaims.open({ nc, cluster, replicas: config.replicas })
     const ownsKey = (account: string, id: string): boolean => node.owns(node.partitionOf(account, id))
     const actors = new ActorRouter({ nc, cluster, ownership: node, runtime })

@@ -247,6 +247,17 @@ export class Metrics {
     }))
   }
 
+  /** Cluster mode: the forwarder's batches, read at each scrape (beacon_cluster_forwarded_total over it: requests a batch). */
+  watchForwarder (forwarder: { batchesSent: number }): void {
+    this.registry.registerMetric(new Counter({
+      name: 'beacon_cluster_forward_batches_total', help: 'Batches of forwarded requests this node sent, one NATS message each (BEACON_FORWARD_BATCH).', registers: [],
+      collect () {
+        this.reset()
+        this.inc(forwarder.batchesSent)
+      },
+    }))
+  }
+
   /** Cluster mode: one partition taken over in this long. */
   readonly recordTakeover = (durationMs: number): void => {
     this.clusterTakeovers.inc()

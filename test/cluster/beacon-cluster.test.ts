@@ -117,6 +117,9 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
     const forwarded = await Promise.all(cluster.live().map(async member => await (await fetch(`${member.url}/metrics`)).text()))
     const count = (text: string): number => Number(/^beacon_cluster_forwarded_total (\d+)/m.exec(text)?.[1] ?? 0)
     expect(forwarded.map(count).reduce((a, b) => a + b)).to.be.above(written.length / 2)
+    // Sent in batches (BEACON_FORWARD_BATCH, on by default), each batch one NATS message, counted.
+    const batches = (text: string): number => Number(/^beacon_cluster_forward_batches_total (\d+)/m.exec(text)?.[1] ?? 0)
+    expect(forwarded.map(batches).reduce((a, b) => a + b)).to.be.at.least(1)
   })
 
   it('a write fenced by another claim on its changelog: refused there, the owner gives the lease up, the write is retried at the next owner, the partition is recovered with its writes', async () => {
@@ -256,7 +259,7 @@ describe('Beacon cluster mode (3 nodes, real processes)', function () {
 
   it('counts takeovers and changelog appends in /metrics', async () => {
     const text = await (await fetch(`${cluster.live()[0]!.url}/metrics`)).text()
-    for (const name of ['beacon_cluster_takeovers_total', 'beacon_cluster_takeover_seconds_count', 'beacon_cluster_changelog_append_seconds_count', 'beacon_cluster_partitions_owned', 'beacon_cluster_forwarded_total']) {
+    for (const name of ['beacon_cluster_takeovers_total', 'beacon_cluster_takeover_seconds_count', 'beacon_cluster_changelog_append_seconds_count', 'beacon_cluster_partitions_owned', 'beacon_cluster_forwarded_total', 'beacon_cluster_forward_batches_total']) {
       expect(text).to.match(new RegExp(`^${name} `, 'm'))
     }
     const owned = Number(/^beacon_cluster_partitions_owned (\d+)/m.exec(text)![1])
