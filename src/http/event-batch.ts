@@ -219,7 +219,6 @@ export function eventBatch ({ runtime, visitors, clock, placement, requireAccoun
   }
 }
 
-/** An event's claim: its messageId's, else (a batch another node forwarded here) the forward's id and its index. */
 /** The fields of an element that are its own, not the event's. */
 const ELEMENT_ONLY: ReadonlySet<string> = new Set(['messageId', 'timestamp'])
 
@@ -230,6 +229,7 @@ function eventOf (element: S.BatchEvent, account: string): EventBody {
   return event as unknown as EventBody
 }
 
+/** An event's claim: its messageId's, else (a batch another node forwarded here) the forward's id and its index. */
 function claimOf (element: S.BatchEvent, messageId: string | undefined, forwardedKey: string, index: number): IdempotencyClaim | undefined {
   if (messageId === undefined && forwardedKey === '') return undefined
   const fingerprint = createHash('sha256').update(BATCH_PATTERN).update('\n').update(JSON.stringify(element)).digest('base64url')
